@@ -1,0 +1,78 @@
+// m_axi port convention of the EAGLE4 HLS kernels.
+//
+// Kernel tops take every HBM buffer as `PORT(T) name` (T may be const-qualified) and index it
+// like a pointer. For synthesis PORT(T) is a plain `T*` (Vitis maps it to an m_axi port through
+// the INTERFACE pragma). In C-simulation builds (EAGLE4_CSIM_COUNTERS defined) it is a
+// CountedPort<T> that adds sizeof(T) to the port's read or write counter on every element access,
+// so one call reports the bytes each port moved (the B_in/B_out of the budget sheet).
+#ifndef EAGLE4_PORT_H
+#define EAGLE4_PORT_H
+
+#include <cstdint>
+
+#ifndef EAGLE4_CSIM_COUNTERS
+
+#define PORT(T) T*
+#define PORT_ARG(ptr, counters, slot) (ptr)
+
+#else
+
+#include <type_traits>
+
+namespace eagle4 {
+
+// Bytes read and written through one m_axi port during one kernel call.
+struct PortCounter {
+  uint64_t bytes_read;
+  uint64_t bytes_written;
+};
+
+template <typename T>
+class CountedPort {
+ public:
+  using Elem = typename std::remove_const<T>::type;
+
+  class Ref {
+   public:
+    Ref(T* p, PortCounter* c) : p_(p), c_(c) {}
+    operator Elem() const {
+      if (c_) c_->bytes_read += sizeof(Elem);
+      return *p_;
+    }
+    Ref& operator=(const Elem& v) {
+      static_assert(!std::is_const<T>::value, "write through a read-only port");
+      if (c_) c_->bytes_written += sizeof(Elem);
+      *p_ = v;
+      return *this;
+    }
+    Ref& operator=(const Ref& other) { return *this = static_cast<Elem>(other); }
+
+   private:
+    T* p_;
+    PortCounter* c_;
+  };
+
+  CountedPort() : p_(nullptr), c_(nullptr) {}
+  CountedPort(T* p, PortCounter* c) : p_(p), c_(c) {}
+  Ref operator[](int64_t i) const { return Ref(p_ + i, c_); }
+  CountedPort operator+(int64_t off) const { return CountedPort(p_ + off, c_); }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  T* p_;
+  PortCounter* c_;
+};
+
+template <typename T>
+CountedPort<T> make_port(T* p, PortCounter* counters, int slot) {
+  return CountedPort<T>(p, counters ? &counters[slot] : nullptr);
+}
+
+}  // namespace eagle4
+
+#define PORT(T) ::eagle4::CountedPort<T>
+// Used by the C ABI wrappers: wrap a raw pointer as the port counted in counters[slot].
+#define PORT_ARG(ptr, counters, slot) ::eagle4::make_port((ptr), (counters), (slot))
+
+#endif  // EAGLE4_CSIM_COUNTERS
+#endif  // EAGLE4_PORT_H

@@ -1,0 +1,36 @@
+"""The PyTorch reference as a backend (CPU, or CUDA tensors with device="cuda")."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from eagle4 import dtypes as dt
+from eagle4 import kernels
+from eagle4.backends.base import Backend, DeviceInfo
+from eagle4.spec import check_arrays, kernel_spec
+
+
+class ReferenceBackend(Backend):
+    name = "ref"
+    provenance = "reference"
+
+    def __init__(self, device: str = "cpu"):
+        self.device = torch.device(device)
+
+    def available(self):
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            return False, "torch.cuda.is_available() is False (no NVIDIA GPU or driver on this machine)"
+        return True, ""
+
+    def run(self, kernel, inputs, params):
+        self.require()
+        spec = kernel_spec(kernel)
+        check_arrays(spec, inputs, params, role="inputs")
+        tensors = {k: dt.to_torch(v, self.device) for k, v in inputs.items()}
+        out = kernels.call(spec.key, tensors, params)
+        return {k: dt.to_numpy(v) for k, v in out.items()}
+
+    def device_info(self):
+        name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        return DeviceInfo(self.name, name, {"torch": torch.__version__, "numpy": np.__version__})

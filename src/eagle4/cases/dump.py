@@ -1,0 +1,191 @@
+"""The dump file: one kernel case with its inputs, prior buffer contents, scalars and expected outputs.
+
+A dump is a plain NumPy ``.npz`` (see docs/dump_format.md):
+* ``<name>``: a pure input tensor, by its KERNELS.md argument name;
+* ``initial_<name>``: prior contents of an in/out buffer, or of an output buffer whose untouched
+  region is compared (sentinels);
+* ``expected_<name>``: the kernel's output;
+* ``meta_json``: a 0-d string array holding a JSON object with ``params`` (the ABI's scalar
+  arguments by name) and, for dumps the harness writes, ``format``, ``kernel``, ``case_id``,
+  ``seed``, ``dtypes`` (logical dtype of every array; bfloat16 is stored as uint16 bits),
+  ``producer`` (backend, device, library versions, git commit) and ``sha256`` of the payload.
+
+Loading verifies the sha256 (when present) and the shapes/dtypes against the spec, and raises
+``DumpError`` with the file name and the reason otherwise. A user's own ``.npz`` without the
+provenance fields is the ``spec-npz`` import format (``eagle4 import-case --format spec-npz``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from eagle4 import dtypes as dt
+from eagle4.cases import Case
+from eagle4.spec import KernelSpec, SpecError, check_arrays, kernel_spec
+
+FORMAT = "eagle4-dump/1"
+
+
+class DumpError(ValueError):
+    """A dump file is corrupt, incomplete or does not match the kernel spec."""
+
+
+def payload_sha256(kernel: str, params: dict, arrays: dict[str, np.ndarray]) -> str:
+    """Hash of everything a comparison depends on: kernel, scalars, every array's dtype, shape and bytes."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"kernel": kernel, "params": params}, sort_keys=True).encode())
+    for key in sorted(arrays):
+        a = np.ascontiguousarray(arrays[key])
+        h.update(f"\0{key}\0{dt.logical_dtype(a)}\0{a.shape}\0".encode())
+        h.update(dt.storage_view(a).tobytes())
+    return h.hexdigest()
+
+
+def _split(spec: KernelSpec, inputs: dict, expected: dict) -> dict[str, np.ndarray]:
+    out = {}
+    for name, arr in inputs.items():
+        role = spec.arg(name).role
+        out[name if role == "in" else f"initial_{name}"] = arr
+    for name, arr in (expected or {}).items():
+        out[f"expected_{name}"] = arr
+    return out
+
+
+def case_arrays(case: Case) -> dict[str, np.ndarray]:
+    return _split(kernel_spec(case.kernel), case.inputs, case.expected or {})
+
+
+def save_dump(path: str | os.PathLike, case: Case, expected: dict[str, np.ndarray], producer: dict) -> str:
+    """Write ``case`` with ``expected`` outputs atomically; returns the payload sha256."""
+    spec = kernel_spec(case.kernel)
+    check_arrays(spec, case.inputs, case.params, role="inputs")
+    check_arrays(spec, expected, case.params, role="outputs")
+    arrays = _split(spec, case.inputs, expected)
+    sha = payload_sha256(spec.key, case.params, arrays)
+    meta = {
+        "format": FORMAT,
+        "kernel": spec.key,
+        "op": spec.op,
+        "case_id": case.case_id,
+        "seed": case.seed,
+        "tags": list(case.tags),
+        "note": case.note,
+        "params": case.params,
+        "dtypes": {k: dt.logical_dtype(v) for k, v in arrays.items()},
+        "producer": producer,
+        "sha256": sha,
+    }
+    stored = {k: dt.storage_view(np.ascontiguousarray(v)) for k, v in arrays.items()}
+    stored["meta_json"] = np.array(json.dumps(meta, sort_keys=True))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")  # never leave a half-written dump
+    os.close(fd)
+    try:
+        np.savez(tmp, **stored)  # stored (uncompressed) zip: the C++ testbenches read it directly
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return sha
+
+
+def read_npz(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
+    """Raw read: (meta, arrays with logical dtypes). Raises DumpError on any corruption."""
+    path = Path(path)
+    if not path.is_file():
+        raise DumpError(f"{path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            raw = {k: z[k] for k in z.files}
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+        raise DumpError(f"{path}: not a readable .npz dump ({type(e).__name__}: {e})") from e
+    if "meta_json" not in raw:
+        raise DumpError(f"{path}: no 'meta_json' entry (a 0-d string array holding a JSON object)")
+    try:
+        meta = json.loads(str(raw.pop("meta_json")[()]))
+    except (json.JSONDecodeError, TypeError) as e:
+        raise DumpError(f"{path}: meta_json is not valid JSON ({e})") from e
+    if not isinstance(meta, dict) or not isinstance(meta.get("params", {}), dict):
+        raise DumpError(f"{path}: meta_json must be a JSON object with a 'params' object")
+    declared = meta.get("dtypes", {})
+    arrays = {}
+    for k, v in raw.items():
+        try:
+            arrays[k] = dt.from_storage(v, declared.get(k, v.dtype.name))
+        except ValueError as e:
+            raise DumpError(f"{path}: array {k!r}: {e}") from e
+    return meta, arrays
+
+
+def arrays_to_case(spec: KernelSpec, meta: dict, arrays: dict[str, np.ndarray], source: str) -> Case:
+    """Sort npz entries into inputs / expected by the naming rule and validate them against the spec."""
+    params = meta.get("params", {})
+    inputs: dict[str, np.ndarray] = {}
+    expected: dict[str, np.ndarray] = {}
+    tensor_names = {a.name for a in spec.tensors}
+    for key, arr in arrays.items():
+        if key.startswith("expected_"):
+            name, bucket = key[len("expected_"):], expected
+        elif key.startswith("initial_"):
+            name, bucket = key[len("initial_"):], inputs
+        else:
+            name, bucket = key, inputs
+        if name not in tensor_names:
+            raise DumpError(f"{source}: {key!r} names no argument of {spec.op} ({spec.section} of KERNELS.md); "
+                            f"arguments: {sorted(tensor_names)}")
+        a = spec.arg(name)
+        if bucket is expected and not a.is_output:
+            raise DumpError(f"{source}: {key!r}: {name} is an input of {spec.op}, not an output")
+        if bucket is inputs and key == name and a.role != "in":
+            raise DumpError(f"{source}: {key!r}: {name} is an {a.role} buffer; store its prior contents as initial_{name}")
+        if bucket is inputs and key != name and a.role == "in":
+            raise DumpError(f"{source}: {key!r}: {name} is a pure input; store it as {name}")
+        bucket[name] = arr
+    try:
+        check_arrays(spec, inputs, params, role="inputs")
+        check_arrays(spec, expected, params, role="outputs")
+    except SpecError as e:
+        raise DumpError(f"{source}: {e}") from e
+    scalars = {a.name for a in spec.scalars}
+    extra = set(params) - scalars
+    if extra:
+        raise DumpError(f"{source}: meta params {sorted(extra)} are not scalar arguments of {spec.op}; "
+                        f"expected {sorted(scalars)}")
+    return Case(
+        kernel=spec.key,
+        case_id=meta.get("case_id") or Path(source).stem,
+        params=params,
+        inputs=inputs,
+        seed=meta.get("seed"),
+        tags=tuple(meta.get("tags", ())),
+        note=meta.get("note", ""),
+        expected=expected,
+        meta=meta,
+    )
+
+
+def load_dump(path: str | os.PathLike, *, require_sha: bool = True) -> Case:
+    """Load and verify a dump; the returned Case carries ``expected`` and ``meta`` (provenance)."""
+    meta, arrays = read_npz(path)
+    if require_sha and meta.get("format") != FORMAT:
+        raise DumpError(f"{path}: format {meta.get('format')!r} is not {FORMAT!r} "
+                        "(a user's own .npz goes through 'eagle4 import-case --format spec-npz')")
+    kernel = meta.get("kernel")
+    try:
+        spec = kernel_spec(kernel or "")
+    except KeyError as e:
+        raise DumpError(f"{path}: {e}") from e
+    if require_sha:
+        sha = payload_sha256(spec.key, meta.get("params", {}), arrays)
+        if sha != meta.get("sha256"):
+            raise DumpError(f"{path}: sha256 mismatch (stored {meta.get('sha256')}, payload {sha}): "
+                            "the file was modified or truncated")
+    return arrays_to_case(spec, meta, arrays, str(path))
