@@ -1,0 +1,136 @@
+"""--hw selection and the honesty rule.
+
+``--hw=cpu|cuda|fpga`` (comma-separated for several) says what hardware the run must exercise.
+* A test marked for hardware the run asked for runs; if that hardware is missing it FAILS with
+  a message naming what is missing. It never skips.
+* A test marked for hardware the run did not ask for is deselected, and the terminal summary
+  counts those per hardware kind so nothing disappears silently.
+* Unmarked tests and ``cpu``/``csim`` tests need only this machine and always run.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+
+import pytest
+
+HW_KINDS = ("cpu", "cuda", "fpga")
+_DESELECTED: dict[str, int] = {}
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("eagle4 hardware")
+    group.addoption("--hw", default="cpu",
+                    help="hardware the run must exercise: cpu, cuda, fpga (comma-separated); default cpu")
+    group.addoption("--with-docker", action="store_true", default=False,
+                    help="also run tests that need a running Docker engine (marker 'docker')")
+
+
+def requested_hw(config) -> set[str]:
+    kinds = {k.strip() for k in str(config.getoption("--hw")).split(",") if k.strip()}
+    bad = kinds - set(HW_KINDS)
+    if bad:
+        raise pytest.UsageError(f"--hw: unknown hardware {sorted(bad)}; choose from {HW_KINDS}")
+    return kinds | {"cpu"}  # the CPU is always there and always exercised
+
+
+@functools.lru_cache(maxsize=None)
+def hardware_missing(kind: str) -> str | None:
+    """None when ``kind`` is usable here, else a sentence saying what is missing."""
+    if kind == "cpu":
+        return None
+    if kind == "cuda":
+        try:
+            import torch
+        except ImportError:
+            return "torch is not installed"
+        if not torch.cuda.is_available():
+            return ("no CUDA device: torch.cuda.is_available() is False "
+                    f"(torch {torch.__version__}, CUDA build {torch.version.cuda})")
+        return None
+    if kind == "fpga":
+        try:
+            import pyxrt  # noqa: F401
+        except ImportError:
+            return ("no FPGA runtime: the Python module 'pyxrt' (Xilinx XRT) is not importable; "
+                    "install XRT and source /opt/xilinx/xrt/setup.sh, or run inside the fpga-xrt image")
+        xbutil = shutil.which("xbutil")
+        if not xbutil:
+            return "XRT is importable but 'xbutil' is not on PATH (source /opt/xilinx/xrt/setup.sh)"
+        out = subprocess.run([xbutil, "examine"], capture_output=True, text=True, timeout=60)
+        if "0 devices found" in out.stdout or out.returncode != 0:
+            return f"xbutil examine found no FPGA device:\n{out.stdout[-800:]}{out.stderr[-400:]}"
+        return None
+    if kind == "docker":
+        try:
+            import docker
+            docker.from_env().ping()
+        except Exception as e:  # any failure means no usable engine
+            return f"no running Docker engine reachable ({type(e).__name__}: {e})"
+        return None
+    raise ValueError(kind)
+
+
+def _item_hw(item) -> set[str]:
+    return {k for k in ("cuda", "fpga") if item.get_closest_marker(k)}
+
+
+def pytest_collection_modifyitems(config, items):
+    wanted = requested_hw(config)
+    with_docker = config.getoption("--with-docker")
+    keep, drop = [], []
+    for item in items:
+        needs = _item_hw(item)
+        missing_request = needs - wanted
+        if item.get_closest_marker("docker") and not with_docker:
+            missing_request = missing_request | {"docker"}
+        if missing_request:
+            drop.append(item)
+            for k in missing_request:
+                _DESELECTED[k] = _DESELECTED.get(k, 0) + 1
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_runtest_setup(item):
+    needs = _item_hw(item)
+    if item.get_closest_marker("docker"):
+        needs = needs | {"docker"}
+    for kind in sorted(needs):
+        why = hardware_missing(kind)
+        if why:
+            pytest.fail(f"this test needs {kind} (asked for with --hw / --with-docker) but {why}", pytrace=False)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # xdist: workers collect; hand the counts to the controller (every worker collects the same)
+    if hasattr(session.config, "workerinput"):
+        session.config.workeroutput["eagle4_deselected"] = dict(_DESELECTED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for k, n in getattr(node, "workeroutput", {}).get("eagle4_deselected", {}).items():
+        _DESELECTED[k] = max(_DESELECTED.get(k, 0), n)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if _DESELECTED:
+        parts = ", ".join(f"{n} need {k}" for k, n in sorted(_DESELECTED.items()))
+        hint = "; ask with --hw=cuda / --hw=fpga / --with-docker"
+        terminalreporter.write_line(f"eagle4: deselected tests for hardware not asked for: {parts}{hint}")
+
+
+def pytest_report_header(config):
+    return f"eagle4 --hw={','.join(sorted(requested_hw(config)))}"
+
+
+@pytest.fixture(scope="session")
+def hw(pytestconfig) -> set[str]:
+    """The hardware kinds this run exercises."""
+    return requested_hw(pytestconfig)
