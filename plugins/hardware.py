@@ -97,7 +97,9 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-def pytest_runtest_setup(item):
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    # checked in the call phase so the test is reported FAILED (not skipped, not an error)
     needs = _item_hw(item)
     if item.get_closest_marker("docker"):
         needs = needs | {"docker"}

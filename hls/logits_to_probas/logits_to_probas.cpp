@@ -6,8 +6,8 @@
 //              sampling rows x_v = logits / temp (IEEE division) goes to the on-chip row buffer
 //              and the lane maxima of x are tracked;
 //   exp pass   (on-chip): e_v = exp(x_v - m) back into the row buffer, accumulated into LANES
-//              partial sums acc[v mod LANES] (each lane sequential in ascending v), then a fixed
-//              halving tree (acc[i] += acc[i + w] for w = LANES/2 .. 1);
+//              partial sums acc[v mod LANES] (each lane sequential in ascending v), then the fixed
+//              neighbours-first binary tree pinned by src/eagle4/kernels/logits_to_probas.py;
 //   write pass probas = e_v / s (IEEE division).
 // Greedy rows (temp < 1e-6f in binary32, negative and -0 included) only need the read pass and
 // a one-hot write. write_probas = false leaves probas untouched.
@@ -167,10 +167,11 @@ batch_loop:
         row_buf[v] = e;
         acc[v & (LANES - 1)] += e;
       }
+      // balanced tree, neighbours first: ((s0+s1)+(s2+s3)) + ... as the reference pins it
     reduce_tree:
-      for (int w = LANES / 2; w >= 1; w /= 2) {
+      for (int w = 1; w < LANES; w *= 2) {
 #pragma HLS UNROLL
-        for (int l = 0; l < w; ++l) {
+        for (int l = 0; l + w < LANES; l += 2 * w) {
 #pragma HLS UNROLL
           acc[l] = acc[l] + acc[l + w];
         }

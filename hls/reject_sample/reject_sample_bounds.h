@@ -1,13 +1,17 @@
-// Compile-time bounds of K6 reject_sample (KERNELS.md §0.4, §6).
+// Compile-time bounds of K6 reject_sample (KERNELS.md §0.4, §6), taken from the shared
+// hls/include/eagle4_bounds.h (override there with -D).
 #ifndef EAGLE4_REJECT_SAMPLE_BOUNDS_H
 #define EAGLE4_REJECT_SAMPLE_BOUNDS_H
 
+#include "eagle4_bounds.h"
+
 namespace eagle4 {
 namespace k6 {
-constexpr int MAX_BATCH = 128;    // MAX_BATCH_SIZE
-constexpr int MAX_VERIFY = 128;   // Q <= M = MAX_Verify_Num
-constexpr int MAX_ACCEPT = 32;    // S = D_max + 1 (accept row length)
-constexpr int MAX_VOCAB = 153600; // 152064 + margin
+constexpr int MAX_BATCH = ::eagle4::MAX_BATCH_SIZE;   // B
+constexpr int MAX_VERIFY = ::eagle4::MAX_VERIFY;      // Q <= M
+constexpr int MAX_ACCEPT = ::eagle4::MAX_ACCEPT_LEN;  // S = D_max + 1
+constexpr int MAX_VOCAB = ::eagle4::MAX_VOCAB;        // V: the final row is kept on chip
+static_assert(MAX_VERIFY <= 32767, "local tree links are stored as int16");
 }  // namespace k6
 }  // namespace eagle4
 

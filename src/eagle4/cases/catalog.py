@@ -36,8 +36,9 @@ def all_cases(sources: tuple[str, ...] = SOURCES, *, include_large: bool = True)
 
 
 def cases_for(kernel: str, **kw) -> list[Case]:
+    """One kernel's cases: its own catalog plus its calls inside the chained regressions."""
     key = kernel_spec(kernel).key
-    return [c for c in all_cases(**kw) if c.kernel == key]
+    return [c for c in all_cases((key, "chain"), **kw) if c.kernel == key]
 
 
 def get_case(case_id: str) -> Case:

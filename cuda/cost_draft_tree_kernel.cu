@@ -1,0 +1,1431 @@
+// EAGLE4 CostDraftTree P0 kernels K1..K7 (KERNELS.md), CUDA baseline for the H100.
+//
+// Built as a PyTorch extension by src/eagle4/backends/cuda.py (torch.utils.cpp_extension.load,
+// -gencode=arch=compute_90,code=sm_90, -fmad=false, no fast-math). Every op takes the ABI's
+// arguments in the order of KERNELS.md / src/eagle4/spec.py and mutates its output tensors in
+// place, like the PyTorch reference. Violated preconditions raise ValueError("precondition: ...").
+//
+// Floating point: every multiply/add/divide the spec separates is written with the _rn intrinsics
+// (and the build uses -fmad=false as a second guard), so no FMA contraction can happen.
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <optional>
+
+namespace cg = cooperative_groups;
+
+#define E4_PRE(cond, ...) TORCH_CHECK_VALUE((cond), "precondition: ", __VA_ARGS__)
+#define E4_CUDA_CHECK(expr)                                                                   \
+  do {                                                                                        \
+    cudaError_t _e = (expr);                                                                  \
+    TORCH_CHECK(_e == cudaSuccess, "CUDA error: ", cudaGetErrorString(_e), " at ", #expr);    \
+  } while (0)
+
+static constexpr unsigned FULL = 0xffffffffu;
+
+// ------------------------------------------------------------------------------------------
+// host-side tensor checks
+static void check_tensor(const at::Tensor& t, const char* name, at::ScalarType st,
+                         std::initializer_list<int64_t> shape) {
+  TORCH_CHECK_VALUE(t.is_cuda(), name, " must be a CUDA tensor");
+  TORCH_CHECK_VALUE(t.is_contiguous(), name, " must be contiguous");
+  TORCH_CHECK_VALUE(t.scalar_type() == st, name, " must have dtype ", c10::toString(st), ", got ",
+                    c10::toString(t.scalar_type()));
+  TORCH_CHECK_VALUE((int64_t)shape.size() == t.dim(), name, " must have ", shape.size(),
+                    " dimension(s), got shape ", t.sizes());
+  int i = 0;
+  for (int64_t s : shape) {
+    TORCH_CHECK_VALUE(s < 0 || t.size(i) == s, name, " dimension ", i, " must be ", s, ", got shape ",
+                      t.sizes());
+    ++i;
+  }
+}
+static void check_min_numel(const at::Tensor& t, const char* name, at::ScalarType st, int64_t n) {
+  TORCH_CHECK_VALUE(t.is_cuda() && t.is_contiguous(), name, " must be a contiguous CUDA tensor");
+  TORCH_CHECK_VALUE(t.scalar_type() == st, name, " must have dtype ", c10::toString(st));
+  TORCH_CHECK_VALUE(t.numel() >= n, name, " must hold at least ", n, " elements, got ", t.numel());
+}
+static void check_hidden_dtype(const at::Tensor& t, const char* name) {
+  auto st = t.scalar_type();
+  TORCH_CHECK_VALUE(st == at::kHalf || st == at::kBFloat16 || st == at::kFloat, name,
+                    " must be float16/bfloat16/float32, got ", c10::toString(st));
+}
+template <typename T>
+static T* ptr(const at::Tensor& t) { return reinterpret_cast<T*>(t.data_ptr()); }
+template <typename T>
+static T* optptr(const std::optional<at::Tensor>& t) {
+  return (t.has_value() && t->defined()) ? reinterpret_cast<T*>(t->data_ptr()) : nullptr;
+}
+static bool has(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
+
+// ------------------------------------------------------------------------------------------
+// device helpers
+
+// In-place exclusive scan of data[0..n) in shared memory by the whole block (blockDim % 32 == 0,
+// blockDim <= 1024). wbuf: >= 33 elements of shared scratch. Returns the total (all threads).
+template <typename T>
+__device__ T block_exclusive_scan(T* data, int64_t n, T* wbuf) {
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, wid = tid >> 5, nw = nt >> 5;
+  const int64_t c = (n + nt - 1) / nt;
+  const int64_t s0 = (int64_t)tid * c;
+  const int64_t s1 = s0 + c < n ? s0 + c : n;
+  T local = 0;
+  for (int64_t i = s0; i < s1; ++i) local += data[i];
+  T incl = local;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    T v = __shfl_up_sync(FULL, incl, o);
+    if (lane >= o) incl += v;
+  }
+  if (lane == 31) wbuf[wid] = incl;
+  __syncthreads();
+  if (wid == 0) {
+    T w = lane < nw ? wbuf[lane] : (T)0;
+    T wi = w;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      T v = __shfl_up_sync(FULL, wi, o);
+      if (lane >= o) wi += v;
+    }
+    if (lane < nw) wbuf[lane] = wi - w;  // exclusive prefix of warps
+    if (lane == nw - 1) wbuf[32] = wi;   // total
+  }
+  __syncthreads();
+  T run = wbuf[wid] + incl - local;
+  for (int64_t i = s0; i < s1; ++i) {
+    T v = data[i];
+    data[i] = run;
+    run += v;
+  }
+  T total = wbuf[32];
+  __syncthreads();
+  return total;
+}
+
+// argmax order of KERNELS.md §5.4 step 1: NaN larger than every number, first NaN wins,
+// lowest index on equal maxima. True when (va, ia) comes before (vb, ib).
+__device__ __forceinline__ bool amax_better(float va, int64_t ia, float vb, int64_t ib) {
+  const bool na = isnan(va), nb = isnan(vb);
+  if (na || nb) {
+    if (na && nb) return ia < ib;
+    return na;
+  }
+  if (va > vb) return true;
+  if (va == vb) return ia < ib;
+  return false;
+}
+
+template <typename VT>
+__device__ __forceinline__ void copy_row(const VT* __restrict__ src, VT* __restrict__ dst, int64_t n,
+                                         int64_t start, int64_t stride) {
+  for (int64_t u = start; u < n; u += stride) dst[u] = src[u];
+}
+
+// ==========================================================================================
+// K1 draft_tree_layer_score_index_gen_op (§1)
+
+// (key desc, index asc): true when (ka, ia) sorts before (kb, ib)
+__device__ __forceinline__ bool k1_better(float ka, int ia, float kb, int ib) {
+  return ka > kb || (ka == kb && ia < ib);
+}
+
+// 64-lane bitonic sort in one warp, two elements per lane (element e = lane + 32*j).
+// Every compare-exchange of the full network executes (§12 P1); best element ends at e = 0.
+__device__ __forceinline__ void warp_bitonic64(float& k0, int& i0, float& k1, int& i1) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int k = 2; k <= 64; k <<= 1) {
+#pragma unroll
+    for (int s = k >> 1; s > 0; s >>= 1) {
+      if (s == 32) {  // only in the k == 64 merge: ascending (best first), e and e+32 in one lane
+        if (k1_better(k1, i1, k0, i0)) {
+          float tk = k0; k0 = k1; k1 = tk;
+          int ti = i0; i0 = i1; i1 = ti;
+        }
+      } else {
+        const bool lower = (lane & s) == 0;
+        {
+          float pk = __shfl_xor_sync(FULL, k0, s);
+          int pi = __shfl_xor_sync(FULL, i0, s);
+          const bool asc = ((lane) & k) == 0;
+          const bool pb = k1_better(pk, pi, k0, i0);
+          if ((lower == asc) ? pb : !pb) { k0 = pk; i0 = pi; }
+        }
+        {
+          float pk = __shfl_xor_sync(FULL, k1, s);
+          int pi = __shfl_xor_sync(FULL, i1, s);
+          const bool asc = ((lane + 32) & k) == 0;
+          const bool pb = k1_better(pk, pi, k1, i1);
+          if ((lower == asc) ? pb : !pb) { k1 = pk; i1 = pi; }
+        }
+      }
+    }
+  }
+}
+
+template <typename VT>
+__global__ void __launch_bounds__(256) k1_kernel(
+    const float* __restrict__ probs, int64_t* __restrict__ tokens, const float* __restrict__ last,
+    float* __restrict__ curr, float* __restrict__ sscores, int64_t* __restrict__ sidx,
+    int64_t* __restrict__ cache, int64_t* __restrict__ parent, const VT* __restrict__ hin,
+    VT* __restrict__ hout, const int64_t* __restrict__ hot, int64_t Vh, int K, int W, int64_t cc,
+    bool use_hot, int64_t row_units) {
+  const int64_t b = blockIdx.x;
+  const int r = blockIdx.y;
+  const int C = W * K;
+  __shared__ float s_sc[64];
+  __shared__ int s_perm[64];
+  const int tid = threadIdx.x;
+  if (tid < 32) {
+    float key0 = -INFINITY, key1 = -INFINITY;
+    int i0 = tid, i1 = tid + 32;
+    if (tid < C) {
+      float s = __fmul_rn(probs[b * C + tid], last[b * W + tid / K]);
+      s_sc[tid] = s;
+      key0 = isnan(s) ? -INFINITY : s;
+    }
+    if (tid + 32 < C) {
+      float s = __fmul_rn(probs[b * C + tid + 32], last[b * W + (tid + 32) / K]);
+      s_sc[tid + 32] = s;
+      key1 = isnan(s) ? -INFINITY : s;
+    }
+    warp_bitonic64(key0, i0, key1, i1);
+    s_perm[tid] = i0;
+    s_perm[tid + 32] = i1;
+  }
+  __syncthreads();
+  if (r == 0) {
+    for (int c = tid; c < C; c += blockDim.x) {
+      const int p = s_perm[c];
+      curr[b * C + c] = s_sc[c];
+      sscores[b * C + c] = s_sc[p];
+      sidx[b * C + c] = p;
+      if (use_hot) {
+        const int64_t t = tokens[b * C + c];
+        if (t >= 0 && t < Vh) tokens[b * C + c] = hot[t];
+      }
+    }
+    for (int rr = tid; rr < K; rr += blockDim.x) {
+      cache[b * K + rr] = cc + s_perm[rr];
+      parent[b * K + rr] = s_perm[rr] / K;
+    }
+  }
+  const int p = s_perm[r] / K;
+  copy_row<VT>(hin + (b * W + p) * row_units, hout + (b * K + r) * row_units, row_units, tid, blockDim.x);
+}
+
+template <typename F>
+static void dispatch_units(int64_t row_bytes, std::initializer_list<const void*> ptrs, F&& f) {
+  auto aligned = [&](int a) {
+    if (row_bytes % a) return false;
+    for (const void* p : ptrs)
+      if (reinterpret_cast<uintptr_t>(p) % a) return false;
+    return true;
+  };
+  if (aligned(16)) f(uint4{}, (int64_t)16);
+  else if (aligned(8)) f(uint2{}, (int64_t)8);
+  else if (aligned(4)) f(uint32_t{}, (int64_t)4);
+  else if (aligned(2)) f(uint16_t{}, (int64_t)2);
+  else f(uint8_t{}, (int64_t)1);
+}
+
+void draft_tree_layer_score_index_gen_op(
+    at::Tensor topk_probas_sampling, std::optional<at::Tensor> topk_tokens_sampling,
+    at::Tensor last_layer_scores, at::Tensor curr_layer_scores, at::Tensor sort_layer_scores,
+    at::Tensor sort_layer_indices, at::Tensor cache_topk_indices, at::Tensor parent_indices_in_layer,
+    at::Tensor input_hidden_states, at::Tensor output_hidden_states, std::optional<at::Tensor> hot_token_id,
+    int64_t batch_size, int64_t node_top_k, int64_t tree_width, int64_t cumu_count, bool use_hot_token_id) {
+  const int64_t B = batch_size, K = node_top_k, W = tree_width, C = W * K;
+  E4_PRE(K >= 1, "node_top_k must be >= 1, got ", K);
+  E4_PRE(W >= 1, "tree_width must be >= 1, got ", W);
+  E4_PRE(C <= 64, "tree_width*node_top_k must be <= 64, got ", C);
+  E4_PRE(K <= C, "node_top_k must be <= tree_width*node_top_k");
+  E4_PRE(B >= 0, "batch_size must be >= 0");
+  check_tensor(topk_probas_sampling, "topk_probas_sampling", at::kFloat, {B, C});
+  check_tensor(last_layer_scores, "last_layer_scores", at::kFloat, {B, W});
+  check_tensor(curr_layer_scores, "curr_layer_scores", at::kFloat, {B, C});
+  check_tensor(sort_layer_scores, "sort_layer_scores", at::kFloat, {B, C});
+  check_tensor(sort_layer_indices, "sort_layer_indices", at::kLong, {B, C});
+  check_tensor(cache_topk_indices, "cache_topk_indices", at::kLong, {B, K});
+  check_tensor(parent_indices_in_layer, "parent_indices_in_layer", at::kLong, {B, K});
+  check_hidden_dtype(input_hidden_states, "input_hidden_states");
+  const int64_t H = input_hidden_states.dim() == 2 ? input_hidden_states.size(1) : -1;
+  check_tensor(input_hidden_states, "input_hidden_states", input_hidden_states.scalar_type(), {B * W, H});
+  check_tensor(output_hidden_states, "output_hidden_states", input_hidden_states.scalar_type(), {B, K, H});
+  int64_t Vh = 0;
+  if (use_hot_token_id) {
+    E4_PRE(has(topk_tokens_sampling), "topk_tokens_sampling is required when use_hot_token_id");
+    E4_PRE(has(hot_token_id), "hot_token_id is required when use_hot_token_id");
+    check_tensor(*topk_tokens_sampling, "topk_tokens_sampling", at::kLong, {B, C});
+    check_tensor(*hot_token_id, "hot_token_id", at::kLong, {-1});
+    Vh = hot_token_id->size(0);
+  }
+  if (B == 0) return;
+  const at::cuda::CUDAGuard guard(topk_probas_sampling.device());
+  auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t row_bytes = H * input_hidden_states.element_size();
+  int64_t* tok = use_hot_token_id ? ptr<int64_t>(*topk_tokens_sampling) : nullptr;
+  const int64_t* hot = use_hot_token_id ? ptr<int64_t>(*hot_token_id) : nullptr;
+  dim3 grid((unsigned)B, (unsigned)K);
+  dispatch_units(row_bytes, {input_hidden_states.data_ptr(), output_hidden_states.data_ptr()},
+                 [&](auto unit, int64_t ub) {
+                   using VT = decltype(unit);
+                   k1_kernel<VT><<<grid, 256, 0, stream>>>(
+                       ptr<float>(topk_probas_sampling), tok, ptr<float>(last_layer_scores),
+                       ptr<float>(curr_layer_scores), ptr<float>(sort_layer_scores),
+                       ptr<int64_t>(sort_layer_indices), ptr<int64_t>(cache_topk_indices),
+                       ptr<int64_t>(parent_indices_in_layer), ptr<VT>(input_hidden_states),
+                       ptr<VT>(output_hidden_states), hot, Vh, (int)K, (int)W, cumu_count,
+                       use_hot_token_id, row_bytes / ub);
+                 });
+  E4_CUDA_CHECK(cudaGetLastError());
+}
+
+// ==========================================================================================
+// K2 update_cumu_draft_state (§2)
+
+__global__ void __launch_bounds__(128) k2_kernel(
+    const float* __restrict__ in_scores, const int64_t* __restrict__ tokens,
+    const float* __restrict__ sorted_scores, const int64_t* __restrict__ sorted_idx,
+    const int64_t* __restrict__ parent_idx, const int64_t* __restrict__ topk_idx,
+    const uint8_t* __restrict__ in_mask, int K, int W, int64_t Ic, int64_t cc, int64_t d, int64_t I,
+    int64_t N, int64_t M, int64_t n0, int64_t n1, int64_t* __restrict__ cumu_tokens,
+    float* __restrict__ cumu_scores, int64_t* __restrict__ cumu_deltas, int64_t* __restrict__ prev,
+    int64_t* __restrict__ next, int64_t* __restrict__ side, float* __restrict__ out_scores,
+    int64_t* __restrict__ out_tokens, float* __restrict__ work, float* __restrict__ sort_scores,
+    uint8_t* __restrict__ out_mask) {
+  const int64_t b = blockIdx.x;
+  const int C = W * K;
+  const int tid = threadIdx.x, nt = blockDim.x;
+  extern __shared__ float k2_sm[];
+  float* A = k2_sm;             // n0
+  float* Bs = A + n0;           // C
+  float* Mg = Bs + C;           // n1
+  // 1. top-K outputs
+  for (int r = tid; r < K; r += nt) {
+    out_scores[b * K + r] = sorted_scores[b * C + r];
+    int64_t pp = parent_idx[b * K + r];
+    if (pp < 0 || pp >= W) pp = 0;
+    int64_t oi = sorted_idx[b * C + r];
+    if (oi < 0) oi = 0;
+    out_tokens[b * K + r] = tokens[b * C + pp * K + (oi % K)];
+  }
+  // 2. mask prefix copy (columns [0, Ic-1))
+  const int64_t mw = Ic - 1;
+  for (int64_t e = tid; e < (int64_t)K * mw; e += nt) {
+    const int64_t r = e / mw, j = e - r * mw;
+    int64_t pp = parent_idx[b * K + r];
+    if (pp < 0 || pp >= W) pp = 0;
+    out_mask[(b * K + r) * (I + 1) + j] = in_mask[(b * W + pp) * mw + j];
+  }
+  // 3. append nodes
+  for (int i = tid; i < C; i += nt) {
+    const int64_t g = cc + i;
+    if (g < N) {
+      const int64_t o = b * N + g;
+      cumu_tokens[o] = tokens[b * C + i];
+      cumu_scores[o] = __fmul_rn(in_scores[b * C + i], 0.9999f);
+      cumu_deltas[o] = d;
+      prev[o] = topk_idx[b * W + i / K];
+      next[o] = -1;
+      side[o] = (i % K == K - 1) ? (int64_t)-1 : g + 1;
+    }
+  }
+  // 5.1 snapshot A before any write to sort_scores; new sorted scores
+  for (int64_t t = tid; t < n0; t += nt) A[t] = sort_scores[b * M + t];
+  for (int t = tid; t < C; t += nt) Bs[t] = sorted_scores[b * C + t];
+  __syncthreads();  // orders step 3's global writes before step 4 (same block)
+  // 4. parent -> first child, ascending w (later write wins)
+  if (tid == 0) {
+    for (int w = 0; w < W; ++w) {
+      const int64_t P = topk_idx[b * W + w];
+      if (P >= 0 && P < N) next[b * N + P] = cc + (int64_t)w * K;
+    }
+  }
+  // 5.1 work buffer
+  for (int64_t t = tid; t < n0; t += nt) work[b * (M + K) + t] = A[t];
+  for (int t = tid; t < K; t += nt) work[b * (M + K) + n0 + t] = Bs[t];
+  // 5.2 merge (sequential; pins the tie and NaN behaviour exactly)
+  if (tid == 32 % nt) {
+    int64_t ia = 0, ib = 0;
+    for (int64_t t = 0; t < n1; ++t) {
+      if (ia < n0 && (ib >= C || A[ia] >= Bs[ib])) Mg[t] = A[ia++];
+      else Mg[t] = Bs[ib++];
+    }
+  }
+  __syncthreads();
+  for (int64_t t = tid; t < n1; t += nt) sort_scores[b * M + t] = Mg[t];
+}
+
+void update_cumu_draft_state(
+    at::Tensor topk_probas, at::Tensor topk_tokens, at::Tensor sorted_scores, at::Tensor sorted_indexs,
+    at::Tensor parent_indexs, at::Tensor topk_indexs, at::Tensor input_tree_mask, int64_t batch_size,
+    int64_t node_top_k, int64_t tree_width, int64_t input_count, int64_t cumu_count, int64_t verify_num,
+    int64_t curr_depth, int64_t max_input_size, int64_t max_node_count, int64_t max_verify_num,
+    at::Tensor cumu_tokens, at::Tensor cumu_scores, at::Tensor cumu_deltas, at::Tensor prev_indexs,
+    at::Tensor next_indexs, at::Tensor side_indexs, at::Tensor output_scores, at::Tensor output_tokens,
+    at::Tensor work_scores, at::Tensor sort_scores, at::Tensor output_tree_mask) {
+  const int64_t B = batch_size, K = node_top_k, W = tree_width, C = W * K, Ic = input_count;
+  const int64_t I = max_input_size, N = max_node_count, M = max_verify_num, cc = cumu_count;
+  E4_PRE(K >= 1, "node_top_k must be >= 1, got ", K);
+  E4_PRE(W >= 1, "tree_width must be >= 1, got ", W);
+  E4_PRE(C <= 64, "tree_width*node_top_k must be <= 64, got ", C);
+  E4_PRE(Ic >= 1, "input_count must be >= 1, got ", Ic);
+  E4_PRE(Ic - 1 <= I, "input_count-1 must be <= max_input_size, got ", Ic, " and ", I);
+  E4_PRE(M >= 1, "max_verify_num must be >= 1, got ", M);
+  E4_PRE(N >= 0 && cc >= 0, "max_node_count and cumu_count must be >= 0");
+  check_tensor(topk_probas, "topk_probas", at::kFloat, {B, C});
+  check_tensor(topk_tokens, "topk_tokens", at::kLong, {B, C});
+  check_tensor(sorted_scores, "sorted_scores", at::kFloat, {B, C});
+  check_tensor(sorted_indexs, "sorted_indexs", at::kLong, {B, C});
+  check_tensor(parent_indexs, "parent_indexs", at::kLong, {B, K});
+  check_tensor(topk_indexs, "topk_indexs", at::kLong, {B, W});
+  check_tensor(input_tree_mask, "input_tree_mask", at::kBool, {B, W, Ic - 1});
+  check_tensor(cumu_tokens, "cumu_tokens", at::kLong, {B, N});
+  check_tensor(cumu_scores, "cumu_scores", at::kFloat, {B, N});
+  check_tensor(cumu_deltas, "cumu_deltas", at::kLong, {B, N});
+  check_tensor(prev_indexs, "prev_indexs", at::kLong, {B, N});
+  check_tensor(next_indexs, "next_indexs", at::kLong, {B, N});
+  check_tensor(side_indexs, "side_indexs", at::kLong, {B, N});
+  check_tensor(output_scores, "output_scores", at::kFloat, {B, K});
+  check_tensor(output_tokens, "output_tokens", at::kLong, {B, K});
+  check_tensor(work_scores, "work_scores", at::kFloat, {B, M + K});
+  check_tensor(sort_scores, "sort_scores", at::kFloat, {B, M});
+  check_tensor(output_tree_mask, "output_tree_mask", at::kBool, {B, K, I + 1});
+  if (B == 0) return;
+  const int64_t Vn = std::min(std::max(verify_num, (int64_t)1), M);
+  const int64_t n0 = std::min(Vn, cc), n1 = std::min(Vn, cc + C);
+  const size_t smem = (size_t)(n0 + C + n1) * sizeof(float);
+  TORCH_CHECK(smem <= 48 * 1024, "update_cumu_draft_state: max_verify_num too large for shared memory");
+  const at::cuda::CUDAGuard guard(topk_probas.device());
+  auto stream = at::cuda::getCurrentCUDAStream();
+  k2_kernel<<<(unsigned)B, 128, smem, stream>>>(
+      ptr<float>(topk_probas), ptr<int64_t>(topk_tokens), ptr<float>(sorted_scores),
+      ptr<int64_t>(sorted_indexs), ptr<int64_t>(parent_indexs), ptr<int64_t>(topk_indexs),
+      ptr<uint8_t>(input_tree_mask), (int)K, (int)W, Ic, cc, curr_depth, I, N, M, n0, n1,
+      ptr<int64_t>(cumu_tokens), ptr<float>(cumu_scores), ptr<int64_t>(cumu_deltas),
+      ptr<int64_t>(prev_indexs), ptr<int64_t>(next_indexs), ptr<int64_t>(side_indexs),
+      ptr<float>(output_scores), ptr<int64_t>(output_tokens), ptr<float>(work_scores),
+      ptr<float>(sort_scores), ptr<uint8_t>(output_tree_mask));
+  E4_CUDA_CHECK(cudaGetLastError());
+}
+
+// ==========================================================================================
+// K3 calculate_work_deltas (§3): pinned sequential f32 order
+
+__global__ void __launch_bounds__(128) k3_kernel(const float* __restrict__ work, int64_t B, int64_t n0, int K,
+                                                 int64_t Vb, int64_t stride, float* __restrict__ deltas,
+                                                 float* __restrict__ per_req) {
+  extern __shared__ float pr[];  // [B, K+1]
+  const int tid = threadIdx.x, nt = blockDim.x;
+  const int64_t Vbp = Vb > 1 ? Vb : 1;
+  for (int64_t b = tid; b < B; b += nt) {
+    const float* A = work + b * stride;
+    const float* Bn = A + n0;
+    int64_t kA = n0 < Vbp ? n0 : Vbp, kB = 0;
+    float base = 0.0f;
+    for (int64_t i = 0; i < kA; ++i) base = __fadd_rn(base, A[i]);
+    pr[b * (K + 1)] = base;
+    for (int w = 1; w <= K; ++w) {
+      const float x = Bn[w - 1];
+      float dl;
+      if (kA + kB < Vbp) {
+        dl = x;
+        kB += 1;
+      } else if (kA > 0 && x > A[kA - 1]) {
+        dl = __fsub_rn(x, A[kA - 1]);
+        kA -= 1;
+        kB += 1;
+      } else {
+        dl = 0.0f;
+      }
+      pr[b * (K + 1) + w] = dl;
+    }
+  }
+  __syncthreads();
+  if (per_req)
+    for (int64_t e = tid; e < B * (K + 1); e += nt) per_req[e] = pr[e];
+  for (int w = tid; w <= K; w += nt) {
+    float s = 0.0f;
+    for (int64_t b = 0; b < B; ++b) s = __fadd_rn(s, pr[b * (K + 1) + w]);
+    deltas[w] = s;
+  }
+}
+
+void calculate_work_deltas(at::Tensor work_scores, int64_t batch_size, int64_t node_count, int64_t node_top_k,
+                           int64_t verify_num, int64_t row_stride, at::Tensor work_deltas,
+                           std::optional<at::Tensor> per_req_deltas) {
+  const int64_t B = batch_size, n0 = node_count, K = node_top_k;
+  E4_PRE(K >= 0, "node_top_k must be >= 0, got ", K);
+  E4_PRE(n0 >= 0, "node_count must be >= 0, got ", n0);
+  E4_PRE(n0 + K <= row_stride, "node_count + node_top_k must be <= row_stride, got ", n0, " + ", K, " > ",
+         row_stride);
+  check_tensor(work_scores, "work_scores", at::kFloat, {B, row_stride});
+  check_tensor(work_deltas, "work_deltas", at::kFloat, {K + 1});
+  if (has(per_req_deltas)) check_tensor(*per_req_deltas, "per_req_deltas", at::kFloat, {B, K + 1});
+  const size_t smem = (size_t)std::max<int64_t>(B, 1) * (K + 1) * sizeof(float);
+  TORCH_CHECK(smem <= 48 * 1024, "calculate_work_deltas: batch too large for shared memory");
+  const at::cuda::CUDAGuard guard(work_scores.device());
+  auto stream = at::cuda::getCurrentCUDAStream();
+  k3_kernel<<<1, 128, smem, stream>>>(ptr<float>(work_scores), B, n0, (int)K, verify_num, row_stride,
+                                      ptr<float>(work_deltas), optptr<float>(per_req_deltas));
+  E4_CUDA_CHECK(cudaGetLastError());
+}
+
+// ==========================================================================================
+// K4 fused_tree_mask_operator (§4)
+
+__global__ void __launch_bounds__(256) k4_kernel(
+    const int64_t* __restrict__ seq_lens, const int64_t* __restrict__ pool, const int32_t* __restrict__ r2t,
+    int64_t P, int64_t Smax, const int64_t* __restrict__ locs, const int64_t* __restrict__ parent, int B,
+    int64_t T, int64_t Q, bool wb, int32_t* __restrict__ qo, int32_t* __restrict__ kvp,
+    int32_t* __restrict__ kvi, int64_t* __restrict__ pos, int32_t* __restrict__ mbits,
+    int32_t* __restrict__ mbytes, uint8_t* __restrict__ packed, uint8_t* __restrict__ mbool) {
+  extern __shared__ int64_t k4_sm[];
+  int64_t* pre_kv = k4_sm;               // B+1
+  int64_t* pre_bits = pre_kv + (B + 1);  // B+1
+  int64_t* pre_bytes = pre_bits + (B + 1);
+  int64_t* s_par = pre_bytes + (B + 1);  // T
+  int64_t* wbuf = s_par + T;             // 33
+  uint32_t* anc = reinterpret_cast<uint32_t*>(wbuf + 33);  // Q * words
+  const int64_t words = (T + 31) >> 5;
+  const int b = blockIdx.x, y = blockIdx.y, Y = gridDim.y;
+  const int tid = threadIdx.x, nt = blockDim.x;
+  for (int i = tid; i < B; i += nt) {
+    const int64_t L = seq_lens[i];
+    pre_kv[i] = L + T;
+    pre_bits[i] = Q * (L + T);
+    pre_bytes[i] = (Q * (L + T) + 7) >> 3;
+  }
+  for (int64_t t = tid; t < T; t += nt) s_par[t] = parent[(int64_t)b * T + t];
+  __syncthreads();
+  int64_t tot = block_exclusive_scan<int64_t>(pre_kv, B, wbuf);
+  if (tid == 0) pre_kv[B] = tot;
+  tot = block_exclusive_scan<int64_t>(pre_bits, B, wbuf);
+  if (tid == 0) pre_bits[B] = tot;
+  tot = block_exclusive_scan<int64_t>(pre_bytes, B, wbuf);
+  if (tid == 0) pre_bytes[B] = tot;
+  __syncthreads();
+  const int64_t L = seq_lens[b];
+  if (b == 0 && y == 0) {
+    for (int i = tid; i <= B; i += nt) {
+      qo[i] = (int32_t)((int64_t)i * Q);
+      kvp[i] = (int32_t)pre_kv[i];
+      mbits[i] = (int32_t)pre_bits[i];
+      mbytes[i] = (int32_t)pre_bytes[i];
+    }
+  }
+  // ancestor-or-self bit rows of the Q queries
+  for (int64_t q = tid; q < Q; q += nt) {
+    uint32_t* row = anc + q * words;
+    for (int64_t w = 0; w < words; ++w) row[w] = 0u;
+    const int64_t tq = T - Q + q;
+    row[tq >> 5] |= 1u << (tq & 31);
+    int64_t cur = tq, depth = 0;
+    for (int64_t step = 0; step < T; ++step) {
+      const int64_t p = s_par[cur];
+      if (p == -1 || p >= cur || p < -1) break;
+      row[p >> 5] |= 1u << (p & 31);
+      ++depth;
+      cur = p;
+    }
+    if (y == 0) pos[(int64_t)b * Q + q] = L + depth;
+  }
+  __syncthreads();
+  const int64_t rowlen = L + T;
+  // KV indices
+  const int64_t pb = pool[b];
+  const bool pool_ok = pb >= 0 && pb < P;
+  int32_t* kv = kvi + pre_kv[b];
+  for (int64_t j = (int64_t)y * nt + tid; j < rowlen; j += (int64_t)Y * nt) {
+    int32_t v;
+    if (j < L) v = (pool_ok && j < Smax) ? r2t[pb * Smax + j] : (int32_t)-1;
+    else v = (int32_t)locs[(int64_t)b * T + (j - L)];
+    kv[j] = v;
+  }
+  // packed mask (little bit order, per-request byte-aligned segments)
+  const int64_t nbits = Q * rowlen, nbytes = (nbits + 7) >> 3;
+  uint8_t* pk = packed + pre_bytes[b];
+  for (int64_t k = (int64_t)y * nt + tid; k < nbytes; k += (int64_t)Y * nt) {
+    const int64_t f = k << 3;
+    int64_t q = f / rowlen, c = f - q * rowlen;
+    uint32_t byte = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if (f + i < nbits) {
+        uint32_t bit;
+        if (c < L) bit = 1u;
+        else {
+          const int64_t t = c - L;
+          bit = (anc[q * words + (t >> 5)] >> (t & 31)) & 1u;
+        }
+        byte |= bit << i;
+      }
+      if (++c == rowlen) { c = 0; ++q; }
+    }
+    pk[k] = (uint8_t)byte;
+  }
+  if (wb) {
+    uint8_t* mb = mbool + pre_bits[b];
+    for (int64_t f = (int64_t)y * nt + tid; f < nbits; f += (int64_t)Y * nt) {
+      const int64_t q = f / rowlen, c = f - q * rowlen;
+      uint8_t bit;
+      if (c < L) bit = 1;
+      else {
+        const int64_t t = c - L;
+        bit = (uint8_t)((anc[q * words + (t >> 5)] >> (t & 31)) & 1u);
+      }
+      mb[f] = bit;
+    }
+  }
+}
+
+void fused_tree_mask_operator(at::Tensor seq_lens, at::Tensor req_pool_indices, at::Tensor req_to_token,
+                              int64_t S_max, at::Tensor tree_cache_locs, at::Tensor tree_parent, int64_t B,
+                              int64_t T, int64_t Q, bool write_bool_mask, at::Tensor qo_indptr,
+                              at::Tensor kv_indptr, at::Tensor kv_indices, at::Tensor positions,
+                              at::Tensor mask_indptr_bits, at::Tensor mask_indptr_bytes, at::Tensor packed_mask,
+                              std::optional<at::Tensor> mask_bool) {
+  E4_PRE(B >= 0, "B must be >= 0");
+  E4_PRE(Q >= 1 && Q <= T, "1 <= Q <= T required, got Q=", Q, " T=", T);
+  E4_PRE(S_max >= 0, "S_max must be >= 0");
+  check_tensor(seq_lens, "seq_lens", at::kLong, {B});
+  check_tensor(req_pool_indices, "req_pool_indices", at::kLong, {B});
+  TORCH_CHECK_VALUE(req_to_token.dim() == 2, "req_to_token must be [P, S_max]");
+  check_tensor(req_to_token, "req_to_token", at::kInt, {-1, S_max});
+  check_tensor(tree_cache_locs, "tree_cache_locs", at::kLong, {B, T});
+  check_tensor(tree_parent, "tree_parent", at::kLong, {B, T});
+  check_tensor(qo_indptr, "qo_indptr", at::kInt, {B + 1});
+  check_tensor(kv_indptr, "kv_indptr", at::kInt, {B + 1});
+  check_tensor(kv_indices, "kv_indices", at::kInt, {-1});
+  check_tensor(positions, "positions", at::kLong, {B, Q});
+  check_tensor(mask_indptr_bits, "mask_indptr_bits", at::kInt, {B + 1});
+  check_tensor(mask_indptr_bytes, "mask_indptr_bytes", at::kInt, {B + 1});
+  check_tensor(packed_mask, "packed_mask", at::kByte, {-1});
+  if (write_bool_mask) {
+    E4_PRE(has(mask_bool), "mask_bool is required when write_bool_mask");
+    check_tensor(*mask_bool, "mask_bool", at::kBool, {-1});
+  }
+  const int64_t words = (T + 31) / 32;
+  const size_t smem = (size_t)(3 * (B + 1) + T + 33) * 8 + (size_t)Q * words * 4;
+  TORCH_CHECK(smem <= 200 * 1024, "fused_tree_mask_operator: B/T/Q too large for shared memory");
+  const at::cuda::CUDAGuard guard(seq_lens.device());
+  auto stream = at::cuda::getCurrentCUDAStream();
+  if (B == 0) {  // only the indptrs' single entry
+    qo_indptr.zero_(); kv_indptr.zero_(); mask_indptr_bits.zero_(); mask_indptr_bytes.zero_();
+    return;
+  }
+  if (smem > 48 * 1024)
+    E4_CUDA_CHECK(cudaFuncSetAttribute(k4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  const int Y = (int)std::max<int64_t>(1, std::min<int64_t>(16, 264 / B));
+  k4_kernel<<<dim3((unsigned)B, (unsigned)Y), 256, smem, stream>>>(
+      ptr<int64_t>(seq_lens), ptr<int64_t>(req_pool_indices), ptr<int32_t>(req_to_token), req_to_token.size(0),
+      S_max, ptr<int64_t>(tree_cache_locs), ptr<int64_t>(tree_parent), (int)B, T, Q, write_bool_mask,
+      ptr<int32_t>(qo_indptr), ptr<int32_t>(kv_indptr), ptr<int32_t>(kv_indices), ptr<int64_t>(positions),
+      ptr<int32_t>(mask_indptr_bits), ptr<int32_t>(mask_indptr_bytes), ptr<uint8_t>(packed_mask),
+      write_bool_mask ? ptr<uint8_t>(*mask_bool) : nullptr);
+  E4_CUDA_CHECK(cudaGetLastError());
+}
+
+// ==========================================================================================
+// K5 convert_logits_to_probas (§5): one cluster of CS blocks per row; the row chunk of each block
+// stays in shared memory, so the logits are read from HBM once and the probas written once.
+
+template <typename T> __device__ __forceinline__ float to_f(T v);
+template <> __device__ __forceinline__ float to_f<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// VEC elements of T per 16-byte load (4 for f32, 8 for 16-bit)
+template <typename T, int VEC>
+__device__ __forceinline__ void load_vec(const T* p, float* out) {
+  if constexpr (VEC == 1) {
+    out[0] = to_f<T>(p[0]);
+  } else {
+    uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) out[i] = to_f<T>(e[i]);
+  }
+}
+
+struct K5Stats {
+  float m;        // block max of x (NaN-propagating)
+  float s;        // block sum of exp
+  float av;       // argmax value (raw logit)
+  long long ai;   // argmax index
+};
+
+template <typename T, int VEC>
+__global__ void __launch_bounds__(512) k5_kernel(const T* __restrict__ logits, const float* __restrict__ temps,
+                                                 int64_t V, int G, bool wp, float* __restrict__ probas,
+                                                 int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
+                                                 int64_t chunk) {
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = (int)cluster.block_rank();
+  const int CS = (int)cluster.num_blocks();
+  const int64_t r = blockIdx.y;
+  const int64_t b = r / G;
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, wid = tid >> 5, nw = nt >> 5;
+  extern __shared__ float xs[];
+  __shared__ K5Stats st;  // this block's stats, read by the cluster through DSMEM
+  __shared__ float rf[32];
+  __shared__ float rv[32];
+  __shared__ long long ri[32];
+  __shared__ float s_m, s_s;
+  __shared__ long long s_ai;
+
+  const float temp = temps[b];
+  const bool gr = temp < 1e-6f;
+  if (rank == 0 && tid == 0 && (r % G) == 0) greedy[b] = gr ? 1 : 0;
+  const int64_t v0 = (int64_t)rank * chunk;
+  const int64_t v1 = v0 + chunk < V ? v0 + chunk : V;
+  const int64_t n = v1 > v0 ? v1 - v0 : 0;
+  const T* row = logits + r * V + v0;
+  const bool need_exp = wp && !gr;
+
+  // pass 1 (HBM): x = logit / temp into shared; max of x; argmax of raw logits
+  float m = -INFINITY, av = -INFINITY;
+  long long ai = LLONG_MAX;
+  for (int64_t i = (int64_t)tid * VEC; i < n; i += (int64_t)nt * VEC) {
+    float v[VEC];
+    if (VEC > 1 && i + VEC <= n) {
+      load_vec<T, VEC>(row + i, v);
+    } else {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = (i + k < n) ? to_f<T>(row[i + k]) : NAN;
+    }
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      if (i + k < n) {
+        if (amax_better(v[k], v0 + i + k, av, ai)) { av = v[k]; ai = v0 + i + k; }
+        if (need_exp) {
+          const float x = __fdiv_rn(v[k], temp);
+          xs[i + k] = x;
+          if (x > m || isnan(x)) m = isnan(m) ? m : x;
+        }
+      }
+    }
+  }
+  // block reduce (fixed order)
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    float om = __shfl_down_sync(FULL, m, o);
+    float oav = __shfl_down_sync(FULL, av, o);
+    long long oai = __shfl_down_sync(FULL, ai, o);
+    if (om > m || (isnan(om) && !isnan(m))) m = om;
+    if (amax_better(oav, oai, av, ai)) { av = oav; ai = oai; }
+  }
+  if (lane == 0) { rf[wid] = m; rv[wid] = av; ri[wid] = ai; }
+  __syncthreads();
+  if (tid == 0) {
+    float bm = rf[0], bav = rv[0];
+    long long bai = ri[0];
+    for (int w = 1; w < nw; ++w) {
+      if (rf[w] > bm || (isnan(rf[w]) && !isnan(bm))) bm = rf[w];
+      if (amax_better(rv[w], ri[w], bav, bai)) { bav = rv[w]; bai = ri[w]; }
+    }
+    st.m = bm; st.av = bav; st.ai = bai; st.s = 0.0f;
+  }
+  cluster.sync();
+  if (tid == 0) {
+    float gm = -INFINITY, gav = -INFINITY;
+    long long gai = LLONG_MAX;
+    for (int k = 0; k < CS; ++k) {
+      const K5Stats* o = cluster.map_shared_rank(&st, k);
+      const float om = o->m;
+      if (om > gm || (isnan(om) && !isnan(gm))) gm = om;
+      if (amax_better(o->av, o->ai, gav, gai)) { gav = o->av; gai = o->ai; }
+    }
+    s_m = gm;
+    s_ai = gai;
+    if (rank == 0) argmax[r] = (int64_t)gai;
+  }
+  __syncthreads();
+  if (need_exp) {
+    const float gm = s_m;
+    float part = 0.0f;  // one partial sum per thread: 512*CS >= 16 partial sums
+    for (int64_t i = tid; i < n; i += nt) {
+      const float e = expf(__fsub_rn(xs[i], gm));
+      xs[i] = e;
+      part = __fadd_rn(part, e);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) part = __fadd_rn(part, __shfl_down_sync(FULL, part, o));
+    if (lane == 0) rf[wid] = part;
+    __syncthreads();
+    if (tid == 0) {
+      float bs = 0.0f;
+      for (int w = 0; w < nw; ++w) bs = __fadd_rn(bs, rf[w]);
+      st.s = bs;
+    }
+  }
+  cluster.sync();
+  if (need_exp) {
+    if (tid == 0) {
+      float gs = 0.0f;
+      for (int k = 0; k < CS; ++k) gs = __fadd_rn(gs, cluster.map_shared_rank(&st, k)->s);
+      s_s = gs;
+    }
+    __syncthreads();
+    const float gs = s_s;
+    float* out = probas + r * V + v0;
+    if (VEC > 1 && (V & 3) == 0) {
+      for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
+        float4 o4;
+        o4.x = __fdiv_rn(xs[i], gs);
+        o4.y = __fdiv_rn(xs[i + 1], gs);
+        o4.z = __fdiv_rn(xs[i + 2], gs);
+        o4.w = __fdiv_rn(xs[i + 3], gs);
+        *reinterpret_cast<float4*>(out + i) = o4;
+      }
+    } else {
+      for (int64_t i = tid; i < n; i += nt) out[i] = __fdiv_rn(xs[i], gs);
+    }
+  } else if (wp) {  // greedy row: one-hot at the argmax
+    const long long am = s_ai;
+    float* out = probas + r * V + v0;
+    if ((V & 3) == 0) {
+      for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
+        const long long g = v0 + i;
+        float4 o4 = make_float4(g == am ? 1.f : 0.f, g + 1 == am ? 1.f : 0.f, g + 2 == am ? 1.f : 0.f,
+                                g + 3 == am ? 1.f : 0.f);
+        *reinterpret_cast<float4*>(out + i) = o4;
+      }
+    } else {
+      for (int64_t i = tid; i < n; i += nt) out[i] = (v0 + i == am) ? 1.f : 0.f;
+    }
+  }
+  cluster.sync();  // no block leaves while others may still read its shared memory
+}
+
+template <typename KernelT, typename... Args>
+static void launch_cluster(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs, cudaStream_t stream,
+                           Args... args) {
+  if (smem > 48 * 1024)
+    E4_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cs;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  E4_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
+void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_t rows_per_req, bool write_probas,
+                              at::Tensor probas, at::Tensor argmax_ids, at::Tensor is_greedy) {
+  const int64_t G = rows_per_req;
+  E4_PRE(G >= 1, "rows_per_req must be >= 1, got ", G);
+  TORCH_CHECK_VALUE(logits.dim() == 2, "logits must be [R, V]");
+  const auto lt = logits.scalar_type();
+  TORCH_CHECK_VALUE(lt == at::kFloat || lt == at::kHalf || lt == at::kBFloat16,
+                    "logits must be float32/float16/bfloat16");
+  const int64_t R = logits.size(0), V = logits.size(1);
+  check_tensor(logits, "logits", lt, {R, V});
+  const int64_t B = temperatures.dim() == 1 ? temperatures.size(0) : -1;
+  check_tensor(temperatures, "temperatures", at::kFloat, {B});
+  E4_PRE(R == B * G, "logits rows must equal len(temperatures)*rows_per_req, got ", R, " vs ", B, "*", G);
+  check_tensor(probas, "probas", at::kFloat, {R, V});
+  check_tensor(argmax_ids, "argmax_ids", at::kLong, {R});
+  check_tensor(is_greedy, "is_greedy", at::kByte, {B});
+  E4_PRE(V >= 1, "V must be >= 1");
+  if (R == 0) return;
+  TORCH_CHECK(R <= 65535, "convert_logits_to_probas: more than 65535 rows per launch is not supported");
+  const at::cuda::CUDAGuard guard(logits.device());
+  auto stream = at::cuda::getCurrentCUDAStream();
+  int cs = (int)std::min<int64_t>(8, std::max<int64_t>(1, (V + 4095) / 4096));
+  int64_t chunk = (V + cs - 1) / cs;
+  chunk = (chunk + 7) / 8 * 8;
+  cs = (int)((V + chunk - 1) / chunk);
+  const size_t smem = (size_t)chunk * sizeof(float);
+  TORCH_CHECK(smem <= 227 * 1024, "convert_logits_to_probas: V too large");
+  const dim3 grid((unsigned)cs, (unsigned)R), block(512);
+  const bool aligned = reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 == 0;
+  if (lt == at::kFloat) {
+    if (aligned && V % 4 == 0)
+      launch_cluster(k5_kernel<float, 4>, grid, block, smem, cs, stream, (const float*)ptr<float>(logits),
+                     (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
+                     ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+    else
+      launch_cluster(k5_kernel<float, 1>, grid, block, smem, cs, stream, (const float*)ptr<float>(logits),
+                     (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
+                     ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+  } else if (lt == at::kHalf) {
+    if (aligned && V % 8 == 0)
+      launch_cluster(k5_kernel<__half, 8>, grid, block, smem, cs, stream, (const __half*)ptr<__half>(logits),
+                     (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
+                     ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+    else
+      launch_cluster(k5_kernel<__half, 1>, grid, block, smem, cs, stream, (const __half*)ptr<__half>(logits),
+                     (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
+                     ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+  } else {
+    if (aligned && V % 8 == 0)
+      launch_cluster(k5_kernel<__nv_bfloat16, 8>, grid, block, smem, cs, stream,
+                     (const __nv_bfloat16*)ptr<__nv_bfloat16>(logits), (const float*)ptr<float>(temperatures), V,
+                     (int)G, write_probas, ptr<float>(probas), ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy),
+                     chunk);
+    else
+      launch_cluster(k5_kernel<__nv_bfloat16, 1>, grid, block, smem, cs, stream,
+                     (const __nv_bfloat16*)ptr<__nv_bfloat16>(logits), (const float*)ptr<float>(temperatures), V,
+                     (int)G, write_probas, ptr<float>(probas), ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy),
+                     chunk);
+  }
+}
+
+// ==========================================================================================
+// K6 draft_tree_reject_sample (§6): one cluster of CS blocks per request. Every block replays the
+// (cheap, deterministic) tree walk from shared-memory copies of the tree; the final row's integer
+// inverse CDF is split over the cluster: u64 tile sums (128 entries a tile), a block scan, and an
+// exchange of block totals through distributed shared memory.
+
+static constexpr int K6_TILE = 128;
+
+struct K6Stats {
+  unsigned long long total;
+  float av;
+  long long ai;
+};
+
+__device__ __forceinline__ unsigned long long k6_q(float t) {
+  // r_v = t if t > 0 (NaN -> 0); q = floor(r * 2^32), exact (power-of-two scale, truncation)
+  return t > 0.0f ? __float2ull_rz(__fmul_rn(t, 4294967296.0f)) : 0ull;
+}
+
+template <bool VEC4>
+__device__ __forceinline__ void k6_load4(const float* rowp, int64_t v, int64_t v1, float* o) {
+  if (VEC4 && v + 4 <= v1) {
+    float4 f = *reinterpret_cast<const float4*>(rowp + v);
+    o[0] = f.x; o[1] = f.y; o[2] = f.z; o[3] = f.w;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) o[k] = (v + k < v1) ? rowp[v + k] : 0.0f;
+  }
+}
+
+template <bool VEC4>
+__global__ void __launch_bounds__(512) k6_kernel(
+    const int64_t* __restrict__ cand, const int64_t* __restrict__ ridx, const int64_t* __restrict__ rnext,
+    const int64_t* __restrict__ rsib, const float* __restrict__ probs, const int64_t* __restrict__ tpred,
+    const uint8_t* __restrict__ greedy_in, const float* __restrict__ coins, const float* __restrict__ fcoins,
+    float thr_single, float thr_acc, int Q, int S, int64_t V, int32_t* __restrict__ predicts,
+    int32_t* __restrict__ acc_idx, int32_t* __restrict__ acc_len, int64_t chunk) {
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = (int)cluster.block_rank();
+  const int CS = (int)cluster.num_blocks();
+  const int64_t b = blockIdx.y;
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, wid = tid >> 5, nw = nt >> 5;
+  const int64_t BQ = (int64_t)gridDim.y * Q;
+
+  extern __shared__ unsigned long long k6_sm[];
+  const int64_t ntiles = (chunk + K6_TILE - 1) / K6_TILE;
+  unsigned long long* tsum = k6_sm;                                   // ntiles + 1
+  unsigned long long* wbuf = tsum + ntiles + 1;                       // 33
+  int64_t* s_cand = reinterpret_cast<int64_t*>(wbuf + 33);            // Q
+  int64_t* s_next = s_cand + Q;
+  int64_t* s_sib = s_next + Q;
+  int64_t* s_ridx = s_sib + Q;
+  int64_t* s_tpred = s_ridx + Q;
+  int64_t* s_rej = s_tpred + Q;
+  float* s_coin = reinterpret_cast<float*>(s_rej + Q);
+  float* s_p = s_coin + Q;
+  int* s_prow = reinterpret_cast<int*>(s_p + Q);
+  __shared__ K6Stats st;
+  __shared__ int s_row, s_nrej;
+  __shared__ long long s_last;
+  __shared__ int64_t s_tile;
+  __shared__ float rv[32];
+  __shared__ long long ri[32];
+
+  const bool gr = greedy_in[b] != 0;
+  for (int i = tid; i < Q; i += nt) {
+    const int64_t o = b * Q + i;
+    s_cand[i] = cand[o]; s_next[i] = rnext[o]; s_sib[i] = rsib[o]; s_ridx[i] = ridx[o];
+    s_tpred[i] = tpred[o]; s_coin[i] = coins[o]; s_prow[i] = -1; s_p[i] = 0.0f;
+    if (rank == 0) predicts[o] = -1;
+  }
+  if (rank == 0)
+    for (int j = tid; j < S; j += nt) acc_idx[b * S + j] = -1;
+  __syncthreads();
+  // parent row of every node (as the walk reaches it), to prefetch the tested probabilities
+  for (int r = tid; r < Q; r += nt) {
+    int64_t c = s_next[r];
+    for (int steps = 0; c >= 0 && c < Q && steps <= Q; ++steps) {
+      s_prow[c] = r;
+      c = s_sib[c];
+    }
+  }
+  __syncthreads();
+  if (!gr) {
+    for (int c = tid; c < Q; c += nt) {
+      const int pr = s_prow[c];
+      const int64_t tok = s_cand[c];
+      if (pr >= 0 && tok >= 0 && tok < V) s_p[c] = probs[(b * Q + pr) * V + tok];
+    }
+  }
+  __syncthreads();
+  // phase A: the walk (thread 0 of every block; rank 0 writes)
+  if (tid == 0) {
+    int row = 0;
+    long long last = s_ridx[0];
+    int n = 0, nrej = 0;
+    int64_t cur = 0;
+    float pacc = 0.0f;
+    float coin = s_coin[0];
+    if (rank == 0) acc_idx[b * S] = (int32_t)last;
+    for (int j = 1; j < S; ++j) {
+      if (cur < 0 || cur >= Q) break;
+      cur = s_next[cur];
+      bool found = false;
+      for (int guard = 0; cur != -1 && guard <= Q; ++guard) {
+        if (cur < 0 || cur >= Q) { cur = -1; break; }
+        const int64_t tok = s_cand[cur];
+        if (tok < 0 || tok >= V) { cur = s_sib[cur]; continue; }
+        bool acc;
+        if (gr) {
+          acc = tok == s_tpred[row];
+        } else {
+          const float p = (s_prow[cur] == row) ? s_p[cur] : probs[(b * Q + row) * V + tok];
+          pacc = __fadd_rn(pacc, p);
+          acc = (coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
+        }
+        if (acc) {
+          if (rank == 0 && last >= 0 && last < BQ) predicts[last] = (int32_t)tok;
+          ++n;
+          last = s_ridx[cur];
+          if (rank == 0) acc_idx[b * S + n] = (int32_t)last;
+          row = (int)cur;
+          coin = s_coin[cur];
+          pacc = 0.0f;
+          nrej = 0;
+          found = true;
+          break;
+        }
+        s_rej[nrej++] = tok;
+        cur = s_sib[cur];
+      }
+      if (!found) break;
+    }
+    if (rank == 0) acc_len[b] = n;
+    s_row = row;
+    s_last = last;
+    s_nrej = nrej;
+  }
+  __syncthreads();
+  const int row = s_row;
+  const long long last = s_last;
+  const bool last_ok = last >= 0 && last < BQ;
+  if (gr) {
+    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)s_tpred[row];
+    return;  // the whole cluster takes this branch (greedy is per request); no DSMEM use
+  }
+  // phases B/C on row `row`, range [v0, v1) of this block
+  const float* rowp = probs + (b * Q + row) * V;
+  const int64_t v0 = (int64_t)rank * chunk;
+  const int64_t v1 = v0 + chunk < V ? v0 + chunk : V;
+  const int64_t nt_loc = v1 > v0 ? (v1 - v0 + K6_TILE - 1) / K6_TILE : 0;
+  float av = -INFINITY;
+  long long ai = LLONG_MAX;
+  for (int64_t t = wid; t < nt_loc; t += nw) {
+    const int64_t v = v0 + t * K6_TILE + lane * 4;
+    float x[4];
+    k6_load4<VEC4>(rowp, v, v1, x);
+    unsigned long long s = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if (v + k < v1) {
+        s += k6_q(x[k]);
+        if (amax_better(x[k], v + k, av, ai)) { av = x[k]; ai = v + k; }
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(FULL, s, o);
+    if (lane == 0) tsum[t] = s;
+  }
+  __syncthreads();
+  // remove rejected tokens (a set: each distinct token once)
+  const int nrej = s_nrej;
+  for (int i = tid; i < nrej; i += nt) {
+    const int64_t tok = s_rej[i];
+    bool dup = false;
+    for (int j = 0; j < i; ++j) dup |= (s_rej[j] == tok);
+    if (!dup && tok >= v0 && tok < v1) {
+      const unsigned long long q = k6_q(rowp[tok]);
+      if (q) atomicAdd(&tsum[(tok - v0) / K6_TILE], (unsigned long long)(0ull - q));
+    }
+  }
+  // argmax reduce (for the R_q == 0 fallback)
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    float oav = __shfl_down_sync(FULL, av, o);
+    long long oai = __shfl_down_sync(FULL, ai, o);
+    if (amax_better(oav, oai, av, ai)) { av = oav; ai = oai; }
+  }
+  if (lane == 0) { rv[wid] = av; ri[wid] = ai; }
+  __syncthreads();
+  const unsigned long long btotal = block_exclusive_scan<unsigned long long>(tsum, nt_loc, wbuf);
+  if (tid == 0) {
+    tsum[nt_loc] = btotal;
+    float bav = rv[0];
+    long long bai = ri[0];
+    for (int w = 1; w < nw; ++w)
+      if (amax_better(rv[w], ri[w], bav, bai)) { bav = rv[w]; bai = ri[w]; }
+    st.total = btotal; st.av = bav; st.ai = bai;
+  }
+  cluster.sync();
+  unsigned long long Rq = 0, base = 0;
+  float gav = -INFINITY;
+  long long gai = LLONG_MAX;
+  for (int k = 0; k < CS; ++k) {
+    const K6Stats* o = cluster.map_shared_rank(&st, k);
+    const unsigned long long tk = o->total;
+    if (k < rank) base += tk;
+    Rq += tk;
+    if (amax_better(o->av, o->ai, gav, gai)) { gav = o->av; gai = o->ai; }
+  }
+  cluster.sync();  // all DSMEM reads done
+  if (Rq == 0) {
+    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)gai;
+    return;
+  }
+  const float fc = fcoins[b];
+  long long c = (long long)floorf(__fmul_rn(fc, 16777216.0f));
+  if (c > 16777215ll) c = 16777215ll;
+  const unsigned long long cu = (unsigned long long)c;
+  const unsigned long long u = cu * (Rq >> 24) + ((cu * (Rq & 16777215ull)) >> 24);
+  if (!(u >= base && u < base + btotal)) return;
+  // this block holds the sample: find the tile, then the element
+  const unsigned long long ul = u - base;
+  if (tid == 0) s_tile = -1;
+  __syncthreads();
+  for (int64_t t = tid; t < nt_loc; t += nt)
+    if (tsum[t] <= ul && ul < tsum[t + 1]) s_tile = t;
+  __syncthreads();
+  const int64_t t = s_tile;
+  if (wid == 0 && t >= 0) {
+    const int64_t v = v0 + t * K6_TILE + lane * 4;
+    float x[4];
+    k6_load4<VEC4>(rowp, v, v1, x);
+    unsigned long long q[4], s = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      q[k] = (v + k < v1) ? k6_q(x[k]) : 0ull;
+      if (q[k]) {
+        for (int j = 0; j < nrej; ++j)
+          if (s_rej[j] == v + k) { q[k] = 0ull; break; }
+      }
+      s += q[k];
+    }
+    unsigned long long incl = s;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      unsigned long long y = __shfl_up_sync(FULL, incl, o);
+      if (lane >= o) incl += y;
+    }
+    const unsigned long long target = ul - tsum[t];
+    const unsigned mask = __ballot_sync(FULL, incl > target);
+    const int first = __ffs(mask) - 1;
+    if (lane == first) {
+      unsigned long long run = incl - s;
+      for (int k = 0; k < 4; ++k) {
+        run += q[k];
+        if (run > target) {
+          if (last_ok) predicts[last] = (int32_t)(v + k);
+          break;
+        }
+      }
+    }
+  }
+}
+
+void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, at::Tensor retrive_next_token,
+                              at::Tensor retrive_next_sibling, at::Tensor target_probs, at::Tensor target_predict,
+                              at::Tensor is_greedy, at::Tensor coins, at::Tensor final_coins, double threshold_single,
+                              double threshold_acc, int64_t B, int64_t Q, int64_t S, int64_t V, at::Tensor predicts,
+                              at::Tensor accept_index, at::Tensor accept_length) {
+  E4_PRE(B >= 0, "B must be >= 0");
+  E4_PRE(Q >= 1, "Q must be >= 1, got ", Q);
+  E4_PRE(S >= 1, "S must be >= 1, got ", S);
+  E4_PRE(V >= 1, "V must be >= 1, got ", V);
+  check_tensor(candidates, "candidates", at::kLong, {B, Q});
+  check_tensor(retrive_index, "retrive_index", at::kLong, {B, Q});
+  check_tensor(retrive_next_token, "retrive_next_token", at::kLong, {B, Q});
+  check_tensor(retrive_next_sibling, "retrive_next_sibling", at::kLong, {B, Q});
+  check_tensor(target_probs, "target_probs", at::kFloat, {B, Q, V});
+  check_tensor(target_predict, "target_predict", at::kLong, {B, Q});
+  check_tensor(is_greedy, "is_greedy", at::kByte, {B});
+  check_tensor(coins, "coins", at::kFloat, {B, Q});
+  check_tensor(final_coins, "final_coins", at::kFloat, {B});
+  check_tensor(predicts, "predicts", at::kInt, {B * Q});
+  check_tensor(accept_index, "accept_index", at::kInt, {B, S});
+  check_tensor(accept_length, "accept_length", at::kInt, {B});
+  if (B == 0) return;
+  TORCH_CHECK(B <= 65535, "draft_tree_reject_sample: B > 65535 not supported");
+  const float ts = (float)threshold_single;
+  const float ta_in = (float)threshold_acc;
+  const float ta = ta_in > 1e-9f ? ta_in : 1e-9f;  // max(f32(threshold_acc), f32(1e-9))
+  const at::cuda::CUDAGuard guard(candidates.device());
+  auto stream = at::cuda::getCurrentCUDAStream();
+  int cs = (int)std::min<int64_t>(8, std::max<int64_t>(1, (V + 16383) / 16384));
+  int64_t chunk = (V + cs - 1) / cs;
+  chunk = (chunk + K6_TILE - 1) / K6_TILE * K6_TILE;
+  cs = (int)((V + chunk - 1) / chunk);
+  const int64_t ntiles = chunk / K6_TILE;
+  const size_t smem = (size_t)(ntiles + 1 + 33) * 8 + (size_t)Q * (6 * 8 + 4 + 4 + 4);
+  TORCH_CHECK(smem <= 227 * 1024, "draft_tree_reject_sample: Q/V too large for shared memory");
+  const dim3 grid((unsigned)cs, (unsigned)B), block(512);
+  const bool vec = V % 4 == 0 && reinterpret_cast<uintptr_t>(target_probs.data_ptr()) % 16 == 0;
+  auto k = vec ? k6_kernel<true> : k6_kernel<false>;
+  launch_cluster(k, grid, block, smem, cs, stream, (const int64_t*)ptr<int64_t>(candidates),
+                 (const int64_t*)ptr<int64_t>(retrive_index), (const int64_t*)ptr<int64_t>(retrive_next_token),
+                 (const int64_t*)ptr<int64_t>(retrive_next_sibling), (const float*)ptr<float>(target_probs),
+                 (const int64_t*)ptr<int64_t>(target_predict), (const uint8_t*)ptr<uint8_t>(is_greedy),
+                 (const float*)ptr<float>(coins), (const float*)ptr<float>(final_coins), ts, ta, (int)Q, (int)S, V,
+                 ptr<int32_t>(predicts), ptr<int32_t>(accept_index), ptr<int32_t>(accept_length), chunk);
+}
+
+// ==========================================================================================
+// K7 update_verify_result (§7): every block rebuilds the (small) per-request metadata in shared
+// memory; block 0 writes the bookkeeping outputs, all blocks share the next_hidden row copy.
+
+struct K7Out {
+  int32_t *acc_out, *acc_len_out, *acc_indptr, *acc_flat, *verified;
+  uint8_t* evict;
+  int64_t *free_slots, *seq_out, *acc_node;
+  int32_t* unf_count;
+  int64_t* unf_index;
+  int32_t *next_len, *next_indptr, *next_vid;
+  int64_t* next_pos;
+  int64_t *next_seq, *next_pool;
+  int32_t *next_root, *next_last;
+};
+
+template <typename VT>
+__global__ void __launch_bounds__(256) k7_kernel(
+    const int32_t* __restrict__ acc_idx, const int32_t* __restrict__ predicts, const int32_t* __restrict__ finish,
+    const int64_t* __restrict__ seq_lens, const int64_t* __restrict__ pool, int32_t* __restrict__ r2t, int64_t P,
+    const int64_t* __restrict__ ocl, const VT* __restrict__ hidden, const int64_t* __restrict__ vnode, int B, int Q,
+    int S, int64_t Smax, int64_t row_units, VT* __restrict__ next_hidden, K7Out o) {
+  extern __shared__ int64_t k7_sm[];
+  int64_t* wbuf = k7_sm;               // 33
+  int64_t* accp = wbuf + 33;           // B+1: exclusive prefix of (a_b + 1)
+  int64_t* unfp = accp + (B + 1);      // B+1: same over unfinished requests
+  int64_t* urank = unfp + (B + 1);     // B+1: rank among unfinished
+  int32_t* row = reinterpret_cast<int32_t*>(urank + (B + 1));  // B*S, truncated accept rows
+  int32_t* src = row + (int64_t)B * S;                         // B*S, source position of next rows
+  uint32_t* bm = reinterpret_cast<uint32_t*>(src + (int64_t)B * S);  // ceil(B*Q/32)
+  const int tid = threadIdx.x, nt = blockDim.x;
+  const int64_t BS = (int64_t)B * S, BQ = (int64_t)B * Q;
+  const bool blk0 = blockIdx.x == 0;
+  for (int64_t e = tid; e < BS; e += nt) {
+    const int64_t b = e / S, j = e - b * S;
+    int32_t v = acc_idx[e];
+    const int32_t fp = finish[b];
+    if (fp >= 0 && j > fp) v = -1;
+    row[e] = v;
+  }
+  if (blk0)
+    for (int64_t w = tid; w < (BQ + 31) / 32; w += nt) bm[w] = 0u;
+  __syncthreads();
+  for (int b = tid; b < B; b += nt) {
+    int cnt = 0;
+    for (int j = 0; j < S; ++j) cnt += row[(int64_t)b * S + j] != -1;
+    const bool unf = finish[b] < 0;
+    accp[b] = cnt;
+    unfp[b] = unf ? cnt : 0;
+    urank[b] = unf ? 1 : 0;
+  }
+  __syncthreads();
+  const int64_t Nacc = block_exclusive_scan<int64_t>(accp, B, wbuf);
+  const int64_t Nunf = block_exclusive_scan<int64_t>(unfp, B, wbuf);
+  const int64_t U = block_exclusive_scan<int64_t>(urank, B, wbuf);
+  if (tid == 0) { accp[B] = Nacc; unfp[B] = Nunf; urank[B] = U; }
+  __syncthreads();
+  // per request: compacted rows
+  for (int b = tid; b < B; b += nt) {
+    const bool unf = finish[b] < 0;
+    const int64_t L = seq_lens[b];
+    const int64_t pb = pool[b];
+    int64_t k = 0;
+    int32_t lastpos = -1;
+    for (int j = 0; j < S; ++j) {
+      const int32_t p = row[(int64_t)b * S + j];
+      if (p == -1) continue;
+      lastpos = p;
+      const bool pok = p >= 0 && p < BQ;
+      if (unf) src[unfp[b] + k] = p;
+      if (blk0) {
+        const int64_t f = accp[b] + k;
+        o.acc_flat[f] = p;
+        o.verified[f] = pok ? predicts[p] : -1;
+        if (o.acc_node) o.acc_node[f] = pok ? vnode[p] : -1;
+        if (pok) atomicOr(&bm[p >> 5], 1u << (p & 31));
+        if (pb >= 0 && pb < P && L + k >= 0 && L + k < Smax && pok) r2t[pb * Smax + L + k] = (int32_t)ocl[p];
+        if (unf) {
+          const int64_t m = unfp[b] + k;
+          o.next_vid[m] = pok ? predicts[p] : -1;
+          o.next_pos[m] = L + k;
+        }
+      }
+      ++k;
+    }
+    if (blk0) {
+      const int64_t cnt = accp[b + 1] - accp[b];
+      o.acc_len_out[b] = (int32_t)(cnt - 1);
+      o.seq_out[b] = L + cnt;
+      if (unf) {
+        const int64_t u = urank[b];
+        o.unf_index[u] = b;
+        o.next_len[u] = (int32_t)(cnt - 1);
+        o.next_indptr[u] = (int32_t)unfp[b];
+        o.next_seq[u] = L + cnt;
+        o.next_pool[u] = pb;
+        o.next_root[u] = (lastpos >= 0 && lastpos < BQ) ? predicts[lastpos] : -1;
+        o.next_last[u] = lastpos;
+      }
+    }
+  }
+  if (blk0) {
+    for (int64_t e = tid; e < BS; e += nt) o.acc_out[e] = row[e];
+    for (int b = tid; b <= B; b += nt) o.acc_indptr[b] = (int32_t)accp[b];
+    for (int64_t f = Nacc + tid; f < BS; f += nt) {
+      o.acc_flat[f] = -1;
+      o.verified[f] = -1;
+      if (o.acc_node) o.acc_node[f] = -1;
+    }
+    for (int64_t m = Nunf + tid; m < BS; m += nt) { o.next_vid[m] = -1; o.next_pos[m] = -1; }
+    for (int64_t u = U + tid; u < B; u += nt) {
+      o.unf_index[u] = -1; o.next_len[u] = -1; o.next_seq[u] = -1; o.next_pool[u] = -1;
+      o.next_root[u] = -1; o.next_last[u] = -1;
+    }
+    if (tid == 0) { o.next_indptr[U] = (int32_t)Nunf; o.unf_count[0] = (int32_t)U; }
+    for (int64_t u = U + 1 + tid; u <= B; u += nt) o.next_indptr[u] = -1;
+  }
+  __syncthreads();
+  if (blk0) {
+    // evict mask and free-slot compaction (ascending p)
+    const int64_t c = (BQ + nt - 1) / nt;
+    const int64_t s0 = (int64_t)tid * c, s1 = s0 + c < BQ ? s0 + c : BQ;
+    int64_t cnt = 0;
+    for (int64_t p = s0; p < s1; ++p) {
+      const bool ev = !((bm[p >> 5] >> (p & 31)) & 1u);
+      o.evict[p] = ev ? 1 : 0;
+      cnt += ev;
+    }
+    // scan of per-thread counts through urank's neighbour scratch: reuse wbuf via a small array
+    __shared__ int64_t cnts[256];
+    cnts[tid] = cnt;
+    __syncthreads();
+    const int64_t nev = block_exclusive_scan<int64_t>(cnts, nt, wbuf);
+    int64_t w = cnts[tid];
+    for (int64_t p = s0; p < s1; ++p)
+      if (!((bm[p >> 5] >> (p & 31)) & 1u)) o.free_slots[w++] = ocl[p];
+    for (int64_t f = nev + tid; f < BQ; f += nt) o.free_slots[f] = -1;
+  }
+  // next_hidden rows [0, N_unf)
+  for (int64_t m = blockIdx.x; m < Nunf; m += gridDim.x) {
+    const int32_t p = src[m];
+    if (p >= 0 && p < BQ) copy_row<VT>(hidden + (int64_t)p * row_units, next_hidden + m * row_units, row_units, tid, nt);
+  }
+}
+
+void update_verify_result(
+    at::Tensor accept_index, at::Tensor accept_length, at::Tensor predicts, at::Tensor finish_pos, at::Tensor seq_lens,
+    at::Tensor req_pool_indices, at::Tensor req_to_token, at::Tensor out_cache_loc, at::Tensor hidden_states,
+    std::optional<at::Tensor> verify_node_ids, int64_t B, int64_t Q, int64_t S, int64_t H, int64_t S_max,
+    at::Tensor accept_index_out, at::Tensor accept_length_out, at::Tensor accept_indptr, at::Tensor accepted_flat,
+    at::Tensor verified_id, at::Tensor evict_mask, at::Tensor free_slots, at::Tensor seq_lens_out,
+    std::optional<at::Tensor> accepted_node_ids, at::Tensor unfinished_count, at::Tensor unfinished_index,
+    at::Tensor next_accept_length, at::Tensor next_indptr, at::Tensor next_verified_id, at::Tensor next_hidden,
+    at::Tensor next_positions, at::Tensor next_seq_lens, at::Tensor next_req_pool_indices, at::Tensor next_root_token,
+    at::Tensor next_last_flat) {
+  E4_PRE(B >= 0 && Q >= 1 && S >= 1 && H >= 0 && S_max >= 0, "B>=0, Q>=1, S>=1, H>=0, S_max>=0 required");
+  check_tensor(accept_index, "accept_index", at::kInt, {B, S});
+  check_tensor(accept_length, "accept_length", at::kInt, {B});
+  check_tensor(predicts, "predicts", at::kInt, {B * Q});
+  check_tensor(finish_pos, "finish_pos", at::kInt, {B});
+  check_tensor(seq_lens, "seq_lens", at::kLong, {B});
+  check_tensor(req_pool_indices, "req_pool_indices", at::kLong, {B});
+  TORCH_CHECK_VALUE(req_to_token.dim() == 2, "req_to_token must be [P, S_max]");
+  check_tensor(req_to_token, "req_to_token", at::kInt, {-1, S_max});
+  check_tensor(out_cache_loc, "out_cache_loc", at::kLong, {B * Q});
+  check_hidden_dtype(hidden_states, "hidden_states");
+  const auto ht = hidden_states.scalar_type();
+  check_tensor(hidden_states, "hidden_states", ht, {B * Q, H});
+  const bool with_nodes = has(verify_node_ids);
+  if (with_nodes) {
+    check_tensor(*verify_node_ids, "verify_node_ids", at::kLong, {B, Q});
+    E4_PRE(has(accepted_node_ids), "accepted_node_ids is required when verify_node_ids is given");
+    check_tensor(*accepted_node_ids, "accepted_node_ids", at::kLong, {B * S});
+  }
+  check_tensor(accept_index_out, "accept_index_out", at::kInt, {B, S});
+  check_tensor(accept_length_out, "accept_length_out", at::kInt, {B});
+  check_tensor(accept_indptr, "accept_indptr", at::kInt, {B + 1});
+  check_tensor(accepted_flat, "accepted_flat", at::kInt, {B * S});
+  check_tensor(verified_id, "verified_id", at::kInt, {B * S});
+  check_tensor(evict_mask, "evict_mask", at::kBool, {B * Q});
+  check_tensor(free_slots, "free_slots", at::kLong, {B * Q});
+  check_tensor(seq_lens_out, "seq_lens_out", at::kLong, {B});
+  check_tensor(unfinished_count, "unfinished_count", at::kInt, {1});
+  check_tensor(unfinished_index, "unfinished_index", at::kLong, {B});
+  check_tensor(next_accept_length, "next_accept_length", at::kInt, {B});
+  check_tensor(next_indptr, "next_indptr", at::kInt, {B + 1});
+  check_tensor(next_verified_id, "next_verified_id", at::kInt, {B * S});
+  check_tensor(next_hidden, "next_hidden", ht, {B * S, H});
+  check_tensor(next_positions, "next_positions", at::kLong, {B * S});
+  check_tensor(next_seq_lens, "next_seq_lens", at::kLong, {B});
+  check_tensor(next_req_pool_indices, "next_req_pool_indices", at::kLong, {B});
+  check_tensor(next_root_token, "next_root_token", at::kInt, {B});
+  check_tensor(next_last_flat, "next_last_flat", at::kInt, {B});
+  const at::cuda::CUDAGuard guard(accept_index.device());
+  auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t BS = B * S, BQ = B * Q;
+  const size_t smem = (size_t)(33 + 3 * (B + 1)) * 8 + (size_t)BS * 8 + (size_t)((BQ + 31) / 32) * 4;
+  TORCH_CHECK(smem <= 200 * 1024, "update_verify_result: B*S / B*Q too large for shared memory");
+  const unsigned nblk = (unsigned)std::max<int64_t>(1, std::min<int64_t>(BS, 2048));
+  K7Out o;
+  o.acc_out = ptr<int32_t>(accept_index_out); o.acc_len_out = ptr<int32_t>(accept_length_out);
+  o.acc_indptr = ptr<int32_t>(accept_indptr); o.acc_flat = ptr<int32_t>(accepted_flat);
+  o.verified = ptr<int32_t>(verified_id); o.evict = ptr<uint8_t>(evict_mask);
+  o.free_slots = ptr<int64_t>(free_slots); o.seq_out = ptr<int64_t>(seq_lens_out);
+  o.acc_node = with_nodes ? ptr<int64_t>(*accepted_node_ids) : nullptr;
+  o.unf_count = ptr<int32_t>(unfinished_count); o.unf_index = ptr<int64_t>(unfinished_index);
+  o.next_len = ptr<int32_t>(next_accept_length); o.next_indptr = ptr<int32_t>(next_indptr);
+  o.next_vid = ptr<int32_t>(next_verified_id); o.next_pos = ptr<int64_t>(next_positions);
+  o.next_seq = ptr<int64_t>(next_seq_lens); o.next_pool = ptr<int64_t>(next_req_pool_indices);
+  o.next_root = ptr<int32_t>(next_root_token); o.next_last = ptr<int32_t>(next_last_flat);
+  const int64_t row_bytes = H * hidden_states.element_size();
+  dispatch_units(row_bytes, {hidden_states.data_ptr(), next_hidden.data_ptr()}, [&](auto unit, int64_t ub) {
+    using VT = decltype(unit);
+    auto k = k7_kernel<VT>;
+    if (smem > 48 * 1024)
+      E4_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    k<<<nblk, 256, smem, stream>>>(
+        ptr<int32_t>(accept_index), ptr<int32_t>(predicts), ptr<int32_t>(finish_pos), ptr<int64_t>(seq_lens),
+        ptr<int64_t>(req_pool_indices), ptr<int32_t>(req_to_token), req_to_token.size(0), ptr<int64_t>(out_cache_loc),
+        ptr<VT>(hidden_states), with_nodes ? ptr<int64_t>(*verify_node_ids) : nullptr, (int)B, (int)Q, (int)S, S_max,
+        row_bytes / ub, ptr<VT>(next_hidden), o);
+  });
+  E4_CUDA_CHECK(cudaGetLastError());
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "EAGLE4 CostDraftTree P0 kernels (K1..K7), CUDA baseline";
+  m.def("draft_tree_layer_score_index_gen_op", &draft_tree_layer_score_index_gen_op);
+  m.def("update_cumu_draft_state", &update_cumu_draft_state);
+  m.def("calculate_work_deltas", &calculate_work_deltas);
+  m.def("fused_tree_mask_operator", &fused_tree_mask_operator);
+  m.def("convert_logits_to_probas", &convert_logits_to_probas);
+  m.def("draft_tree_reject_sample", &draft_tree_reject_sample);
+  m.def("update_verify_result", &update_verify_result);
+}

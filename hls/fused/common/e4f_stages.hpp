@@ -1,0 +1,614 @@
+// Per-stage semantics of the EAGLE4 chain (KERNELS.md §1-§8) shared by the fused dataflow
+// designs (hls/fused/draft_pipeline, hls/fused/verify_pipeline) and by the unfused reference
+// chain the fused designs are checked against (hls/fused/common/e4f_unfused.cpp).
+//
+// Every function is templated on its buffer accessors: an accessor is anything indexable like
+// a pointer: a raw pointer / on-chip array (fused: the data never leaves the chip) or a
+// PORT(T) m_axi port (eagle4_port.h; in counted C-sim builds each element access adds to that
+// port's byte counter). The same arithmetic in the same order therefore runs in both chains,
+// which is what makes the fused designs EXACT against the unfused chain.
+//
+// Floating point: no FMA contraction (build with -ffp-contract=off), IEEE division, expf.
+#ifndef E4F_STAGES_HPP
+#define E4F_STAGES_HPP
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "e4f_bounds.h"
+
+namespace e4f {
+
+static const float kInf = __builtin_inff();
+
+inline bool isnan_f(float x) { return x != x; }
+inline float sort_key(float x) { return isnan_f(x) ? -kInf : x; }
+// (a, ia) sorts before (b, ib): key descending, index ascending (§1.5 step 3, D1/D2/D24).
+inline bool before(float a, int64_t ia, float b, int64_t ib) {
+  const float ka = sort_key(a), kb = sort_key(b);
+  if (ka > kb) return true;
+  if (ka < kb) return false;
+  return ia < ib;
+}
+
+inline float f32_from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float decay_f32() { return f32_from_bits(0x3F7FF972u); }  // 0.9999f
+
+// ---- element conversions for the LM head (hidden and weight operands) -------------------
+inline float to_f(float x) { return x; }
+inline float to_f(int8_t x) { return static_cast<float>(x); }
+inline float bf16_to_f(uint16_t h) { return f32_from_bits(uint32_t(h) << 16); }
+inline float f16_to_f(uint16_t h) {
+  const uint32_t s = uint32_t(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0) {
+    const float v = std::ldexp(static_cast<float>(m), -24);
+    return s ? -v : v;
+  }
+  if (e == 31) return f32_from_bits(s | 0x7f800000u | (m << 13));
+  return f32_from_bits(s | ((e + 112) << 23) | (m << 13));
+}
+// hidden code: 0 = f32 (uint32 bits), 1 = bf16, 2 = f16 (uint16 bits)
+inline float hid_to_f(uint32_t bits, int) { return f32_from_bits(bits); }
+inline float hid_to_f(uint16_t bits, int code) { return code == 2 ? f16_to_f(bits) : bf16_to_f(bits); }
+// weight: int8 (scaled per row), bf16 bits, or f32
+inline float w_to_f(int8_t w) { return static_cast<float>(w); }
+inline float w_to_f(uint16_t w) { return bf16_to_f(w); }
+inline float w_to_f(float w) { return w; }
+
+// ---- draft LM head: logits[r, v] = scale_v * sum_h w[v, h] * x[r, h] ------------------------
+// The weight row v is read ONCE and applied to all R on-chip hidden rows (weights streamed).
+// wrow: on-chip buffer of H floats.
+template <typename WT, typename PW, typename PS, typename PL>
+void lm_head(PW w, PS scales, bool use_scale, const float* x, int64_t R, int64_t H, int64_t V, PL logits,
+             int64_t logit_stride, float* wrow) {
+  for (int64_t v = 0; v < V; ++v) {
+    for (int64_t h = 0; h < H; ++h) wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
+    const float sc = use_scale ? static_cast<float>(scales[v]) : 1.0f;
+    for (int64_t r = 0; r < R; ++r) {
+      float acc = 0.0f;
+      for (int64_t h = 0; h < H; ++h) {
+        const float prod = wrow[h] * x[r * H + h];
+        acc = acc + prod;
+      }
+      if (use_scale) acc = acc * sc;
+      logits[r * logit_stride + v] = acc;
+    }
+  }
+}
+
+// ---- K5 row statistics (§5.4): argmax on raw logits, m = max(x/temp), s = sum exp(x/temp - m)
+// with 16 partial sums folded in a fixed order. p_v = expf(l_v/temp - m) / s.
+struct RowStats {
+  float m;
+  float s;
+  int64_t amax;
+};
+inline bool greedy_temp(float t) { return t < 1e-6f; }
+
+template <typename PR>
+RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
+  RowStats st;
+  float best = static_cast<float>(row[0]);
+  int64_t bi = 0;
+  for (int64_t v = 1; v < V; ++v) {
+    const float x = row[v];
+    if (isnan_f(best)) break;
+    if (isnan_f(x) || x > best) {
+      best = x;
+      bi = v;
+    }
+  }
+  st.amax = bi;
+  st.m = 0.0f;
+  st.s = 1.0f;
+  if (greedy) return st;
+  float m = -kInf;
+  for (int64_t v = 0; v < V; ++v) {
+    const float x = static_cast<float>(row[v]) / temp;
+    if (isnan_f(x) || x > m) m = isnan_f(m) ? m : x;
+  }
+  float part[16];
+  for (int i = 0; i < 16; ++i) part[i] = 0.0f;
+  for (int64_t v = 0; v < V; ++v) {
+    const float x = static_cast<float>(row[v]) / temp;
+    part[v & 15] = part[v & 15] + std::exp(x - m);
+  }
+  float s = 0.0f;
+  for (int i = 0; i < 16; ++i) s = s + part[i];
+  st.m = m;
+  st.s = s;
+  return st;
+}
+inline float proba(float logit, float temp, const RowStats& st) {
+  return std::exp(logit / temp - st.m) / st.s;
+}
+
+// ---- external draft top-K (§5.4 step 6, D24): best K of a probability row, (p desc, v asc) ----
+template <typename PR>
+void topk_row(PR row, int64_t V, int K, float* op, int64_t* oi) {
+  int n = 0;
+  for (int64_t v = 0; v < V; ++v) {
+    const float p = row[v];
+    if (n == K && !before(p, v, op[K - 1], oi[K - 1])) continue;
+    int pos = (n < K) ? n++ : K - 1;
+    while (pos > 0 && before(p, v, op[pos - 1], oi[pos - 1])) {
+      op[pos] = op[pos - 1];
+      oi[pos] = oi[pos - 1];
+      --pos;
+    }
+    op[pos] = p;
+    oi[pos] = v;
+  }
+}
+
+// ---- K1 core (§1.5) for one request, on-chip operands ------------------------------------
+struct K1Out {
+  float curr[E4F_MAX_C];
+  float sort_s[E4F_MAX_C];
+  int64_t sort_i[E4F_MAX_C];
+  int64_t tok[E4F_MAX_C];  // remapped tokens (original order)
+  int64_t cache[E4F_MAX_K];
+  int64_t parent[E4F_MAX_K];
+};
+// hot: accessor of the hot table (read only when use_hot); tok_changed[c] says a remap happened
+template <typename PHot>
+void k1_core(const float* probas, const int64_t* tokens, const float* last, int K, int W, int64_t cc, bool use_hot,
+             PHot hot, int64_t Vh, K1Out& o) {
+  const int C = W * K;
+  for (int c = 0; c < C; ++c) {
+    const float prod = probas[c] * last[c / K];
+    o.curr[c] = prod;
+    int64_t t = tokens[c];
+    if (use_hot && t >= 0 && t < Vh) t = hot[t];
+    o.tok[c] = t;
+  }
+  // rank sort: every pair compared (a full network, no valid-count guard; §12 P1)
+  for (int c = 0; c < C; ++c) {
+    int rank = 0;
+    for (int c2 = 0; c2 < C; ++c2)
+      if (c2 != c && before(o.curr[c2], c2, o.curr[c], c)) ++rank;
+    o.sort_s[rank] = o.curr[c];
+    o.sort_i[rank] = c;
+  }
+  for (int r = 0; r < K; ++r) {
+    o.cache[r] = cc + o.sort_i[r];
+    o.parent[r] = o.sort_i[r] / K;
+  }
+}
+
+// ---- K2 core (§2.5) for one request --------------------------------------------------------
+// State accessors are offset to the request's row (cumu_*: [N], work: [M+K], sort: [M],
+// mask_out: [K, I+1]); mask_in(w, j) is the frontier mask (row w, column j < Ic-1).
+struct K2Out {
+  float out_scores[E4F_MAX_K];
+  int64_t out_tokens[E4F_MAX_K];
+  int64_t n0, n1;
+};
+template <typename MaskIn, typename PTok, typename PSc, typename PDel, typename PPrev, typename PNext, typename PSide,
+          typename PWork, typename PSort, typename PMask>
+void k2_core(const float* in_scores, const int64_t* tokens, const float* sorted_s, const int64_t* sorted_i,
+             const int64_t* parent, const int64_t* topk_idx, MaskIn mask_in, int K, int W, int64_t Ic, int64_t cc,
+             int64_t Vn, int64_t d, int64_t I, int64_t N, int64_t M, PTok cumu_tokens, PSc cumu_scores,
+             PDel cumu_deltas, PPrev prev, PNext next, PSide side, PWork work, PSort sort, PMask mask_out, K2Out& o) {
+  const int C = W * K;
+  const int64_t vnp = Vn < 1 ? 1 : (Vn > M ? M : Vn);
+  const int64_t n0 = vnp < cc ? vnp : cc;
+  const int64_t n1 = vnp < cc + C ? vnp : cc + C;
+  o.n0 = n0;
+  o.n1 = n1;
+  int64_t pp_r[E4F_MAX_K];
+  for (int r = 0; r < K; ++r) {
+    o.out_scores[r] = sorted_s[r];
+    int64_t pp = parent[r];
+    if (pp < 0 || pp >= W) pp = 0;
+    int64_t oi = sorted_i[r];
+    if (oi < 0) oi = 0;
+    pp_r[r] = pp;
+    o.out_tokens[r] = tokens[pp * K + (oi % K)];
+  }
+  for (int r = 0; r < K; ++r)
+    for (int64_t j = 0; j < Ic - 1; ++j) mask_out[r * (I + 1) + j] = mask_in(pp_r[r], j);
+  const float decay = decay_f32();
+  for (int i = 0; i < C; ++i) {
+    const int64_t g = cc + i;
+    if (g >= N) continue;
+    cumu_tokens[g] = tokens[i];
+    const float sc = in_scores[i] * decay;
+    cumu_scores[g] = sc;
+    cumu_deltas[g] = d;
+    prev[g] = topk_idx[i / K];
+    next[g] = int64_t(-1);
+    side[g] = (i % K == K - 1) ? int64_t(-1) : g + 1;
+  }
+  for (int w = 0; w < W; ++w) {
+    const int64_t P = topk_idx[w];
+    if (P >= 0 && P < N) next[P] = cc + int64_t(w) * K;
+  }
+  float A[E4F_MAX_M];
+  for (int64_t i = 0; i < n0; ++i) A[i] = sort[i];
+  for (int64_t i = 0; i < n0; ++i) work[i] = A[i];
+  for (int r = 0; r < K; ++r) work[n0 + r] = o.out_scores[r];
+  int64_t ia = 0, ib = 0;
+  for (int64_t t = 0; t < n1; ++t) {
+    if (ia < n0 && (ib >= C || A[ia] >= sorted_s[ib])) {
+      sort[t] = A[ia++];
+    } else {
+      sort[t] = sorted_s[ib++];
+    }
+  }
+}
+
+// ---- K3 (§3.4) for one request: per[0] = base, per[1..K] = deltas ------------------------
+template <typename PWork>
+void k3_req(PWork work, int64_t n0, int K, int64_t Vb, float* per) {
+  const int64_t vb = Vb < 1 ? 1 : Vb;
+  int64_t kA = n0 < vb ? n0 : vb, kB = 0;
+  float base = 0.0f;
+  float A_last = 0.0f;
+  for (int64_t i = 0; i < kA; ++i) base = base + static_cast<float>(work[i]);
+  per[0] = base;
+  for (int w = 1; w <= K; ++w) {
+    const float x = work[n0 + w - 1];
+    float delta;
+    if (kA + kB < vb) {
+      delta = x;
+      ++kB;
+    } else if (kA > 0 && x > (A_last = static_cast<float>(work[kA - 1]))) {
+      delta = x - A_last;
+      --kA;
+      ++kB;
+    } else {
+      delta = 0.0f;
+    }
+    per[w] = delta;
+  }
+}
+
+// ---- K4 (§4) for one request ------------------------------------------------------------
+// parent(t): tree parent of tree token t; loc(t): its KV slot. The mask row bits are produced in
+// row-major order and handed to `emit_bit(bit)` (fused: packed on the fly; unfused: bool
+// mask written to HBM). Offsets advance across requests in the caller.
+template <typename PR2T, typename FParent, typename FLoc, typename PKV, typename PPos, typename FEmit>
+void k4_req(int64_t L, int64_t pool, PR2T req_to_token, int64_t S_max, FParent parent, FLoc loc, int64_t T,
+            int64_t Q, PKV kv_indices, int64_t kv_off, PPos positions, int64_t pos_off, FEmit emit_bit) {
+  for (int64_t j = 0; j < L; ++j) kv_indices[kv_off + j] = static_cast<int32_t>(req_to_token[pool * S_max + j]);
+  int64_t par[E4F_MAX_Q > E4F_MAX_I ? E4F_MAX_Q : E4F_MAX_I];
+  for (int64_t t = 0; t < T; ++t) {
+    kv_indices[kv_off + L + t] = static_cast<int32_t>(loc(t));
+    par[t] = parent(t);
+  }
+  uint8_t chain[E4F_MAX_Q > E4F_MAX_I ? E4F_MAX_Q : E4F_MAX_I];
+  for (int64_t q = 0; q < Q; ++q) {
+    const int64_t tq = T - Q + q;
+    for (int64_t t = 0; t < T; ++t) chain[t] = 0;
+    chain[tq] = 1;
+    int64_t depth = 0, t = tq;
+    for (int64_t step = 0; step < T; ++step) {
+      const int64_t p = par[t];
+      if (p == -1 || p >= t || p < -1) break;
+      chain[p] = 1;
+      ++depth;
+      t = p;
+    }
+    positions[pos_off + q] = L + depth;
+    for (int64_t c = 0; c < L; ++c) emit_bit(1);
+    for (int64_t c = 0; c < T; ++c) emit_bit(chain[c]);
+  }
+}
+
+// Bit packer of §4.4: little bit order, every request segment starts on a fresh byte.
+template <typename PPack>
+struct Packer {
+  PPack out;
+  int64_t byte_pos;
+  uint8_t acc;
+  int nbits;
+  void bit(uint8_t b) {
+    acc = static_cast<uint8_t>(acc | (uint8_t(b & 1) << nbits));
+    if (++nbits == 8) flush();
+  }
+  void flush() {
+    if (nbits > 0) {
+      out[byte_pos++] = acc;
+      acc = 0;
+      nbits = 0;
+    }
+  }
+};
+
+// ---- verify-set selection (§8.2 step 1, D14/D16/D18) for one request ----------------------
+// Reads the request's cumulative state through accessors; writes the verify tree of Q tokens.
+struct VerifyTree {
+  int64_t node[E4F_MAX_Q];
+  int64_t cand[E4F_MAX_Q];
+  int64_t parent[E4F_MAX_Q];
+  int64_t next_tok[E4F_MAX_Q];
+  int64_t next_sib[E4F_MAX_Q];
+};
+template <typename PSc, typename PTok, typename PPrev>
+void select_verify(PSc scores, PTok tokens, PPrev prev, int64_t n_nodes, int64_t Q, VerifyTree& vt) {
+  // best Q-1 among nodes 1..n_nodes-1: insertion into a sorted list (key desc, id asc)
+  float bs[E4F_MAX_Q];
+  int64_t bi[E4F_MAX_Q];
+  int n = 0;
+  const int want = static_cast<int>(Q - 1);
+  for (int64_t g = 1; g < n_nodes && want > 0; ++g) {
+    const float s = scores[g];
+    if (n == want && !before(s, g, bs[want - 1], bi[want - 1])) continue;
+    int pos = (n < want) ? n++ : want - 1;
+    while (pos > 0 && before(s, g, bs[pos - 1], bi[pos - 1])) {
+      bs[pos] = bs[pos - 1];
+      bi[pos] = bi[pos - 1];
+      --pos;
+    }
+    bs[pos] = s;
+    bi[pos] = g;
+  }
+  // ascending node id: root first, then the selected ids sorted
+  vt.node[0] = 0;
+  for (int i = 0; i < n; ++i) {
+    int64_t g = bi[i];
+    int pos = i + 1;
+    while (pos > 1 && vt.node[pos - 1] > g) {
+      vt.node[pos] = vt.node[pos - 1];
+      --pos;
+    }
+    vt.node[pos] = g;
+  }
+  for (int64_t t = 0; t < Q; ++t) {
+    vt.cand[t] = tokens[vt.node[t]];
+    vt.next_tok[t] = -1;
+    vt.next_sib[t] = -1;
+    if (t == 0) {
+      vt.parent[t] = -1;
+      continue;
+    }
+    const int64_t pg = prev[vt.node[t]];
+    int64_t pl = -1;
+    for (int64_t u = 0; u < t; ++u)
+      if (vt.node[u] == pg) pl = u;
+    vt.parent[t] = pl;
+  }
+  for (int64_t t = Q - 1; t >= 1; --t) {  // smallest child first, siblings ascending
+    const int64_t p = vt.parent[t];
+    if (p < 0) continue;
+    vt.next_sib[t] = vt.next_tok[p];
+    vt.next_tok[p] = t;
+  }
+}
+
+// ---- K6 walk (§6.5) and final sampling (§6.6) for one request ------------------------------
+// prob(row, tok) returns target_probs[b,row,tok] (unfused: an HBM read; fused: recomputed from
+// the logit and the row's (m, s)). final_row(row, buf) fills buf[0..V) with the final row's
+// probabilities and returns nothing (unfused: an HBM row read; fused: logits row re-read).
+struct K6Out {
+  int64_t n;
+  int64_t last;
+  int64_t row;
+  int32_t acc_row[E4F_MAX_S];
+  int64_t rej[E4F_MAX_Q];
+  int nrej;
+};
+template <typename FProb>
+void k6_walk(const int64_t* cand, const int64_t* ridx, const int64_t* next_tok, const int64_t* next_sib,
+             const float* coins, int64_t Q, int64_t S, int64_t V, bool greedy, const int64_t* predict_rows,
+             float thr_single, float thr_acc_in, FProb prob, int32_t* pred /*[Q] local*/, K6Out& o) {
+  const float thr_acc = (thr_acc_in < 1e-9f) ? 1e-9f : thr_acc_in;
+  for (int64_t i = 0; i < Q; ++i) pred[i] = -1;
+  for (int64_t j = 0; j < S; ++j) o.acc_row[j] = -1;
+  int64_t row = 0, last = ridx[0], n = 0, cur = 0;
+  o.acc_row[0] = static_cast<int32_t>(last);
+  float prob_acc = 0.0f, coin = coins[0];
+  o.nrej = 0;
+  for (int64_t j = 1; j < S; ++j) {
+    cur = next_tok[cur];
+    bool accepted = false;
+    while (cur != -1) {
+      const int64_t tok = cand[cur];
+      if (tok < 0 || tok >= V) {
+        cur = next_sib[cur];
+        continue;
+      }
+      bool acc;
+      if (greedy) {
+        acc = (tok == predict_rows[row]);
+      } else {
+        const float p = prob(row, tok);
+        prob_acc = prob_acc + p;
+        acc = (coin <= prob_acc / thr_acc) || (p >= thr_single);
+      }
+      if (acc) {
+        pred[last - ridx[0]] = static_cast<int32_t>(tok);
+        ++n;
+        last = ridx[cur];
+        o.acc_row[n] = static_cast<int32_t>(last);
+        row = cur;
+        coin = coins[cur];
+        prob_acc = 0.0f;
+        o.nrej = 0;
+        accepted = true;
+        break;
+      }
+      o.rej[o.nrej++] = tok;
+      cur = next_sib[cur];
+    }
+    if (!accepted) break;
+  }
+  // sort + dedupe Rej (ascending) for the one-pointer exclusion while streaming the row
+  for (int i = 1; i < o.nrej; ++i) {
+    int64_t x = o.rej[i];
+    int k = i;
+    while (k > 0 && o.rej[k - 1] > x) {
+      o.rej[k] = o.rej[k - 1];
+      --k;
+    }
+    o.rej[k] = x;
+  }
+  int u = 0;
+  for (int i = 0; i < o.nrej; ++i)
+    if (u == 0 || o.rej[u - 1] != o.rej[i]) o.rej[u++] = o.rej[i];
+  o.nrej = u;
+  o.n = n;
+  o.last = last;
+  o.row = row;
+}
+inline uint64_t quant(float t) {
+  if (!(t > 0.0f)) return 0;
+  return static_cast<uint64_t>(t * 4294967296.0f);
+}
+// inverse CDF over an on-chip row (residual already excluding Rej): §6.6 steps 2-4
+inline int64_t k6_sample(const float* t, int64_t V, const int64_t* rej, int nrej, float final_coin) {
+  uint64_t R = 0;
+  int rp = 0;
+  for (int64_t v = 0; v < V; ++v) {
+    while (rp < nrej && rej[rp] < v) ++rp;
+    const bool ex = (rp < nrej && rej[rp] == v);
+    R += ex ? 0 : quant(t[v]);
+  }
+  if (R == 0) {
+    float best = t[0];
+    int64_t bi = 0;
+    for (int64_t v = 1; v < V; ++v) {
+      if (isnan_f(best)) break;
+      if (isnan_f(t[v]) || t[v] > best) {
+        best = t[v];
+        bi = v;
+      }
+    }
+    return bi;
+  }
+  uint64_t c = static_cast<uint64_t>(final_coin * 16777216.0f);
+  if (c > 16777215ull) c = 16777215ull;
+  const uint64_t u = c * (R >> 24) + ((c * (R & 0xFFFFFFull)) >> 24);
+  uint64_t acc = 0;
+  rp = 0;
+  for (int64_t v = 0; v < V; ++v) {
+    while (rp < nrej && rej[rp] < v) ++rp;
+    const bool ex = (rp < nrej && rej[rp] == v);
+    acc += ex ? 0 : quant(t[v]);
+    if (acc > u) return v;
+  }
+  return V - 1;  // unreachable for R > 0
+}
+
+// host finish rule (§8.2 step 6), DECIDED for the fused design: the first accepted position whose
+// next token is `eos` or that exhausts the request's remaining token budget.
+inline int32_t finish_rule(const int32_t* acc_row, int64_t a, const int32_t* predicts_flat, int64_t eos,
+                           int64_t remaining) {
+  for (int64_t j = 0; j <= a; ++j) {
+    const int32_t tok = predicts_flat[acc_row[j]];
+    if ((eos >= 0 && tok == eos) || j + 1 >= remaining) return static_cast<int32_t>(j);
+  }
+  return -1;
+}
+
+}  // namespace e4f
+
+#endif
+
+// ---- K7 (§7.3) over the whole batch ---------------------------------------------------------
+#ifndef E4F_K7_HPP
+#define E4F_K7_HPP
+namespace e4f {
+template <template <class> class A, typename HT>
+struct K7Out {
+  A<int32_t> accept_index_out, accept_length_out, accept_indptr, accepted_flat, verified_id;
+  A<uint8_t> evict_mask;
+  A<int64_t> free_slots, seq_lens_out, accepted_node_ids;
+  A<int32_t> unfinished_count;
+  A<int64_t> unfinished_index;
+  A<int32_t> next_accept_length, next_indptr, next_verified_id;
+  A<HT> next_hidden;
+  A<int64_t> next_positions, next_seq_lens, next_req_pool_indices;
+  A<int32_t> next_root_token, next_last_flat;
+  bool has_node_ids;
+};
+// accept_index/accept_length/predicts/finish_pos: accessors (on-chip in the fused design).
+template <template <class> class A, typename HT, typename PAI, typename PPred, typename PFin, typename PSeq,
+          typename PPool, typename PR2T, typename PLoc, typename PHid, typename PNode>
+void k7(PAI accept_index, PPred predicts, PFin finish_pos, PSeq seq_lens, PPool pool_idx, PR2T req_to_token,
+        PLoc out_cache_loc, PHid hidden, PNode node_ids, int64_t B, int64_t Q, int64_t S, int64_t H, int64_t S_max,
+        K7Out<A, HT>& o) {
+  int32_t row[E4F_MAX_S];
+  int64_t k = 0, u = 0, ku = 0;
+  o.accept_indptr[0] = 0;
+  o.next_indptr[0] = 0;
+  static uint8_t evict[E4F_MAX_B * E4F_MAX_Q];
+  for (int64_t p = 0; p < B * Q; ++p) evict[p] = 1;
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t fp = finish_pos[b];
+    int64_t cnt = 0;
+    for (int64_t j = 0; j < S; ++j) {
+      int32_t x = accept_index[b * S + j];
+      if (fp >= 0 && j > fp) x = -1;
+      row[j] = x;
+      o.accept_index_out[b * S + j] = x;
+      if (x != -1) ++cnt;
+    }
+    const int64_t a = cnt - 1;
+    o.accept_length_out[b] = static_cast<int32_t>(a);
+    o.accept_indptr[b + 1] = static_cast<int32_t>(static_cast<int32_t>(o.accept_indptr[b]) + a + 1);
+    const int64_t L = seq_lens[b];
+    const int64_t pool = pool_idx[b];
+    const bool unfinished = (fp == -1);
+    for (int64_t j = 0; j <= a; ++j) {
+      const int32_t pos = row[j];
+      const int32_t tok = predicts[pos];
+      o.accepted_flat[k] = pos;
+      o.verified_id[k] = tok;
+      if (o.has_node_ids) o.accepted_node_ids[k] = static_cast<int64_t>(node_ids[pos]);
+      ++k;
+      evict[pos] = 0;
+      req_to_token[pool * S_max + L + j] = static_cast<int32_t>(static_cast<int64_t>(out_cache_loc[pos]));
+      if (unfinished) {
+        o.next_verified_id[ku] = tok;
+        for (int64_t h = 0; h < H; ++h) o.next_hidden[ku * H + h] = static_cast<HT>(hidden[pos * H + h]);
+        o.next_positions[ku] = L + j;
+        ++ku;
+      }
+    }
+    o.seq_lens_out[b] = L + a + 1;
+    if (unfinished) {
+      o.unfinished_index[u] = b;
+      o.next_accept_length[u] = static_cast<int32_t>(a);
+      o.next_indptr[u + 1] = static_cast<int32_t>(static_cast<int32_t>(o.next_indptr[u]) + a + 1);
+      o.next_seq_lens[u] = L + a + 1;
+      o.next_req_pool_indices[u] = pool;
+      o.next_root_token[u] = predicts[row[a]];
+      o.next_last_flat[u] = row[a];
+      ++u;
+    }
+  }
+  int64_t f = 0;
+  for (int64_t p = 0; p < B * Q; ++p) {
+    o.evict_mask[p] = evict[p];
+    if (evict[p]) o.free_slots[f++] = static_cast<int64_t>(out_cache_loc[p]);
+  }
+  for (int64_t i = f; i < B * Q; ++i) o.free_slots[i] = -1;
+  for (int64_t i = k; i < B * S; ++i) {
+    o.accepted_flat[i] = -1;
+    o.verified_id[i] = -1;
+    if (o.has_node_ids) o.accepted_node_ids[i] = -1;
+  }
+  for (int64_t i = ku; i < B * S; ++i) {
+    o.next_verified_id[i] = -1;
+    o.next_positions[i] = -1;
+  }
+  for (int64_t i = u; i < B; ++i) {
+    o.unfinished_index[i] = -1;
+    o.next_accept_length[i] = -1;
+    o.next_seq_lens[i] = -1;
+    o.next_req_pool_indices[i] = -1;
+    o.next_root_token[i] = -1;
+    o.next_last_flat[i] = -1;
+  }
+  for (int64_t i = u + 1; i < B + 1; ++i) o.next_indptr[i] = -1;
+  o.unfinished_count[0] = static_cast<int32_t>(u);
+}
+}  // namespace e4f
+#endif

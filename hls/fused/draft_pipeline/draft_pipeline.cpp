@@ -1,0 +1,364 @@
+// Fused draft pipeline: one persistent design called once per draft layer (the drafter's
+// decoder layer runs outside it, between calls), plus init and finalize phases.
+// See draft_pipeline.hpp and reports/fusion_design_v1.md.
+#include "draft_pipeline.hpp"
+
+#include <vector>
+
+#include "eagle4_capi.h"
+
+namespace e4f {
+namespace draft {
+
+// ---------------- on-chip state kept for the whole draft step (URAM / BRAM) ----------------
+struct State {
+  int64_t ctok[E4F_MAX_B][E4F_MAX_N];
+  float csc[E4F_MAX_B][E4F_MAX_N];
+  int64_t cdel[E4F_MAX_B][E4F_MAX_N];
+  int64_t prev[E4F_MAX_B][E4F_MAX_N];
+  int64_t next[E4F_MAX_B][E4F_MAX_N];
+  int64_t side[E4F_MAX_B][E4F_MAX_N];
+  float sort[E4F_MAX_B][E4F_MAX_M];
+  float work[E4F_MAX_B][E4F_MAX_M + E4F_MAX_K];
+  uint8_t mask_out[E4F_MAX_B][E4F_MAX_K][E4F_MAX_I + 1];
+  uint8_t mask_in[E4F_MAX_B][E4F_MAX_K][E4F_MAX_I];
+  float front_scores[E4F_MAX_B][E4F_MAX_K];
+  int64_t front_idx[E4F_MAX_B][E4F_MAX_K];  // global node id of each frontier slot
+  int64_t tree_parent[E4F_MAX_B][E4F_MAX_I];  // K4 draft-use tree (local parents)
+  int64_t parent_prev[E4F_MAX_B][E4F_MAX_K];  // K1 parent slots of the previous layer
+  int64_t cc, Ic, W, off_prev, layer;
+};
+static State st;
+// LM-head tile: hidden rows (raw bits for the K1 gather + f32 for the dot products) and logits
+static uint32_t hid_bits[E4F_LM_ROWS * E4F_MAX_H];
+static float hid_f[E4F_LM_ROWS * E4F_MAX_H];
+static float logits[E4F_LM_ROWS][E4F_MAX_VH];
+static float wrow[E4F_MAX_H];
+
+struct CandRec {  // one request's W*K sampled candidates (LM head top-K)
+  float p[E4F_MAX_C];
+  int64_t t[E4F_MAX_C];
+};
+struct FrontRec {  // K2 frontier outputs + K1 parents for the hand-off stage
+  float scores[E4F_MAX_K];
+  int64_t tokens[E4F_MAX_K];
+  int64_t cache[E4F_MAX_K];
+  int64_t parent[E4F_MAX_K];
+};
+struct WorkRec {
+  float w[E4F_MAX_M + E4F_MAX_K];
+  int64_t n0;
+};
+
+// ---- stage 1: LM head + softmax + top-K (rows of requests [b0, b0+nb)) ---------------------
+template <typename HT, typename WT>
+void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> lms, const DraftCfg& c, int64_t W,
+                   int64_t b0, int64_t nb, EAGLE4_STREAM(CandRec, 4) & cand_s) {
+  const int64_t R = nb * W, H = c.H, V = c.Vt;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t h = 0; h < H; ++h) {
+      const HT bits = hidden[(b0 * W + r) * H + h];
+      hid_bits[r * H + h] = bits;
+      hid_f[r * H + h] = hid_to_f(bits, c.hid_code);
+    }
+  lm_head<WT>(lmw, lms, c.use_scale != 0, hid_f, R, H, V, &logits[0][0], int64_t(E4F_MAX_VH), wrow);
+  static float prob_row[E4F_MAX_VH];
+  for (int64_t bl = 0; bl < nb; ++bl) {
+    CandRec rec;
+    for (int64_t w = 0; w < W; ++w) {
+      const float* lr = logits[bl * W + w];
+      const RowStats rs = row_stats(lr, V, 1.0f, false);
+      for (int64_t v = 0; v < V; ++v) prob_row[v] = proba(lr[v], 1.0f, rs);
+      topk_row(prob_row, V, static_cast<int>(c.K), &rec.p[w * c.K], &rec.t[w * c.K]);
+    }
+    cand_s.write(rec);
+  }
+}
+
+// ---- stage 2: K1 (score, sort, top-K, hot remap, hidden gather of the next frontier) -------
+template <typename HT>
+void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<HT> out_hidden, const DraftCfg& c,
+              int64_t W, int64_t Wn, int64_t b0, int64_t nb, EAGLE4_STREAM(K1Out, 4) & k1_s) {
+  for (int64_t bl = 0; bl < nb; ++bl) {
+    const int64_t b = b0 + bl;
+    const CandRec rec = cand_s.read();
+    K1Out o;
+    k1_core(rec.p, rec.t, st.front_scores[b], static_cast<int>(c.K), static_cast<int>(W), st.cc, c.use_hot != 0, hot,
+            c.Vh, o);
+    // only the W_next rows the next drafter layer consumes leave the chip
+    for (int64_t r = 0; r < Wn; ++r) {
+      int64_t p = o.parent[r];
+      if (p < 0) p = 0;
+      if (p > W - 1) p = W - 1;
+      for (int64_t h = 0; h < c.H; ++h)
+        out_hidden[(b * c.K + r) * c.H + h] = static_cast<HT>(hid_bits[(bl * W + p) * c.H + h]);
+    }
+    k1_s.write(o);
+  }
+}
+
+struct MaskInAcc {
+  int64_t b;
+  uint8_t operator()(int64_t w, int64_t j) const { return st.mask_in[b][w][j]; }
+};
+
+// ---- stage 3: K2 on the on-chip state ---------------------------------------------------
+void stage_k2(EAGLE4_STREAM(K1Out, 4) & k1_s, const DraftCfg& c, int64_t W, int64_t Vn, int64_t b0, int64_t nb,
+              EAGLE4_STREAM(WorkRec, 4) & work_s, EAGLE4_STREAM(FrontRec, 4) & front_s) {
+  for (int64_t bl = 0; bl < nb; ++bl) {
+    const int64_t b = b0 + bl;
+    const K1Out o = k1_s.read();
+    K2Out o2;
+    k2_core(o.curr, o.tok, o.sort_s, o.sort_i, o.parent, st.front_idx[b], MaskInAcc{b}, static_cast<int>(c.K),
+            static_cast<int>(W), st.Ic, st.cc, Vn, st.layer, c.I, c.N, c.M, st.ctok[b], st.csc[b], st.cdel[b],
+            st.prev[b], st.next[b], st.side[b], st.work[b], st.sort[b], &st.mask_out[b][0][0], o2);
+    WorkRec wr;
+    wr.n0 = o2.n0;
+    for (int64_t i = 0; i < o2.n0 + c.K; ++i) wr.w[i] = st.work[b][i];
+    work_s.write(wr);
+    FrontRec fr;
+    for (int64_t r = 0; r < c.K; ++r) {
+      fr.scores[r] = o2.out_scores[r];
+      fr.tokens[r] = o2.out_tokens[r];
+      fr.cache[r] = o.cache[r];
+      fr.parent[r] = o.parent[r];
+    }
+    front_s.write(fr);
+  }
+}
+
+// ---- stage 4: K3 (batch reduction in ascending b, carried across request tiles) -----------
+void stage_k3(EAGLE4_STREAM(WorkRec, 4) & work_s, const DraftCfg& c, int64_t Vn, int64_t nb, float* total) {
+  for (int64_t bl = 0; bl < nb; ++bl) {
+    const WorkRec wr = work_s.read();
+    float per[E4F_MAX_K + 1];
+    k3_req(wr.w, wr.n0, static_cast<int>(c.K), Vn, per);
+    for (int64_t w = 0; w <= c.K; ++w) total[w] = total[w] + per[w];
+  }
+}
+
+// ---- stage 5: frontier hand-off (on-chip) -------------------------------------------------
+void stage_handoff(EAGLE4_STREAM(FrontRec, 4) & front_s, Port<int64_t> out_tokens, const DraftCfg& c, int64_t Wn,
+                   int64_t b0, int64_t nb) {
+  for (int64_t bl = 0; bl < nb; ++bl) {
+    const int64_t b = b0 + bl;
+    const FrontRec fr = front_s.read();
+    for (int64_t w = 0; w < Wn; ++w) {
+      out_tokens[b * c.K + w] = fr.tokens[w];
+      st.front_scores[b][w] = fr.scores[w];
+      st.front_idx[b][w] = fr.cache[w];
+      for (int64_t j = 0; j < st.Ic - 1; ++j) st.mask_in[b][w][j] = st.mask_out[b][w][j];
+      for (int64_t w2 = 0; w2 < Wn; ++w2) st.mask_in[b][w][st.Ic - 1 + w2] = (w2 == w) ? 1 : 0;
+    }
+    for (int64_t r = 0; r < c.K; ++r) st.parent_prev[b][r] = fr.parent[r];
+  }
+}
+
+}  // namespace draft
+
+using namespace draft;
+
+// ---------------- the persistent top -------------------------------------------------------
+// phase 0: tree init; phase 1: one draft layer (d = st.layer + 1); phase 2: finalize.
+template <typename HT, typename WT>
+int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WT> lmw,
+                       Port<const float> lms, Port<const int64_t> hot, int64_t W, int64_t Wn, int64_t Vn,
+                       Port<const int64_t> seq_lens, Port<const int64_t> pool, Port<const int32_t> r2t,
+                       Port<const int64_t> locs, Port<HT> out_hidden, Port<int64_t> out_tokens,
+                       Port<float> work_deltas, Port<int32_t> qo, Port<int32_t> kvptr, Port<int32_t> kvidx,
+                       Port<int64_t> positions, Port<int32_t> mbits, Port<int32_t> mbytes, Port<uint8_t> packed,
+                       Port<int64_t> ctok, Port<float> csc, Port<int64_t> cdel, Port<int64_t> cprev,
+                       Port<int64_t> cnext, Port<int64_t> cside, Port<int64_t> vt_cand, Port<int64_t> vt_ridx,
+                       Port<int64_t> vt_ntok, Port<int64_t> vt_nsib, Port<int64_t> vt_parent, Port<int64_t> vt_node,
+                       Port<int64_t> cc_out, const DraftCfg& c) {
+#pragma HLS INTERFACE m_axi port = hidden bundle = gmem0
+#pragma HLS INTERFACE m_axi port = lmw bundle = gmem1 max_read_burst_length = 256
+#pragma HLS INTERFACE m_axi port = out_hidden bundle = gmem2
+#pragma HLS INTERFACE s_axilite port = return
+  if (phase == 0) {  // §8.1 step 0 (D13): node 0 = root, cc = 1, Ic = 1
+    for (int64_t b = 0; b < c.B; ++b) {
+      st.ctok[b][0] = root[b];
+      st.csc[b][0] = 1.0f;
+      st.cdel[b][0] = 0;
+      st.prev[b][0] = st.next[b][0] = st.side[b][0] = -1;
+      st.sort[b][0] = 1.0f;
+      st.front_scores[b][0] = 1.0f;
+      st.front_idx[b][0] = 0;
+    }
+    st.cc = 1;
+    st.Ic = 1;
+    st.off_prev = 0;
+    st.layer = 0;
+    return 0;
+  }
+  if (phase == 1) {
+    st.layer += 1;
+    float total[E4F_MAX_K + 1];
+    for (int64_t w = 0; w <= c.K; ++w) total[w] = 0.0f;
+    const int64_t tile = E4F_LM_ROWS / W;  // requests per LM-head weight pass
+    const int64_t cc0 = st.cc;
+    for (int64_t b0 = 0; b0 < c.B; b0 += tile) {
+      const int64_t nb = (c.B - b0 < tile) ? c.B - b0 : tile;
+#pragma HLS DATAFLOW
+      EAGLE4_STREAM(CandRec, 4) cand_s;
+      EAGLE4_STREAM(K1Out, 4) k1_s;
+      EAGLE4_STREAM(WorkRec, 4) work_s;
+      EAGLE4_STREAM(FrontRec, 4) front_s;
+      stage_lm_head<HT, WT>(hidden, lmw, lms, c, W, b0, nb, cand_s);
+      stage_k1<HT>(cand_s, hot, out_hidden, c, W, Wn, b0, nb, k1_s);
+      stage_k2(k1_s, c, W, Vn, b0, nb, work_s, front_s);
+      stage_k3(work_s, c, Vn, nb, total);
+      stage_handoff(front_s, out_tokens, c, Wn, b0, nb);
+    }
+    for (int64_t w = 0; w <= c.K; ++w) work_deltas[w] = total[w];
+    st.cc = cc0 + W * c.K;
+    if (Wn > 0) {
+      // K4 (draft use) for the next layer: T = Ic_next - 1 tree tokens, Q = Wn queries
+      const int64_t Ic_next = st.Ic + Wn;
+      const int64_t T = Ic_next - 1;
+      const int64_t off_cur = st.Ic - 1;  // local index of the first token fed at the next layer
+      int64_t kv = 0, bits = 0, bytes = 0;
+      qo[0] = 0;
+      kvptr[0] = 0;
+      mbits[0] = 0;
+      mbytes[0] = 0;
+      for (int64_t b = 0; b < c.B; ++b) {
+        for (int64_t w = 0; w < Wn; ++w)
+          st.tree_parent[b][off_cur + w] = (st.layer == 1) ? int64_t(-1) : st.off_prev + st.parent_prev[b][w];
+        const int64_t L = seq_lens[b];
+        const int64_t pl = pool[b];
+        const int64_t* tp = st.tree_parent[b];
+        auto par = [tp](int64_t t) { return tp[t]; };
+        auto loc = [&](int64_t t) { return static_cast<int64_t>(locs[b * c.Tcap + t]); };
+        Packer<Port<uint8_t>> pk{packed, bytes, 0, 0};
+        k4_req(L, pl, r2t, c.S_max, par, loc, T, Wn, kvidx, kv, positions, b * Wn, [&pk](uint8_t x) { pk.bit(x); });
+        pk.flush();
+        kv += L + T;
+        bits += Wn * (L + T);
+        bytes = pk.byte_pos;
+        qo[b + 1] = static_cast<int32_t>((b + 1) * Wn);
+        kvptr[b + 1] = static_cast<int32_t>(kv);
+        mbits[b + 1] = static_cast<int32_t>(bits);
+        mbytes[b + 1] = static_cast<int32_t>(bytes);
+      }
+      st.off_prev = off_cur;
+      st.Ic = Ic_next;
+    }
+    return 0;
+  }
+  // phase 2: finalize: verify-set selection from the on-chip state, then ONE write-back
+  const int64_t vnv = c.vn_final < 1 ? 1 : (c.vn_final > c.M ? c.M : c.vn_final);
+  const int64_t nn = st.cc < c.N ? st.cc : c.N;
+  const int64_t Q = vnv < nn ? vnv : nn;
+  for (int64_t b = 0; b < c.B; ++b) {
+    for (int64_t g = 0; g < nn; ++g) {
+      ctok[b * c.N + g] = st.ctok[b][g];
+      csc[b * c.N + g] = st.csc[b][g];
+      cdel[b * c.N + g] = st.cdel[b][g];
+      cprev[b * c.N + g] = st.prev[b][g];
+      cnext[b * c.N + g] = st.next[b][g];
+      cside[b * c.N + g] = st.side[b][g];
+    }
+    VerifyTree vt;
+    select_verify(st.csc[b], st.ctok[b], st.prev[b], nn, Q, vt);
+    for (int64_t t = 0; t < Q; ++t) {
+      vt_cand[b * Q + t] = vt.cand[t];
+      vt_ridx[b * Q + t] = b * Q + t;
+      vt_ntok[b * Q + t] = vt.next_tok[t];
+      vt_nsib[b * Q + t] = vt.next_sib[t];
+      vt_parent[b * Q + t] = vt.parent[t];
+      vt_node[b * Q + t] = vt.node[t];
+    }
+  }
+  cc_out[0] = st.cc;
+  cc_out[1] = Q;
+  return 0;
+}
+
+// ---------------- testbench-style C ABI: a whole draft step ----------------------------------
+namespace {
+const char* kFusedPorts =
+    "root_token,draft_hidden,lm_weight,lm_scale,hot_token_id,widths,verify_nums,seq_lens,req_pool_indices,"
+    "req_to_token,draft_cache_locs,out_hidden,out_tokens,work_deltas,qo_indptr,kv_indptr,kv_indices,positions,"
+    "mask_indptr_bits,mask_indptr_bytes,packed_mask,cumu_tokens,cumu_scores,cumu_deltas,prev_indexs,next_indexs,"
+    "side_indexs,vt_candidates,vt_retrive_index,vt_next_token,vt_next_sibling,vt_tree_parent,vt_node_ids,cc_out";
+
+template <typename HT, typename WT>
+int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter* cnt) {
+#define P_(T, i) PORT_ARG(x.ptr<T>(i), cnt, i)
+  Port<const int64_t> widths = P_(const int64_t, D_WIDTHS), vns = P_(const int64_t, D_VNS);
+  draft_pipeline_top<HT, WT>(0, P_(const int64_t, D_ROOT), Port<const HT>(), Port<const WT>(), Port<const float>(),
+                             Port<const int64_t>(), 0, 0, 0, Port<const int64_t>(), Port<const int64_t>(),
+                             Port<const int32_t>(), Port<const int64_t>(), Port<HT>(), Port<int64_t>(),
+                             Port<float>(), Port<int32_t>(), Port<int32_t>(), Port<int32_t>(), Port<int64_t>(),
+                             Port<int32_t>(), Port<int32_t>(), Port<uint8_t>(), Port<int64_t>(), Port<float>(),
+                             Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(),
+                             Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(),
+                             Port<int64_t>(), c);
+  const int64_t rowsH = c.B * c.K * c.H;
+  for (int64_t d = 0; d < c.D; ++d) {
+    const int64_t W = widths[d];
+    const int64_t Wn = (d + 1 < c.D) ? static_cast<int64_t>(widths[d + 1]) : 0;
+    const int64_t Vn = vns[d];
+    if (W < 1 || W * c.K > E4F_MAX_C || (W > c.K && d > 0) || W > E4F_LM_ROWS || (d == 0 && W != 1))
+      return x.fail(eagle4::capi::E_PRECONDITION, "widths[%lld]=%lld invalid", (long long)d, (long long)W);
+    if (Wn > 0 && (Wn > c.K || st.Ic - 1 + Wn > c.I))
+      return x.fail(eagle4::capi::E_BOUND, "input_count-1 = %lld exceeds max_input_size %lld",
+                    (long long)(st.Ic - 1 + Wn), (long long)c.I);
+    const int64_t kvoff = d * c.capkv, pkoff = d * c.cappack, b1 = d * (c.B + 1);
+    draft_pipeline_top<HT, WT>(
+        1, Port<const int64_t>(), P_(const HT, D_HIDDEN) + d * rowsH, P_(const WT, D_LMW), P_(const float, D_LMS),
+        P_(const int64_t, D_HOT), W, Wn, Vn, P_(const int64_t, D_SEQ), P_(const int64_t, D_POOL),
+        P_(const int32_t, D_R2T), P_(const int64_t, D_LOCS), P_(HT, D_OUT_HIDDEN) + d * rowsH,
+        P_(int64_t, D_OUT_TOKENS) + d * c.B * c.K, P_(float, D_WORK_DELTAS) + d * (c.K + 1), P_(int32_t, D_QO) + b1,
+        P_(int32_t, D_KVPTR) + b1, P_(int32_t, D_KVIDX) + kvoff, P_(int64_t, D_POS) + d * c.B * c.K,
+        P_(int32_t, D_MBITS) + b1, P_(int32_t, D_MBYTES) + b1, P_(uint8_t, D_PACKED) + pkoff, Port<int64_t>(),
+        Port<float>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(),
+        Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), c);
+  }
+  draft_pipeline_top<HT, WT>(
+      2, Port<const int64_t>(), Port<const HT>(), Port<const WT>(), Port<const float>(), Port<const int64_t>(), 0, 0,
+      0, Port<const int64_t>(), Port<const int64_t>(), Port<const int32_t>(), Port<const int64_t>(), Port<HT>(),
+      Port<int64_t>(), Port<float>(), Port<int32_t>(), Port<int32_t>(), Port<int32_t>(), Port<int64_t>(),
+      Port<int32_t>(), Port<int32_t>(), Port<uint8_t>(), P_(int64_t, D_CTOK), P_(float, D_CSC), P_(int64_t, D_CDEL),
+      P_(int64_t, D_PREV), P_(int64_t, D_NEXT), P_(int64_t, D_SIDE), P_(int64_t, D_VT_CAND), P_(int64_t, D_VT_RIDX),
+      P_(int64_t, D_VT_NTOK), P_(int64_t, D_VT_NSIB), P_(int64_t, D_VT_PARENT), P_(int64_t, D_VT_NODE),
+      P_(int64_t, D_CC_OUT), c);
+#undef P_
+  return 0;
+}
+}  // namespace
+
+// iscalars: B, K, D, H, Vt, Vh, N, M, I, S_max, Tcap, capkv, cappack, use_hot, hid_code, w_code, vn_final
+int parse_draft_cfg(const int64_t* is, DraftCfg& c) {
+  c.B = is[0]; c.K = is[1]; c.D = is[2]; c.H = is[3]; c.Vt = is[4]; c.Vh = is[5]; c.N = is[6]; c.M = is[7];
+  c.I = is[8]; c.S_max = is[9]; c.Tcap = is[10]; c.capkv = is[11]; c.cappack = is[12];
+  c.use_hot = static_cast<int>(is[13]); c.hid_code = static_cast<int>(is[14]); c.w_code = static_cast<int>(is[15]);
+  c.vn_final = is[16];
+  c.use_scale = (c.w_code == 1);
+  if (c.B < 1 || c.B > E4F_MAX_B || c.K < 1 || c.K > E4F_MAX_K || c.D < 1 || c.D > E4F_MAX_D || c.H > E4F_MAX_H ||
+      c.Vt > E4F_MAX_VH || c.N > E4F_MAX_N || c.M > E4F_MAX_M || c.I > E4F_MAX_I)
+    return -2;
+  return 0;
+}
+
+}  // namespace e4f
+
+extern "C" const char* eagle4_fused_draft_ports() { return e4f::kFusedPorts; }
+
+extern "C" int eagle4_fused_draft_step(EAGLE4_CAPI_PARAMS) {
+  eagle4::capi::Ctx x{"fused_draft_step", tensors, shapes, elem_bytes, errbuf, errlen};
+  e4f::DraftCfg c;
+  if (e4f::parse_draft_cfg(iscalars, c) != 0)
+    return x.fail(eagle4::capi::E_BOUND, "a size exceeds a compile-time bound of e4f_bounds.h");
+  (void)fscalars;
+  const int eh = elem_bytes[e4f::D_HIDDEN];
+  if (eh == 2) {
+    if (c.w_code == 1) return e4f::run_fused<uint16_t, int8_t>(x, c, counters);
+    if (c.w_code == 2) return e4f::run_fused<uint16_t, uint16_t>(x, c, counters);
+    return e4f::run_fused<uint16_t, float>(x, c, counters);
+  }
+  if (c.w_code == 1) return e4f::run_fused<uint32_t, int8_t>(x, c, counters);
+  if (c.w_code == 2) return e4f::run_fused<uint32_t, uint16_t>(x, c, counters);
+  return e4f::run_fused<uint32_t, float>(x, c, counters);
+}

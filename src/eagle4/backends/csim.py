@@ -1,0 +1,490 @@
+"""C-simulation backend: the HLS C++ of every kernel compiled with g++ into one shared library.
+
+Every kernel folder ``hls/<key>/`` that has a ``<key>_capi.cpp`` contributes ``<key>.cpp`` (the
+synthesizable top) and ``<key>_capi.cpp`` (the uniform C ABI wrapper, see
+``hls/include/eagle4_capi.h``). They are compiled with the byte counters on (``EAGLE4_CSIM_COUNTERS``:
+every ``PORT(T)`` counts the bytes each m_axi port moves) against the Apache-2.0 ap_types headers the
+``hls4ml`` package ships (``EAGLE4_HLS4ML_HEADERS``), and linked into one ``.so`` cached under
+``<repo>/.cache/csim/<sha256>/`` (``EAGLE4_CSIM_CACHE`` overrides the root). The key hashes every
+source and header, the flags and the compiler version, so an edit rebuilds and nothing else does;
+a file lock plus an atomic rename keep pytest-xdist workers from racing on the same build.
+
+The library is loaded with ctypes rather than a compiled Python extension: the C ABI is flat
+(arrays of pointers, shapes and scalars), so no build-time Python dependency (pybind11, headers,
+a matching interpreter ABI) is needed and the same ``.so`` is what the C++ testbenches link.
+
+Sanitizers: ``CsimBackend(sanitize=True)`` builds an ASan/UBSan library under its own cache key, but
+loading it into Python needs ``LD_PRELOAD`` of libasan; the cleaner route, which the tests use, is
+to build and run the testbench executables with the sanitizers (``eagle4.backends.csim_tb``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import csv
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from eagle4 import dtypes as dt
+from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo
+from eagle4.spec import KERNEL_ORDER, check_arrays, kernel_spec
+
+REPO = Path(__file__).resolve().parents[3]
+HLS_DIR = Path(os.environ.get("EAGLE4_HLS_DIR", REPO / "hls"))
+INCLUDE_DIR = HLS_DIR / "include"
+LIB_NAME = "libeagle4_csim.so"
+
+# -ffp-contract=off: KERNELS.md §0.2 forbids contracting x*y+z into an FMA.
+BASE_FLAGS = (
+    "-std=c++17", "-O2", "-fPIC", "-ffp-contract=off", "-fno-fast-math",
+    "-DEAGLE4_CSIM_COUNTERS", "-DEAGLE4_HLS4ML_HEADERS",
+    "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-label", "-Wno-unused-variable",
+)
+SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined")
+
+MAX_TENSORS = 64  # more than any kernel has
+ERRBUF_LEN = 4096
+
+
+class CsimBuildError(RuntimeError):
+    """g++ failed on a kernel's sources; the message holds the compiler output."""
+
+
+class PortCounter(ctypes.Structure):
+    _fields_ = [("bytes_read", ctypes.c_uint64), ("bytes_written", ctypes.c_uint64)]
+
+
+_CAPI_ARGTYPES = [
+    ctypes.POINTER(ctypes.c_void_p),  # tensors
+    ctypes.POINTER(ctypes.c_int64),  # shapes [4*n]
+    ctypes.POINTER(ctypes.c_int32),  # elem_bytes
+    ctypes.POINTER(ctypes.c_int64),  # iscalars
+    ctypes.POINTER(ctypes.c_float),  # fscalars
+    ctypes.POINTER(PortCounter),  # counters
+    ctypes.c_char_p,  # errbuf
+    ctypes.c_int64,  # errlen
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools and sources
+
+
+def hls4ml_ap_types() -> Path | None:
+    """The ap_types folder of the installed hls4ml package (ap_int.h, ap_fixed.h, hls_stream.h)."""
+    spec = importlib.util.find_spec("hls4ml")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        p = Path(loc) / "templates" / "vivado" / "ap_types"
+        if (p / "ap_int.h").is_file():
+            return p
+    return None
+
+
+def find_cxx() -> str | None:
+    cxx = os.environ.get("CXX") or "g++"
+    return shutil.which(cxx)
+
+
+def tools_missing() -> str:
+    """'' when g++ and the hls4ml headers are present, else what is missing and how to get it."""
+    why = []
+    if find_cxx() is None:
+        why.append("g++ was not found on PATH (install g++ >= 9, e.g. `apt-get install g++`, or set CXX)")
+    if hls4ml_ap_types() is None:
+        why.append("the hls4ml package (which ships Xilinx's ap_types headers) is not installed: "
+                   "pip install 'hls4ml>=1.0,<1.4'")
+    return "; ".join(why)
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("EAGLE4_CSIM_CACHE")
+    return Path(env) if env else REPO / ".cache" / "csim"
+
+
+def kernel_keys_with_capi() -> tuple[str, ...]:
+    """Kernels whose folder has a C ABI wrapper (the ones the csim backend supports)."""
+    return tuple(k for k in KERNEL_ORDER if (HLS_DIR / k / f"{k}_capi.cpp").is_file())
+
+
+def kernel_sources(key: str) -> list[Path]:
+    """The library sources of one kernel: <key>.cpp (if present) and <key>_capi.cpp."""
+    d = HLS_DIR / key
+    return [p for p in (d / f"{key}.cpp", d / f"{key}_capi.cpp") if p.is_file()]
+
+
+def _hash_files(h, files):
+    for f in sorted(set(files)):
+        h.update(f"\0{f.relative_to(HLS_DIR) if f.is_relative_to(HLS_DIR) else f}\0".encode())
+        h.update(f.read_bytes())
+
+
+def _header_files(include_tb: bool) -> list[Path]:
+    files = []
+    for p in INCLUDE_DIR.rglob("*"):
+        if p.is_file() and p.suffix in (".h", ".hpp", ".inc", ".ipp"):
+            if not include_tb and "tb" in p.relative_to(INCLUDE_DIR).parts[:-1]:
+                continue
+            files.append(p)
+    return files
+
+
+def _kernel_folder_files(key: str, include_tb: bool) -> list[Path]:
+    d = HLS_DIR / key
+    out = []
+    for p in d.iterdir() if d.is_dir() else ():
+        if p.is_file() and p.suffix in (".h", ".hpp", ".cpp", ".cc", ".inc", ".ipp"):
+            if not include_tb and p.name.startswith("tb_"):
+                continue
+            out.append(p)
+    return out
+
+
+_CXX_VERSION: dict[str, str] = {}
+
+
+def cxx_version(cxx: str) -> str:
+    if cxx not in _CXX_VERSION:
+        _CXX_VERSION[cxx] = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.strip()
+    return _CXX_VERSION[cxx]
+
+
+def include_flags() -> list[str]:
+    ap = hls4ml_ap_types()
+    return [f"-I{INCLUDE_DIR}"] + ([f"-I{ap}"] if ap else [])
+
+
+def build_digest(kind: str, files, flags) -> str:
+    cxx = find_cxx() or "g++"
+    h = hashlib.sha256()
+    h.update(json.dumps({"kind": kind, "flags": list(flags), "cxx": cxx_version(cxx),
+                         "ap_types": str(hls4ml_ap_types())}).encode())
+    _hash_files(h, files)
+    return h.hexdigest()[:32]
+
+
+@contextmanager
+def _file_lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def cached_build(root: Path, digest: str, builder) -> tuple[Path, bool]:
+    """Return (entry dir, cache_hit). ``builder(tmpdir)`` fills a fresh dir, which is renamed into place
+    atomically under an exclusive lock, so concurrent processes build each digest once."""
+    final = root / digest
+    if (final / "build.json").is_file():
+        return final, True
+    with _file_lock(root / f"{digest}.lock"):
+        if (final / "build.json").is_file():
+            return final, True
+        tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=root))
+        try:
+            builder(tmp)
+            os.replace(tmp, final)  # atomic: readers see either nothing or a complete entry
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return final, False
+
+
+def _compile(cxx: str, flags, src: Path, obj: Path) -> tuple[Path, int, str]:
+    cmd = [cxx, *flags, *include_flags(), "-c", str(src), "-o", str(obj)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return src, p.returncode, (" ".join(cmd) + "\n" + p.stdout + p.stderr) if p.returncode else p.stderr
+
+
+def build_library(cache_dir=None, sanitize: bool = False, jobs: int | None = None) -> tuple[Path, dict, bool]:
+    """Build (or find) the csim library. Returns (path of the .so, build info, cache_hit).
+
+    Build info: ``kernels`` linked in, ``errors`` {kernel: compiler output} of kernels that failed
+    to compile (they are left out of the library; running them raises CsimBuildError).
+    """
+    missing = tools_missing()
+    if missing:
+        raise BackendUnavailable(f"backend 'csim' is not available: {missing}")
+    cxx = find_cxx()
+    flags = list(BASE_FLAGS) + (list(SANITIZE_FLAGS) if sanitize else [])
+    keys = kernel_keys_with_capi()
+    files = _header_files(include_tb=False)
+    for k in keys:
+        files += _kernel_folder_files(k, include_tb=False)
+    digest = build_digest("lib", files, flags + list(keys))
+    root = cache_root(cache_dir)
+    root.mkdir(parents=True, exist_ok=True)
+
+    def builder(tmp: Path):
+        t0 = time.time()
+        jobs_ = jobs or os.cpu_count() or 2
+        work = [(k, s) for k in keys for s in kernel_sources(k)]
+        errors: dict[str, str] = {}
+        warnings: dict[str, str] = {}
+        objs: dict[str, list[Path]] = {k: [] for k in keys}
+        with ThreadPoolExecutor(max_workers=jobs_) as ex:
+            futs = [(k, ex.submit(_compile, cxx, flags, s, tmp / f"{s.stem}.o")) for k, s in work]
+            for k, fut in futs:
+                src, rc, out = fut.result()
+                if rc:
+                    errors[k] = errors.get(k, "") + out
+                else:
+                    objs[k].append(tmp / f"{src.stem}.o")
+                    if out.strip():
+                        warnings[k] = warnings.get(k, "") + out
+        linked = [k for k in keys if k not in errors and objs[k]]
+        if linked:
+            cmd = [cxx, "-shared", *([f for f in flags if f.startswith("-fsanitize")]), "-o", str(tmp / LIB_NAME),
+                   *[str(o) for k in linked for o in objs[k]]]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode:
+                raise CsimBuildError(f"linking the csim library failed:\n{' '.join(cmd)}\n{p.stdout}{p.stderr}")
+        for o in tmp.glob("*.o"):
+            o.unlink()
+        info = {"kernels": linked, "errors": errors, "warnings": warnings, "flags": flags, "cxx": cxx_version(cxx),
+                "digest": digest, "seconds": round(time.time() - t0, 2), "sanitize": sanitize}
+        (tmp / "build.json").write_text(json.dumps(info, indent=1))
+
+    entry, hit = cached_build(root, digest, builder)
+    info = json.loads((entry / "build.json").read_text())
+    return entry / LIB_NAME, info, hit
+
+
+# ---------------------------------------------------------------------------------------------
+# Port-byte records for reports/csim_port_bytes.csv
+
+PORT_BYTES_COLUMNS = ("kernel", "case_id", "port", "bytes_read", "bytes_written", "provenance")
+_PORT_ROWS: list[dict] = []
+_PORT_LOCK = threading.Lock()
+
+
+def _rows_of(kernel: str, case_id: str, port_bytes: dict) -> list[dict]:
+    return [{"kernel": kernel, "case_id": case_id, "port": port, "bytes_read": int(r), "bytes_written": int(w),
+             "provenance": "csim"} for port, (r, w) in port_bytes.items()]
+
+
+def write_port_bytes_csv(rows, path) -> Path:
+    """Write rows (dicts with PORT_BYTES_COLUMNS; provenance defaults to 'csim') to a fresh CSV."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=PORT_BYTES_COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({**{"provenance": "csim"}, **r})
+    os.replace(tmp, path)
+    return path
+
+
+def record_port_bytes(kernel: str, case_id: str, port_bytes: dict) -> None:
+    """Collect one call's per-port bytes (``backend.last_port_bytes``) in memory."""
+    with _PORT_LOCK:
+        _PORT_ROWS.extend(_rows_of(kernel_spec(kernel).key, case_id, port_bytes))
+
+
+def recorded_port_bytes() -> list[dict]:
+    with _PORT_LOCK:
+        return list(_PORT_ROWS)
+
+
+def flush_port_bytes(path=None) -> int:
+    """Append the collected rows to ``path`` (default ``<repo>/reports/csim_port_bytes.csv``; the header
+    is written when the file is new) under a file lock (xdist workers share the file); returns the
+    number of rows written and clears the collection."""
+    path = Path(path) if path is not None else REPO / "reports" / "csim_port_bytes.csv"
+    with _PORT_LOCK:
+        rows, _PORT_ROWS[:] = list(_PORT_ROWS), []
+    if not rows:
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(path.with_name(path.name + ".lock")):
+        new = not path.exists() or path.stat().st_size == 0
+        with open(path, "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=PORT_BYTES_COLUMNS)
+            if new:
+                w.writeheader()
+            w.writerows(rows)
+    return len(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# The backend
+
+_LOADED: dict[str, ctypes.CDLL] = {}
+_LOAD_LOCK = threading.Lock()
+
+_POISON = {"f": np.nan, "i": -9, "u": 0xA5, "b": False}
+
+
+def _poison_array(shape, dtype_name: str) -> np.ndarray:
+    npd = dt.numpy_dtype(dtype_name)
+    if dtype_name == "bfloat16":
+        return np.full(shape, 0x7FC0, np.uint16).view(dt.BF16)
+    kind = npd.kind
+    val = _POISON.get(kind, 0)
+    if kind == "u" and npd.itemsize > 1:
+        val = 0
+    return np.full(shape, val, dtype=npd)
+
+
+class CsimBackend(Backend):
+    name = "csim"
+    provenance = "csim"
+
+    def __init__(self, cache_dir: str | os.PathLike | None = None, sanitize: bool = False, jobs: int | None = None):
+        self.cache_dir = cache_root(cache_dir)
+        self.sanitize = sanitize
+        self.jobs = jobs
+        self.library_path: Path | None = None
+        self.build_info: dict = {}
+        self.cache_hit: bool | None = None
+        self.last_port_bytes: dict[str, tuple[int, int]] = {}
+        self._lib: ctypes.CDLL | None = None
+
+    # -- availability ------------------------------------------------------------------------
+    def available(self):
+        missing = tools_missing()
+        if missing:
+            return False, missing
+        if self.sanitize and "libasan" not in os.environ.get("LD_PRELOAD", ""):
+            return False, ("an ASan-instrumented library can only be loaded into Python with libasan preloaded: "
+                           "LD_PRELOAD=$(g++ -print-file-name=libasan.so) (or run the sanitized testbenches, "
+                           "eagle4.backends.csim_tb)")
+        return True, ""
+
+    def supports(self, kernel: str) -> bool:
+        return kernel_spec(kernel).key in kernel_keys_with_capi()
+
+    def device_info(self):
+        return DeviceInfo(self.name, "cpu", {"cxx": cxx_version(find_cxx()) if find_cxx() else None,
+                                             "library": str(self.library_path) if self.library_path else None,
+                                             "ap_types": str(hls4ml_ap_types())})
+
+    # -- build and load ----------------------------------------------------------------------
+    def build(self) -> Path:
+        """Build (or find in the cache) and load the library; sets ``cache_hit`` and ``build_info``."""
+        self.require()
+        path, info, hit = build_library(self.cache_dir, sanitize=self.sanitize, jobs=self.jobs)
+        self.library_path, self.build_info, self.cache_hit = path, info, hit
+        if info["kernels"]:
+            with _LOAD_LOCK:
+                lib = _LOADED.get(str(path))
+                if lib is None:
+                    lib = ctypes.CDLL(str(path))
+                    _LOADED[str(path)] = lib
+            self._lib = lib
+        return path
+
+    def _function(self, key: str):
+        known = set(self.build_info.get("kernels", ())) | set(self.build_info.get("errors", {}))
+        if self.library_path is None or key not in known:
+            self.build()  # first use, or a wrapper appeared since the build: a new digest
+        errors = self.build_info.get("errors", {})
+        if key in errors:
+            raise CsimBuildError(f"csim: hls/{key} failed to compile:\n{errors[key]}")
+        if key not in self.build_info.get("kernels", ()) or self._lib is None:
+            raise BackendUnavailable(f"backend 'csim' has no build of {key} (no hls/{key}/{key}_capi.cpp)")
+        fn = getattr(self._lib, f"eagle4_{key}")
+        fn.argtypes = _CAPI_ARGTYPES
+        fn.restype = ctypes.c_int
+        return fn
+
+    # -- run -----------------------------------------------------------------------------------
+    def _allocate(self, spec, inputs, params, env) -> dict[str, np.ndarray]:
+        """Outputs the caller gave no prior contents for: the reference module's allocate decides the
+        caps and which optional outputs exist (they are part of the spec); poison-filled."""
+        try:
+            from eagle4 import kernels
+
+            mod = kernels.module(spec.key)
+        except ImportError:
+            mod = None
+        if mod is not None and hasattr(mod, "allocate"):
+            import torch
+
+            tensors = {k: dt.to_torch(v) for k, v in inputs.items()}
+            new = mod.allocate(tensors, params, torch.device("cpu"))
+            return {k: dt.to_numpy(v) for k, v in new.items() if v is not None and k not in inputs}
+        out = {}
+        hidden = next((dt.logical_dtype(inputs[a.name]) for a in spec.tensors
+                       if a.dtype == "hidden" and a.name in inputs), "float32")
+        for a in spec.outputs:
+            if a.name in inputs or a.optional:
+                continue
+            if "*" in a.shape:
+                raise BackendUnavailable(f"csim: {spec.key}.{a.name} has a data-dependent cap; "
+                                         f"eagle4.kernels.{spec.key}.allocate is needed to size it")
+            shape = tuple(int(eval(e, {"__builtins__": {}}, dict(env))) for e in a.shape)
+            out[a.name] = _poison_array(shape, hidden if a.dtype == "hidden" else a.dtype)
+        return out
+
+    def run(self, kernel, inputs, params):
+        from eagle4.kernels import PreconditionError
+
+        self.require()
+        spec = kernel_spec(kernel)
+        if not self.supports(spec.key):
+            raise BackendUnavailable(f"backend 'csim' does not support {spec.key}: no hls/{spec.key}/{spec.key}_capi.cpp")
+        fn = self._function(spec.key)
+        env = check_arrays(spec, inputs, params, role="inputs")
+        outs = {a.name: np.array(inputs[a.name], copy=True, order="C") for a in spec.outputs if a.name in inputs}
+        outs.update(self._allocate(spec, inputs, params, env))
+        ins = {a.name: np.array(inputs[a.name], copy=True, order="C") for a in spec.tensors
+               if a.role == "in" and a.name in inputs}
+        if spec.key == "logits_to_probas" and "logits" in ins and ins["logits"].dtype != np.float32:
+            ins["logits"] = ins["logits"].astype(np.float32)  # f16/bf16 -> f32 is exact (§5.3)
+
+        tensors = list(spec.tensors)
+        n = len(tensors)
+        ptrs = (ctypes.c_void_p * n)()
+        shapes = (ctypes.c_int64 * (4 * n))()
+        ebytes = (ctypes.c_int32 * n)()
+        counters = (PortCounter * n)()
+        keep = []
+        for i, a in enumerate(tensors):
+            arr = outs.get(a.name) if a.is_output else ins.get(a.name)
+            if arr is None:
+                continue
+            if arr.ndim > 4:
+                raise ValueError(f"csim: {a.name} has {arr.ndim} dimensions; the C ABI carries at most 4")
+            keep.append(arr)
+            ptrs[i] = arr.ctypes.data
+            dims = list(arr.shape) + [1] * (4 - arr.ndim)
+            for d in range(4):
+                shapes[4 * i + d] = dims[d]
+            ebytes[i] = arr.dtype.itemsize
+        ivals = [int(bool(params[a.name])) if a.dtype == "bool" else int(params[a.name])
+                 for a in spec.scalars if a.dtype != "f32"]
+        fvals = [float(np.float32(params[a.name])) for a in spec.scalars if a.dtype == "f32"]
+        iscal = (ctypes.c_int64 * max(1, len(ivals)))(*ivals)
+        fscal = (ctypes.c_float * max(1, len(fvals)))(*fvals)
+        err = ctypes.create_string_buffer(ERRBUF_LEN)
+        rc = fn(ptrs, shapes, ebytes, iscal, fscal, counters, err, ERRBUF_LEN)
+        self.last_port_bytes = {a.name: (int(counters[i].bytes_read), int(counters[i].bytes_written))
+                                for i, a in enumerate(tensors) if ptrs[i]}
+        if rc < 0:
+            raise PreconditionError(err.value.decode(errors="replace") or f"{spec.key}: refused (code {rc})")
+        if rc != 0:
+            raise RuntimeError(f"csim {spec.key}: unexpected return code {rc}: {err.value.decode(errors='replace')}")
+        del keep
+        return outs

@@ -1,0 +1,104 @@
+"""Build and run the C++ testbenches ``hls/<key>/tb_<key>.cpp`` (``tb_<key> <dump.npz>``).
+
+A testbench links its kernel's top and C ABI wrapper and reads a dump with
+``hls/include/tb/npz.hpp``; it exits 0 on parity, 1 on a mismatch, 2 on a bad file (like
+``csim_design -argv <dump>``). By default it is built with ``-fsanitize=address,undefined``: that is
+how the C-simulation code is checked for out-of-bounds accesses and undefined behaviour (an
+ASan-instrumented library cannot be loaded into Python without preloading libasan). Executables
+are cached like the library (``eagle4.backends.csim.cached_build``), keyed by every source, header
+and flag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from eagle4.backends.base import BackendUnavailable
+from eagle4.backends.csim import (
+    BASE_FLAGS,
+    HLS_DIR,
+    CsimBuildError,
+    _header_files,
+    _kernel_folder_files,
+    build_digest,
+    cache_root,
+    cached_build,
+    find_cxx,
+    include_flags,
+    kernel_sources,
+    tools_missing,
+)
+from eagle4.spec import kernel_spec
+
+TB_SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all", "-g")
+SANITIZER_ENV = {
+    "ASAN_OPTIONS": "halt_on_error=1:abort_on_error=0:detect_leaks=1:exitcode=86",
+    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+    "LSAN_OPTIONS": "exitcode=87",
+}
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer", "SUMMARY: UndefinedBehaviorSanitizer")
+
+
+def testbench_source(key: str) -> Path:
+    return HLS_DIR / key / f"tb_{key}.cpp"
+
+
+def has_testbench(key: str) -> bool:
+    return testbench_source(kernel_spec(key).key).is_file()
+
+
+def build_testbench(key: str, *, sanitize: bool = True, cache_dir=None) -> Path:
+    """Build (or find) ``tb_<key>``; raises CsimBuildError with the compiler output on failure."""
+    key = kernel_spec(key).key
+    missing = tools_missing()
+    if missing:
+        raise BackendUnavailable(f"csim testbench: {missing}")
+    src = testbench_source(key)
+    if not src.is_file():
+        raise FileNotFoundError(f"no testbench {src}")
+    flags = [f.replace("-O2", "-O1") for f in BASE_FLAGS] + (list(TB_SANITIZE_FLAGS) if sanitize else [])
+    files = _header_files(include_tb=True) + _kernel_folder_files(key, include_tb=True)
+    digest = build_digest(f"tb_{key}", files, flags)
+    cxx = find_cxx()
+    exe_name = f"tb_{key}"
+
+    def builder(tmp: Path):
+        cmd = [cxx, *flags, *include_flags(), str(src), *[str(s) for s in kernel_sources(key)],
+               "-o", str(tmp / exe_name)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode:
+            raise CsimBuildError(f"building {exe_name} failed:\n{' '.join(cmd)}\n{p.stdout}{p.stderr}")
+        (tmp / "build.json").write_text(json.dumps({"cmd": cmd, "warnings": p.stderr}))
+
+    root = cache_root(cache_dir) / "tb"
+    root.mkdir(parents=True, exist_ok=True)
+    entry, _ = cached_build(root, digest, builder)
+    return entry / exe_name
+
+
+@dataclass
+class TbResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def sanitizer_report(self) -> str:
+        """The sanitizer's lines in the output ('' when clean)."""
+        text = self.stdout + self.stderr
+        return "\n".join(line for line in text.splitlines() if any(m in line for m in SANITIZER_MARKERS))
+
+
+def run_testbench(key: str, dump: str | os.PathLike, *, sanitize: bool = True, cache_dir=None,
+                  timeout: float = 300) -> TbResult:
+    exe = build_testbench(key, sanitize=sanitize, cache_dir=cache_dir)
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if sanitize:
+        env.update(SANITIZER_ENV)
+    p = subprocess.run([str(exe), str(dump)], capture_output=True, text=True, env=env, timeout=timeout)
+    return TbResult(p.returncode, p.stdout, p.stderr)

@@ -1,0 +1,5 @@
+import sys
+
+from eagle4.cli import main
+
+sys.exit(main())

@@ -1,0 +1,303 @@
+"""The benchmark contract: what every run of the workload is pinned to.
+
+``load_contract(path) -> Contract`` reads a TOML file with :mod:`tomllib`, validates it with
+pydantic (errors name the file and the dotted field), checks every prompt file's sha256 and
+resolves model paths. ``Contract.sha256`` is the hash of the canonical content (sorted-key JSON of
+the whole validated document, sections owned by other modules included); every result row carries
+it, and :func:`ensure_same_contract` refuses to compare rows produced under different hashes.
+
+Relative paths in the contract are relative to the repository root: the nearest ancestor of the
+contract file that holds ``pyproject.toml`` (else the contract's own directory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore
+
+
+class ContractError(ValueError):
+    """The contract file is missing, malformed or inconsistent; the message names the field."""
+
+
+class ContractMismatch(ValueError):
+    """Results produced under different contracts were about to be compared."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Meta(_Strict):
+    name: str
+    version: int = Field(ge=1)
+    description: str = ""
+
+
+class ModelPair(_Strict):
+    target: str = Field(description="local directory: config.json + *.safetensors (HF Llama layout)")
+    draft: str = Field(description="local directory of the EAGLE-style draft head")
+    dtype: Literal["float32", "bfloat16", "float16", "float64"] = "float32"
+    embedded: bool = Field(False, description="true for the committed default pair under models/default")
+
+
+class Decode(_Strict):
+    node_top_k: int = Field(ge=1, le=10, description="K: children sampled per frontier node")
+    tree_depth: int = Field(ge=1, le=32, description="D_max: draft layers per draft step (root expansion included)")
+    verify_num: int = Field(ge=1, le=128, description="Vn: verify budget per step (tokens per request in the verify tree)")
+    max_tree_width: int = Field(ge=1, le=64, description="upper bound on the frontier width W")
+    max_node_count: int = Field(ge=2, le=4096, description="N: node capacity of the draft tree")
+    max_verify_num: int = Field(ge=1, le=128, description="M: capacity of the verify budget buffers")
+    max_input_size: int = Field(ge=1, le=1024, description="I: draft-mask capacity")
+    temperatures: list[float] = Field(min_length=1, description="per-request temperatures, cycled over requests")
+    threshold_single: float = 1.0
+    threshold_acc: float = 1.0
+    width_policy: Literal["fixed", "work_deltas"] = "fixed"
+    stop_on_eos: bool = False
+
+    @field_validator("temperatures")
+    @classmethod
+    def _temps(cls, v):
+        if any(t < 0 for t in v):
+            raise ValueError("temperatures must be >= 0 (0 = greedy)")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        K, W, D = self.node_top_k, self.max_tree_width, self.tree_depth
+        if W > K:
+            raise ValueError(f"max_tree_width={W} must be <= node_top_k={K} (the frontier is taken from the K layer outputs)")
+        if W * K > 64:
+            raise ValueError(f"max_tree_width*node_top_k={W * K} must be <= 64 (K1 candidate bound C <= 64)")
+        if self.verify_num > self.max_verify_num:
+            raise ValueError(f"verify_num={self.verify_num} must be <= max_verify_num={self.max_verify_num}")
+        need_n = 1 + K + (D - 1) * W * K
+        if self.max_node_count < need_n:
+            raise ValueError(f"max_node_count={self.max_node_count} must be >= 1 + K + (D_max-1)*W*K = {need_n} "
+                             "so no drafted node is dropped")
+        if (D - 1) * W > self.max_input_size:
+            raise ValueError(f"max_input_size={self.max_input_size} must be >= (D_max-1)*max_tree_width = {(D - 1) * W}")
+        return self
+
+    @property
+    def S(self) -> int:
+        return self.tree_depth + 1
+
+
+class PromptFile(_Strict):
+    path: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class Prompts(_Strict):
+    files: list[PromptFile] = Field(min_length=1)
+    prompt_tokens: int = Field(ge=2, le=8192, description="prompt length in tokens (BOS included); longer prompts are truncated, shorter ones are used as they are")
+    output_tokens: int = Field(ge=1, le=8192, description="tokens generated per request (ignore EOS unless decode.stop_on_eos)")
+
+
+class Phase(_Strict):
+    duration_s: float = Field(gt=0)
+    concurrency: int = Field(ge=1, le=4096)
+
+
+class BatchProfile(_Strict):
+    mode: Literal["static", "phases"] = "static"
+    phases: list[Phase] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _phases(self):
+        if self.mode == "phases" and not self.phases:
+            raise ValueError("mode = 'phases' needs at least one [[batch_profile.phases]] entry")
+        return self
+
+
+class OperatingPoint(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    batch: int = Field(ge=1, le=128)
+
+
+class Runs(_Strict):
+    warmup: int = Field(ge=0, le=100)
+    runs: int = Field(ge=5, le=1000, description="independent runs per operating point (>= 5)")
+    seeds: list[int] = Field(min_length=1)
+    cov_max: float = Field(0.05, gt=0, le=1.0, description="max coefficient of variation of tokens/s across runs")
+
+    @model_validator(mode="after")
+    def _seeds(self):
+        if len(self.seeds) < self.runs:
+            raise ValueError(f"seeds has {len(self.seeds)} entries; need one per run (runs = {self.runs})")
+        return self
+
+
+class Contract(BaseModel):
+    """The validated contract. Sections owned by other modules ([fpga], [trace], [[gates]], and any
+    other top-level table) are kept verbatim and are part of the hash."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    contract: Meta
+    model: ModelPair
+    decode: Decode
+    prompts: Prompts
+    batch_profile: BatchProfile = BatchProfile()
+    operating_points: list[OperatingPoint] = Field(min_length=1)
+    runs: Runs
+
+    # set by load_contract (excluded from the hash)
+    source_path: str | None = Field(None, exclude=True)
+    root_dir: str | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _unique_points(self):
+        names = [p.name for p in self.operating_points]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"operating_points: duplicate name(s) {dup}")
+        return self
+
+    # -- derived ---------------------------------------------------------------------------
+    def canonical(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"source_path", "root_dir"})
+
+    @property
+    def sha256(self) -> str:
+        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def short_hash(self) -> str:
+        return self.sha256[:12]
+
+    def resolve(self, rel: str) -> Path:
+        p = Path(rel)
+        return p if p.is_absolute() else Path(self.root_dir or ".") / p
+
+    def operating_point(self, name_or_batch) -> OperatingPoint:
+        for p in self.operating_points:
+            if p.name == str(name_or_batch) or str(p.batch) == str(name_or_batch):
+                return p
+        raise KeyError(f"no operating point {name_or_batch!r}; contract has {[p.name for p in self.operating_points]}")
+
+    def load_prompts(self) -> list[dict]:
+        """Every prompt record ({"id", "text"}) of the contract's prompt files, in file order."""
+        out: list[dict] = []
+        for f in self.prompts.files:
+            for i, line in enumerate(self.resolve(f.path).read_text(encoding="utf-8").splitlines()):
+                if line.strip():
+                    rec = json.loads(line)
+                    if "text" not in rec:
+                        raise ContractError(f"{f.path}:{i + 1}: prompt record lacks 'text'")
+                    rec.setdefault("id", f"{Path(f.path).stem}-{i}")
+                    out.append(rec)
+        if not out:
+            raise ContractError("prompts: the prompt files hold no prompt")
+        return out
+
+    @property
+    def extra_sections(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _root_for(path: Path) -> Path:
+    for d in [path.parent, *path.parent.parents]:
+        if (d / "pyproject.toml").exists():
+            return d
+    return path.parent
+
+
+def _fmt_loc(loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def load_contract(path: str | Path, *, verify_files: bool = True) -> Contract:
+    path = Path(path)
+    if not path.exists():
+        raise ContractError(f"contract file {path} does not exist")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ContractError(f"{path}: not valid TOML: {e}") from e
+    root = _root_for(path.resolve())
+    try:
+        c = Contract.model_validate({**raw, "source_path": str(path), "root_dir": str(root)})
+    except ValidationError as e:
+        lines = [f"{path}: invalid contract:"]
+        for err in e.errors():
+            lines.append(f"  {_fmt_loc(err['loc'])}: {err['msg']}")
+        raise ContractError("\n".join(lines)) from None
+    if verify_files:
+        for i, f in enumerate(c.prompts.files):
+            p = c.resolve(f.path)
+            if not p.exists():
+                raise ContractError(f"{path}: prompts.files[{i}].path: {f.path} does not exist (looked at {p})")
+            got = sha256_file(p)
+            if got != f.sha256:
+                raise ContractError(f"{path}: prompts.files[{i}].sha256: {f.path} has sha256 {got}, "
+                                    f"the contract pins {f.sha256}; the prompt set changed")
+        for fld in ("target", "draft"):
+            p = c.resolve(getattr(c.model, fld))
+            if not (p / "config.json").exists():
+                raise ContractError(f"{path}: model.{fld}: {p} has no config.json (a local model directory is needed)")
+    return c
+
+
+def _row_hash(r) -> str | None:
+    if isinstance(r, Mapping):
+        return r.get("contract_sha256")
+    return getattr(r, "contract_sha256", None)
+
+
+def ensure_same_contract(rows: Iterable, *, expected: str | None = None) -> str:
+    """Return the one contract hash every row carries; raise ContractMismatch otherwise.
+
+    ``rows``: dicts (CSV rows) or objects with a ``contract_sha256`` field. ``expected``: a hash
+    the rows must match (e.g. the contract being gated)."""
+    hashes: dict[str, int] = {}
+    missing = 0
+    for r in rows:
+        h = _row_hash(r)
+        if not h:
+            missing += 1
+            continue
+        hashes[h] = hashes.get(h, 0) + 1
+    if missing:
+        raise ContractMismatch(f"{missing} result row(s) carry no contract_sha256; results without a contract "
+                               "hash cannot be compared")
+    if not hashes:
+        raise ContractMismatch("no result rows to compare")
+    if len(hashes) > 1:
+        desc = ", ".join(f"{h[:12]} ({n} rows)" for h, n in sorted(hashes.items()))
+        raise ContractMismatch(f"refusing to compare results produced under different benchmark contracts: {desc}. "
+                               "Re-run both sides under the same contract.")
+    (h,) = hashes
+    if expected is not None and h != expected:
+        raise ContractMismatch(f"results were produced under contract {h[:12]}, not the expected {expected[:12]}")
+    return h
+
+
+from eagle4.contract.render import render_markdown, write_markdown  # noqa: E402
+
+__all__ = ["Contract", "ContractError", "ContractMismatch", "load_contract", "ensure_same_contract",
+           "render_markdown", "write_markdown", "sha256_file"]

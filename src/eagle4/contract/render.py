@@ -1,0 +1,64 @@
+"""Render a Contract to markdown (reports/benchmark_contract.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _table(rows: list[tuple[str, object, str]]) -> list[str]:
+    out = ["| field | value | meaning |", "|---|---|---|"]
+    for k, v, doc in rows:
+        out.append(f"| `{k}` | {v} | {doc} |")
+    return out
+
+
+def render_markdown(c) -> str:
+    d = c.decode
+    L = [f"# Benchmark contract `{c.contract.name}` v{c.contract.version}", ""]
+    if c.contract.description:
+        L += [c.contract.description, ""]
+    L += [f"* contract sha256: `{c.sha256}` (stored in every result row; results under another hash are not compared)",
+          f"* source: `{c.source_path}`", ""]
+    L += ["## Model pair", ""]
+    L += _table([("model.target", f"`{c.model.target}`", "target model directory (config.json + safetensors)"),
+                 ("model.draft", f"`{c.model.draft}`", "EAGLE-style draft head directory"),
+                 ("model.dtype", c.model.dtype, "compute dtype of both models"),
+                 ("model.embedded", c.model.embedded, "the committed default pair")])
+    L += ["", "## Decode parameters", ""]
+    rows = []
+    for name, f in type(d).model_fields.items():
+        rows.append((f"decode.{name}", getattr(d, name), f.description or ""))
+    rows.append(("S (derived)", d.S, "accept row length = tree_depth + 1"))
+    L += _table(rows)
+    L += ["", "## Prompt set", "",
+          f"* prompt length: {c.prompts.prompt_tokens} tokens (BOS included; truncated when longer)",
+          f"* output length: {c.prompts.output_tokens} tokens per request", "",
+          "| file | sha256 |", "|---|---|"]
+    L += [f"| `{f.path}` | `{f.sha256}` |" for f in c.prompts.files]
+    L += ["", "## Batch profile", "", f"* mode: `{c.batch_profile.mode}`"]
+    if c.batch_profile.mode == "static":
+        L.append("* every request of an operating point starts at t = 0 and runs to its output length")
+    for i, p in enumerate(c.batch_profile.phases):
+        L.append(f"* phase {i}: {p.duration_s} s at concurrency {p.concurrency}")
+    L += ["", "## Operating points", "", "| name | batch |", "|---|---|"]
+    L += [f"| {p.name} | {p.batch} |" for p in c.operating_points]
+    r = c.runs
+    L += ["", "## Runs", "",
+          f"* warm-up runs per point: {r.warmup}",
+          f"* measured runs per point: {r.runs} (independent processes)",
+          f"* seeds: {r.seeds}",
+          f"* max CoV of tokens/s: {r.cov_max:.0%}"]
+    extra = c.extra_sections
+    if extra:
+        L += ["", "## Sections owned by other modules (verbatim)", ""]
+        for k, v in extra.items():
+            L += [f"### `{k}`", "", "```json", json.dumps(v, indent=2, sort_keys=True, default=str), "```", ""]
+    return "\n".join(L).rstrip() + "\n"
+
+
+def write_markdown(c, path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(render_markdown(c), encoding="utf-8")
+    return p

@@ -1,0 +1,73 @@
+"""EAGLE-style draft head: ``g = Layer(fc([embed(token); feature]))``; logits = lm_head(norm(g)).
+
+Checkpoint names follow the public EAGLE layout (``fc.weight``, ``fc.bias``, ``layers.0.*``,
+optional ``embed_tokens.weight``); ``norm.weight`` and ``lm_head.weight`` are taken from the
+draft directory when present, else from the target (as EAGLE does). ``config.json`` is a Llama
+config (``num_hidden_layers`` = draft layers, usually 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from eagle4.models.llama import AttnMeta, DecoderLayer, KVCache, LlamaConfig, LlamaModel, RMSNorm, read_safetensors_dir
+
+
+class EagleDraft(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.config = cfg
+        H = cfg.hidden_size
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, H)
+        self.fc = nn.Linear(2 * H, H, bias=True)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(H, cfg.rms_norm_eps)
+        self.lm_head = nn.Linear(H, cfg.vocab_size, bias=False)
+
+    def new_cache(self, num_slots: int, device=None, dtype=None) -> KVCache:
+        p = next(self.parameters())
+        c = self.config
+        return KVCache(c.num_hidden_layers, num_slots, c.num_key_value_heads, c.head_dim,
+                       dtype or p.dtype, device or p.device)
+
+    def logits(self, g):
+        return self.lm_head(self.norm(g))
+
+    def forward_train(self, ids, feats):
+        """ids [Bt, T] (token at p+1), feats [Bt, T, H] (target feature at p) -> (g, logits)."""
+        pos = torch.arange(ids.shape[1], device=ids.device)
+        x = self.fc(torch.cat([self.embed_tokens(ids), feats], dim=-1))
+        for layer in self.layers:
+            x = layer.forward_train(x, pos)
+        return x, self.logits(x)
+
+    @torch.no_grad()
+    def forward_cached(self, ids, feats, positions, write_slots, meta: AttnMeta, cache: KVCache):
+        x = self.fc(torch.cat([self.embed_tokens(ids), feats.to(self.fc.weight.dtype)], dim=-1))
+        for i, layer in enumerate(self.layers):
+            x = layer.forward_cached(x, positions, write_slots, meta, cache, i)
+        return x, self.logits(x)
+
+
+def load_draft(model_dir: str | Path, target: LlamaModel | None = None, *, dtype=torch.float32,
+               device="cpu") -> EagleDraft:
+    d = Path(model_dir)
+    if not (d / "config.json").exists():
+        raise FileNotFoundError(f"{d}/config.json not found (draft model directory)")
+    cfg = LlamaConfig.from_json(d / "config.json")
+    model = EagleDraft(cfg)
+    state = read_safetensors_dir(d)
+    state = {k.removeprefix("model."): v for k, v in state.items()}
+    if target is not None:
+        shared = {"embed_tokens.weight": target.model.embed_tokens.weight,
+                  "norm.weight": target.model.norm.weight, "lm_head.weight": target.lm_head.weight}
+        for k, v in shared.items():
+            state.setdefault(k, v.detach().to(torch.float32))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"{d}: draft weights do not match the EAGLE layout: missing {missing[:5]}, "
+                         f"unexpected {unexpected[:5]}")
+    return model.to(device=device, dtype=dtype).eval()
