@@ -8,7 +8,7 @@
 // Floating point: every multiply/add/divide the spec separates is written with the _rn intrinsics
 // (and the build uses -fmad=false as a second guard), so no FMA contraction can happen.
 #include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -264,8 +264,8 @@ void draft_tree_layer_score_index_gen_op(
     Vh = hot_token_id->size(0);
   }
   if (B == 0) return;
-  const at::cuda::CUDAGuard guard(topk_probas_sampling.device());
-  auto stream = at::cuda::getCurrentCUDAStream();
+  const c10::cuda::CUDAGuard guard(topk_probas_sampling.device());
+  auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t row_bytes = H * input_hidden_states.element_size();
   int64_t* tok = use_hot_token_id ? ptr<int64_t>(*topk_tokens_sampling) : nullptr;
   const int64_t* hot = use_hot_token_id ? ptr<int64_t>(*hot_token_id) : nullptr;
@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(128) k2_kernel(
   for (int64_t t = tid; t < n0; t += nt) work[b * (M + K) + t] = A[t];
   for (int t = tid; t < K; t += nt) work[b * (M + K) + n0 + t] = Bs[t];
   // 5.2 merge (sequential; pins the tie and NaN behaviour exactly)
-  if (tid == 32 % nt) {
+  if (tid == 32) {  // thread 0 runs step 4 meanwhile
     int64_t ia = 0, ib = 0;
     for (int64_t t = 0; t < n1; ++t) {
       if (ia < n0 && (ib >= C || A[ia] >= Bs[ib])) Mg[t] = A[ia++];
@@ -400,8 +400,8 @@ void update_cumu_draft_state(
   const int64_t n0 = std::min(Vn, cc), n1 = std::min(Vn, cc + C);
   const size_t smem = (size_t)(n0 + C + n1) * sizeof(float);
   TORCH_CHECK(smem <= 48 * 1024, "update_cumu_draft_state: max_verify_num too large for shared memory");
-  const at::cuda::CUDAGuard guard(topk_probas.device());
-  auto stream = at::cuda::getCurrentCUDAStream();
+  const c10::cuda::CUDAGuard guard(topk_probas.device());
+  auto stream = c10::cuda::getCurrentCUDAStream();
   k2_kernel<<<(unsigned)B, 128, smem, stream>>>(
       ptr<float>(topk_probas), ptr<int64_t>(topk_tokens), ptr<float>(sorted_scores),
       ptr<int64_t>(sorted_indexs), ptr<int64_t>(parent_indexs), ptr<int64_t>(topk_indexs),
@@ -468,8 +468,8 @@ void calculate_work_deltas(at::Tensor work_scores, int64_t batch_size, int64_t n
   if (has(per_req_deltas)) check_tensor(*per_req_deltas, "per_req_deltas", at::kFloat, {B, K + 1});
   const size_t smem = (size_t)std::max<int64_t>(B, 1) * (K + 1) * sizeof(float);
   TORCH_CHECK(smem <= 48 * 1024, "calculate_work_deltas: batch too large for shared memory");
-  const at::cuda::CUDAGuard guard(work_scores.device());
-  auto stream = at::cuda::getCurrentCUDAStream();
+  const c10::cuda::CUDAGuard guard(work_scores.device());
+  auto stream = c10::cuda::getCurrentCUDAStream();
   k3_kernel<<<1, 128, smem, stream>>>(ptr<float>(work_scores), B, n0, (int)K, verify_num, row_stride,
                                       ptr<float>(work_deltas), optptr<float>(per_req_deltas));
   E4_CUDA_CHECK(cudaGetLastError());
@@ -612,8 +612,8 @@ void fused_tree_mask_operator(at::Tensor seq_lens, at::Tensor req_pool_indices, 
   const int64_t words = (T + 31) / 32;
   const size_t smem = (size_t)(3 * (B + 1) + T + 33) * 8 + (size_t)Q * words * 4;
   TORCH_CHECK(smem <= 200 * 1024, "fused_tree_mask_operator: B/T/Q too large for shared memory");
-  const at::cuda::CUDAGuard guard(seq_lens.device());
-  auto stream = at::cuda::getCurrentCUDAStream();
+  const c10::cuda::CUDAGuard guard(seq_lens.device());
+  auto stream = c10::cuda::getCurrentCUDAStream();
   if (B == 0) {  // only the indptrs' single entry
     qo_indptr.zero_(); kv_indptr.zero_(); mask_indptr_bits.zero_(); mask_indptr_bytes.zero_();
     return;
@@ -841,8 +841,8 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   E4_PRE(V >= 1, "V must be >= 1");
   if (R == 0) return;
   TORCH_CHECK(R <= 65535, "convert_logits_to_probas: more than 65535 rows per launch is not supported");
-  const at::cuda::CUDAGuard guard(logits.device());
-  auto stream = at::cuda::getCurrentCUDAStream();
+  const c10::cuda::CUDAGuard guard(logits.device());
+  auto stream = c10::cuda::getCurrentCUDAStream();
   int cs = (int)std::min<int64_t>(8, std::max<int64_t>(1, (V + 4095) / 4096));
   int64_t chunk = (V + cs - 1) / cs;
   chunk = (chunk + 7) / 8 * 8;
@@ -1153,7 +1153,7 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
                               at::Tensor is_greedy, at::Tensor coins, at::Tensor final_coins, double threshold_single,
                               double threshold_acc, int64_t B, int64_t Q, int64_t S, int64_t V, at::Tensor predicts,
                               at::Tensor accept_index, at::Tensor accept_length) {
-  E4_PRE(B >= 0, "B must be >= 0");
+  E4_PRE(B >= 1, "B must be >= 1, got ", B);
   E4_PRE(Q >= 1, "Q must be >= 1, got ", Q);
   E4_PRE(S >= 1, "S must be >= 1, got ", S);
   E4_PRE(V >= 1, "V must be >= 1, got ", V);
@@ -1169,13 +1169,12 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   check_tensor(predicts, "predicts", at::kInt, {B * Q});
   check_tensor(accept_index, "accept_index", at::kInt, {B, S});
   check_tensor(accept_length, "accept_length", at::kInt, {B});
-  if (B == 0) return;
   TORCH_CHECK(B <= 65535, "draft_tree_reject_sample: B > 65535 not supported");
   const float ts = (float)threshold_single;
   const float ta_in = (float)threshold_acc;
   const float ta = ta_in > 1e-9f ? ta_in : 1e-9f;  // max(f32(threshold_acc), f32(1e-9))
-  const at::cuda::CUDAGuard guard(candidates.device());
-  auto stream = at::cuda::getCurrentCUDAStream();
+  const c10::cuda::CUDAGuard guard(candidates.device());
+  auto stream = c10::cuda::getCurrentCUDAStream();
   int cs = (int)std::min<int64_t>(8, std::max<int64_t>(1, (V + 16383) / 16384));
   int64_t chunk = (V + cs - 1) / cs;
   chunk = (chunk + K6_TILE - 1) / K6_TILE * K6_TILE;
@@ -1349,7 +1348,8 @@ void update_verify_result(
     at::Tensor next_accept_length, at::Tensor next_indptr, at::Tensor next_verified_id, at::Tensor next_hidden,
     at::Tensor next_positions, at::Tensor next_seq_lens, at::Tensor next_req_pool_indices, at::Tensor next_root_token,
     at::Tensor next_last_flat) {
-  E4_PRE(B >= 0 && Q >= 1 && S >= 1 && H >= 0 && S_max >= 0, "B>=0, Q>=1, S>=1, H>=0, S_max>=0 required");
+  E4_PRE(B >= 1 && Q >= 1 && S >= 1 && H >= 1 && S_max >= 1, "B, Q, S, H, S_max must be >= 1, got ", B, ", ",
+         Q, ", ", S, ", ", H, ", ", S_max);
   check_tensor(accept_index, "accept_index", at::kInt, {B, S});
   check_tensor(accept_length, "accept_length", at::kInt, {B});
   check_tensor(predicts, "predicts", at::kInt, {B * Q});
@@ -1387,8 +1387,8 @@ void update_verify_result(
   check_tensor(next_req_pool_indices, "next_req_pool_indices", at::kLong, {B});
   check_tensor(next_root_token, "next_root_token", at::kInt, {B});
   check_tensor(next_last_flat, "next_last_flat", at::kInt, {B});
-  const at::cuda::CUDAGuard guard(accept_index.device());
-  auto stream = at::cuda::getCurrentCUDAStream();
+  const c10::cuda::CUDAGuard guard(accept_index.device());
+  auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t BS = B * S, BQ = B * Q;
   const size_t smem = (size_t)(33 + 3 * (B + 1)) * 8 + (size_t)BS * 8 + (size_t)((BQ + 31) / 32) * 4;
   TORCH_CHECK(smem <= 200 * 1024, "update_verify_result: B*S / B*Q too large for shared memory");

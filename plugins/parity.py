@@ -18,9 +18,9 @@ import pytest
 
 _RECORDS: list[dict] = []
 _PORT_ROWS: list[dict] = []
-_MATRIX_BACKENDS = ("ref-frozen", "dump:cuda-original", "dump:h100", "csim", "cuda", "xrt")
+_MATRIX_BACKENDS = ("ref-frozen", "dump:cuda-original", "dump:h100", "csim:h100", "csim", "cuda", "xrt")
 _BACKEND_HW = {"csim": "cpu", "cuda": "cuda", "xrt": "fpga", "ref-frozen": "cpu",
-               "dump:cuda-original": "cpu", "dump:h100": "cpu"}
+               "dump:cuda-original": "cpu", "dump:h100": "cpu", "csim:h100": "cpu"}
 
 
 def pytest_addoption(parser):
@@ -32,6 +32,13 @@ def pytest_addoption(parser):
     group.addoption("--reports-dir", default=None, help="where the artifact pack goes (default <rootdir>/reports)")
     group.addoption("--no-matrix", action="store_true", default=False,
                     help="do not write the parity matrix (used by tests of the harness itself)")
+
+
+def pytest_configure(config):
+    # Parity cases are many small kernel calls: one torch thread per process is fastest and keeps
+    # xdist workers from oversubscribing the cores. EAGLE4_TORCH_THREADS overrides.
+    import torch
+    torch.set_num_threads(int(os.environ.get("EAGLE4_TORCH_THREADS", "1")))
 
 
 def reports_dir(config) -> Path:
@@ -99,7 +106,7 @@ def _matrix(config) -> dict:
             cell = cells.get((kernel, case_id, b))
             if cell:
                 row["backends"][b] = {"status": cell["status"], "detail": cell["detail"]}
-            elif b.startswith("dump:"):
+            elif ":" in b:
                 row["backends"][b] = {"status": "not run", "detail": "no stored dump of this case from that device"}
             elif _BACKEND_HW.get(b, "cpu") not in wanted:
                 row["backends"][b] = {"status": "not run", "detail": f"needs --hw={_BACKEND_HW[b]}"}

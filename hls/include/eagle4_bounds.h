@@ -26,7 +26,7 @@
 #define EAGLE4_MAX_HIDDEN 4096  // H
 #endif
 #ifndef EAGLE4_MAX_NODE_COUNT
-#define EAGLE4_MAX_NODE_COUNT 1024  // N (max_node_count)
+#define EAGLE4_MAX_NODE_COUNT 4096  // N (max_node_count): HBM state rows; nothing N-sized is on chip
 #endif
 #ifndef EAGLE4_MAX_VERIFY
 #define EAGLE4_MAX_VERIFY 128  // M (max_verify_num), also Q of the verify tree

@@ -12,6 +12,7 @@ kernel checks it at run time).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -344,8 +345,13 @@ def symbols_from_params(spec: KernelSpec, params: dict) -> dict[str, int]:
     return env
 
 
+@functools.lru_cache(maxsize=None)
+def _compiled(expr: str):
+    return compile(expr, "<shape>", "eval")
+
+
 def _eval(expr: str, env: dict[str, int]) -> int:
-    return int(eval(expr, {"__builtins__": {}}, dict(env)))  # expressions come from this module only
+    return int(eval(_compiled(expr), {"__builtins__": {}}, dict(env)))  # expressions come from this module only
 
 
 def check_arrays(spec: KernelSpec, arrays: dict, params: dict, *, role: str = "inputs") -> dict[str, int]:

@@ -44,7 +44,7 @@ def k1(inputs: dict, params: dict) -> dict:
                 if 0 <= t < hot.shape[0]:
                     tok[b, c] = hot[t]
 
-        def cmp(i, j):  # -1 if i goes first: key desc, index asc
+        def cmp(i, j, s=s):  # -1 if i goes first: key desc, index asc
             ki, kj = _key(float(s[i])), _key(float(s[j]))
             if ki > kj:
                 return -1

@@ -13,7 +13,6 @@ import time
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -179,7 +178,7 @@ def test_catalog_is_deterministic_named_and_fast(mod):
     assert ids == [c.case_id for c in b]
     assert len(set(ids)) == len(ids)
     assert all(i.startswith(mod.KEY + "/") for i in ids)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         assert x.params == y.params and x.inputs.keys() == y.inputs.keys()
         for k in x.inputs:
             assert np.array_equal(dt.bits(x.inputs[k]), dt.bits(y.inputs[k])), (x.case_id, k)
@@ -415,7 +414,7 @@ def k7_inputs(draw):
 @given(k7_inputs())
 def test_k7_properties(data):
     inputs, params = data
-    B, Q, S = params["B"], params["Q"], params["S"]
+    B, Q = params["B"], params["Q"]
     out = REF.run("update_verify", inputs, params)
     _assert_same("update_verify", k7_oracle(inputs, params), out, inputs, params)
     fp, ai = inputs["finish_pos"], inputs["accept_index"]

@@ -22,13 +22,13 @@
 #define E4F_MAX_Q 128      // verify tokens per request
 #define E4F_MAX_S 17       // accept row length D_max + 1
 #ifndef E4F_MAX_H
-#define E4F_MAX_H 8192     // hidden size
+#define E4F_MAX_H 4096     // hidden size
 #endif
 #ifndef E4F_MAX_VH
 #define E4F_MAX_VH 32768   // hot vocabulary: one logits tile row kept on-chip
 #endif
 #ifndef E4F_LM_ROWS
-#define E4F_LM_ROWS 64     // LM-head rows per weight pass (B*W tile; larger batches re-stream the weights)
+#define E4F_LM_ROWS 256    // LM-head rows per weight pass (B*W tile; larger batches re-stream the weights)
 #endif
 #ifndef E4F_MAX_V
 #define E4F_MAX_V 262144   // verify vocabulary: one logits row kept on-chip by fused K5

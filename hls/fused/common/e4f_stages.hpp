@@ -89,6 +89,16 @@ struct RowStats {
   int64_t amax;
 };
 inline bool greedy_temp(float t) { return t < 1e-6f; }
+// exp used by K5/K6. Variant 0 (every synthesized design): expf. Variant 1 (testbench only): exp
+// evaluated in double and rounded to f32, standing in for another platform's exp (CUDA, torch) in
+// the K5 -> K6 agreement measurement (§9.2 caveat).
+inline int& exp_variant() {
+  static int v = 0;
+  return v;
+}
+inline float exp_f(float x) {
+  return exp_variant() == 1 ? static_cast<float>(std::exp(static_cast<double>(x))) : std::exp(x);
+}
 
 template <typename PR>
 RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
@@ -116,7 +126,7 @@ RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   for (int i = 0; i < 16; ++i) part[i] = 0.0f;
   for (int64_t v = 0; v < V; ++v) {
     const float x = static_cast<float>(row[v]) / temp;
-    part[v & 15] = part[v & 15] + std::exp(x - m);
+    part[v & 15] = part[v & 15] + exp_f(x - m);
   }
   float s = 0.0f;
   for (int i = 0; i < 16; ++i) s = s + part[i];
@@ -125,7 +135,7 @@ RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   return st;
 }
 inline float proba(float logit, float temp, const RowStats& st) {
-  return std::exp(logit / temp - st.m) / st.s;
+  return exp_f(logit / temp - st.m) / st.s;
 }
 
 // ---- external draft top-K (§5.4 step 6, D24): best K of a probability row, (p desc, v asc) ----
@@ -461,6 +471,19 @@ inline uint64_t quant(float t) {
   if (!(t > 0.0f)) return 0;
   return static_cast<uint64_t>(t * 4294967296.0f);
 }
+// §5.4 step 1 argmax rule (NaN largest, first NaN wins, lowest index on ties): the K6 fallback
+inline int64_t argmax_row(const float* t, int64_t V) {
+  float best = t[0];
+  int64_t bi = 0;
+  for (int64_t v = 1; v < V; ++v) {
+    if (isnan_f(best)) break;
+    if (isnan_f(t[v]) || t[v] > best) {
+      best = t[v];
+      bi = v;
+    }
+  }
+  return bi;
+}
 // inverse CDF over an on-chip row (residual already excluding Rej): §6.6 steps 2-4
 inline int64_t k6_sample(const float* t, int64_t V, const int64_t* rej, int nrej, float final_coin) {
   uint64_t R = 0;
@@ -470,18 +493,7 @@ inline int64_t k6_sample(const float* t, int64_t V, const int64_t* rej, int nrej
     const bool ex = (rp < nrej && rej[rp] == v);
     R += ex ? 0 : quant(t[v]);
   }
-  if (R == 0) {
-    float best = t[0];
-    int64_t bi = 0;
-    for (int64_t v = 1; v < V; ++v) {
-      if (isnan_f(best)) break;
-      if (isnan_f(t[v]) || t[v] > best) {
-        best = t[v];
-        bi = v;
-      }
-    }
-    return bi;
-  }
+  if (R == 0) return argmax_row(t, V);
   uint64_t c = static_cast<uint64_t>(final_coin * 16777216.0f);
   if (c > 16777215ull) c = 16777215ull;
   const uint64_t u = c * (R >> 24) + ((c * (R & 0xFFFFFFull)) >> 24);

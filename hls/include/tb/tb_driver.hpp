@@ -136,7 +136,7 @@ inline int run_main(const KernelAbi& abi, int argc, char** argv, CompareHook hoo
       ebytes[i] = src->itemsize;
       bufs[i].resize(std::max<size_t>(src->data.size(), 1));
       if (entry.rfind("expected_", 0) == 0) fill_poison(bufs[i], src->itemsize, logical[i]);
-      else std::memcpy(bufs[i].data(), src->data.data(), src->data.size());
+      else if (!src->data.empty()) std::memcpy(bufs[i].data(), src->data.data(), src->data.size());
       ptrs[i] = bufs[i].data();
     }
     for (auto& s : abi.iscalars) {

@@ -20,8 +20,8 @@ to build and run the testbench executables with the sanitizers (``eagle4.backend
 
 from __future__ import annotations
 
-import ctypes
 import csv
+import ctypes
 import fcntl
 import hashlib
 import importlib.util
@@ -439,13 +439,12 @@ class CsimBackend(Backend):
         return out
 
     def run(self, kernel, inputs, params):
-        from eagle4.kernels import PreconditionError
-
         self.require()
+        self.last_port_bytes = {}
         spec = kernel_spec(kernel)
         if not self.supports(spec.key):
             raise BackendUnavailable(f"backend 'csim' does not support {spec.key}: no hls/{spec.key}/{spec.key}_capi.cpp")
-        fn = self._function(spec.key)
+        self._function(spec.key)  # a kernel that failed to compile raises CsimBuildError here
         env = check_arrays(spec, inputs, params, role="inputs")
         outs = {a.name: np.array(inputs[a.name], copy=True, order="C") for a in spec.outputs if a.name in inputs}
         outs.update(self._allocate(spec, inputs, params, env))
@@ -453,21 +452,33 @@ class CsimBackend(Backend):
                if a.role == "in" and a.name in inputs}
         if spec.key == "logits_to_probas" and "logits" in ins and ins["logits"].dtype != np.float32:
             ins["logits"] = ins["logits"].astype(np.float32)  # f16/bf16 -> f32 is exact (§5.3)
+        self.call_raw(spec.key, {**ins, **outs}, params)
+        return outs
 
-        tensors = list(spec.tensors)
-        n = len(tensors)
+    def call_raw(self, kernel: str, tensors: dict[str, np.ndarray], params: dict) -> None:
+        """Marshal ``tensors`` (C-contiguous numpy arrays, outputs included; absent optional ones omitted)
+        and the scalars to the uniform C ABI and call the wrapper; output arrays are written in place.
+        No allocation and no spec check: ``run`` is the checked entry point. Raises PreconditionError
+        with the wrapper's message on a negative return."""
+        from eagle4.kernels import PreconditionError
+
+        spec = kernel_spec(kernel)
+        fn = self._function(spec.key)
+        tensor_args = list(spec.tensors)
+        n = len(tensor_args)
         ptrs = (ctypes.c_void_p * n)()
         shapes = (ctypes.c_int64 * (4 * n))()
         ebytes = (ctypes.c_int32 * n)()
         counters = (PortCounter * n)()
-        keep = []
-        for i, a in enumerate(tensors):
-            arr = outs.get(a.name) if a.is_output else ins.get(a.name)
+        self.last_port_bytes = {}
+        for i, a in enumerate(tensor_args):
+            arr = tensors.get(a.name)
             if arr is None:
                 continue
             if arr.ndim > 4:
                 raise ValueError(f"csim: {a.name} has {arr.ndim} dimensions; the C ABI carries at most 4")
-            keep.append(arr)
+            if not arr.flags.c_contiguous:
+                raise ValueError(f"csim: {a.name} must be C-contiguous")
             ptrs[i] = arr.ctypes.data
             dims = list(arr.shape) + [1] * (4 - arr.ndim)
             for d in range(4):
@@ -481,10 +492,8 @@ class CsimBackend(Backend):
         err = ctypes.create_string_buffer(ERRBUF_LEN)
         rc = fn(ptrs, shapes, ebytes, iscal, fscal, counters, err, ERRBUF_LEN)
         self.last_port_bytes = {a.name: (int(counters[i].bytes_read), int(counters[i].bytes_written))
-                                for i, a in enumerate(tensors) if ptrs[i]}
+                                for i, a in enumerate(tensor_args) if ptrs[i]}
         if rc < 0:
             raise PreconditionError(err.value.decode(errors="replace") or f"{spec.key}: refused (code {rc})")
         if rc != 0:
             raise RuntimeError(f"csim {spec.key}: unexpected return code {rc}: {err.value.decode(errors='replace')}")
-        del keep
-        return outs

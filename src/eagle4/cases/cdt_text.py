@@ -185,7 +185,7 @@ def parse_cdt_text(path: str | Path, kernel: str) -> Case:
         if len(vals) != len(fields):
             raise _err(src, lineno, f"meta: expected {len(fields)} values ({' '.join(fields)}), optionally preceded "
                                     f"by the count {len(fields)}; found {len(meta_line[1])}")
-        for f, v in zip(fields, vals):
+        for f, v in zip(fields, vals, strict=True):
             iv = _parse_int(v, src, lineno, f"meta {f}")
             if f in scalar_args:
                 params[f] = iv

@@ -77,7 +77,7 @@ def calculate_work_deltas(work_scores, batch_size, node_count, node_top_k, verif
         free = (kA + kB) < vb
         # A[kA-1]; the clamp only keeps the gather in range where kA == 0 (then `evict` is false).
         a_last = ws[rows, (kA - 1).clamp(min=0)]
-        evict = ~free & (kA > 0) & (x >= a_last)  # strict: equal values never evict; NaN never evicts
+        evict = ~free & (kA > 0) & (x > a_last)  # strict: equal values never evict; NaN never evicts
         delta = torch.where(free, x, torch.where(evict, x - a_last, pos_zero))
         deltas[:, w] = delta
         kA = kA - evict.to(torch.int64)

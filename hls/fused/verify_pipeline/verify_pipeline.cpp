@@ -1,0 +1,191 @@
+// Fused verify pipeline: K4 (verify) -> K5 row stats -> K6 (recomputed probabilities) -> finish
+// rule -> K7, one DATAFLOW region, streams between stages. See verify_pipeline.hpp.
+#include "verify_pipeline.hpp"
+
+#include "eagle4_capi.h"
+
+namespace e4f {
+namespace verify {
+
+struct ReqRec {  // one request's K6 result handed to the finish rule and K7 (on-chip)
+  int32_t acc_row[E4F_MAX_S];
+  int32_t pred[E4F_MAX_Q];
+  int64_t n;
+};
+
+static float rowbuf[E4F_MAX_V];             // one logits row (K5) / the final residual row (K6)
+static RowStats stats[E4F_MAX_B * E4F_MAX_Q];  // per-row (m, s, argmax): 16 B per row instead of 4V
+static uint8_t greedy[E4F_MAX_B];
+static int64_t locs[E4F_MAX_B * E4F_MAX_Q];   // KV slots: read once, used by K4 and K7
+static int32_t acc_idx[E4F_MAX_B * E4F_MAX_S];
+static int32_t predicts[E4F_MAX_B * E4F_MAX_Q];
+static int32_t finish[E4F_MAX_B];
+
+// ---- stage: K4 verify use (T = Q), packed on the fly (no bool mask) -------------------------
+void stage_k4(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<const int32_t> r2t,
+              VPort<const int64_t> loc_p, VPort<const int64_t> tparent, VPort<int32_t> qo, VPort<int32_t> kvptr,
+              VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
+              VPort<uint8_t> packed, const VerifyCfg& c) {
+  const int64_t B = c.B, Q = c.Q;
+  for (int64_t i = 0; i < B * Q; ++i) locs[i] = loc_p[i];
+  int64_t kv = 0, bits = 0, bytes = 0;
+  qo[0] = 0;
+  kvptr[0] = 0;
+  mbits[0] = 0;
+  mbytes[0] = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t L = seq[b], pl = pool[b];
+    auto par = [&](int64_t t) { return static_cast<int64_t>(tparent[b * Q + t]); };
+    auto loc = [&](int64_t t) { return locs[b * Q + t]; };
+    Packer<VPort<uint8_t>> pk{packed, bytes, 0, 0};
+    k4_req(L, pl, r2t, c.S_max, par, loc, Q, Q, kvidx, kv, positions, b * Q, [&pk](uint8_t x) { pk.bit(x); });
+    pk.flush();
+    kv += L + Q;
+    bits += Q * (L + Q);
+    bytes = pk.byte_pos;
+    qo[b + 1] = static_cast<int32_t>((b + 1) * Q);
+    kvptr[b + 1] = static_cast<int32_t>(kv);
+    mbits[b + 1] = static_cast<int32_t>(bits);
+    mbytes[b + 1] = static_cast<int32_t>(bytes);
+  }
+}
+
+// ---- stage: K5 row statistics: ONE read of each logits row ---------------------------------
+void stage_k5(VPort<const float> logits, VPort<const float> temps, const VerifyCfg& c,
+              EAGLE4_STREAM(int64_t, 4) & req_s) {
+  for (int64_t b = 0; b < c.B; ++b) {
+    const float t = temps[b];
+    const bool g = greedy_temp(t);
+    greedy[b] = g ? 1 : 0;
+    for (int64_t q = 0; q < c.Q; ++q) {
+      const int64_t r = b * c.Q + q;
+      for (int64_t v = 0; v < c.V; ++v) rowbuf[v] = logits[r * c.V + v];
+      stats[r] = row_stats(rowbuf, c.V, t, g);
+    }
+    req_s.write(b);
+  }
+}
+
+// ---- stage: K6 with recomputed probabilities -------------------------------------------------
+void stage_k6(EAGLE4_STREAM(int64_t, 4) & req_s, VPort<const float> logits, VPort<const float> temps,
+              VPort<const int64_t> cand_p, VPort<const int64_t> ridx_p, VPort<const int64_t> ntok_p,
+              VPort<const int64_t> nsib_p, VPort<const float> coins_p, VPort<const float> fcoins_p,
+              const VerifyCfg& c, EAGLE4_STREAM(ReqRec, 4) & out_s) {
+  const int64_t Q = c.Q, V = c.V;
+  for (int64_t bi = 0; bi < c.B; ++bi) {
+    const int64_t b = req_s.read();
+    int64_t cand[E4F_MAX_Q], ridx[E4F_MAX_Q], ntok[E4F_MAX_Q], nsib[E4F_MAX_Q], pred_rows[E4F_MAX_Q];
+    float coins[E4F_MAX_Q];
+    for (int64_t i = 0; i < Q; ++i) {
+      cand[i] = cand_p[b * Q + i];
+      ridx[i] = ridx_p[b * Q + i];
+      ntok[i] = ntok_p[b * Q + i];
+      nsib[i] = nsib_p[b * Q + i];
+      coins[i] = coins_p[b * Q + i];
+      pred_rows[i] = stats[b * Q + i].amax;
+    }
+    const float t = temps[b];
+    const bool g = greedy[b] != 0;
+    auto prob = [&](int64_t row, int64_t tok) {
+      const float x = logits[(b * Q + row) * V + tok];  // one scattered 4-byte read
+      return proba(x, t, stats[b * Q + row]);
+    };
+    ReqRec rec;
+    K6Out o;
+    k6_walk(cand, ridx, ntok, nsib, coins, Q, c.S, V, g, pred_rows, c.thr_single, c.thr_acc, prob, rec.pred, o);
+    int64_t sample;
+    if (g) {
+      sample = pred_rows[o.row];
+    } else {
+      const int64_t r = b * Q + o.row;
+      for (int64_t v = 0; v < V; ++v) rowbuf[v] = proba(logits[r * V + v], t, stats[r]);  // 2nd read of one row
+      sample = k6_sample(rowbuf, V, o.rej, o.nrej, fcoins_p[b]);
+    }
+    rec.pred[o.last - ridx[0]] = static_cast<int32_t>(sample);
+    for (int64_t j = 0; j < c.S; ++j) rec.acc_row[j] = o.acc_row[j];
+    rec.n = o.n;
+    out_s.write(rec);
+  }
+}
+
+// ---- stage: host finish rule moved on-chip, then the accept state for K7 --------------------
+void stage_finish(EAGLE4_STREAM(ReqRec, 4) & in_s, VPort<const int64_t> remaining, VPort<int32_t> dbg_pred,
+                  VPort<int32_t> dbg_acc, VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, const VerifyCfg& c) {
+  for (int64_t b = 0; b < c.B; ++b) {
+    const ReqRec rec = in_s.read();
+    for (int64_t i = 0; i < c.Q; ++i) predicts[b * c.Q + i] = rec.pred[i];
+    for (int64_t j = 0; j < c.S; ++j) acc_idx[b * c.S + j] = rec.acc_row[j];
+    finish[b] = finish_rule(rec.acc_row, rec.n, predicts, c.eos, remaining[b]);
+    if (dbg_pred) {  // debug taps (NULL in the counted byte runs): not part of the design's traffic
+      for (int64_t i = 0; i < c.Q; ++i) dbg_pred[b * c.Q + i] = rec.pred[i];
+      for (int64_t j = 0; j < c.S; ++j) dbg_acc[b * c.S + j] = rec.acc_row[j];
+      dbg_len[b] = static_cast<int32_t>(rec.n);
+      dbg_fin[b] = finish[b];
+    }
+  }
+}
+
+}  // namespace verify
+
+int parse_verify_cfg(const int64_t* is, const float* fs, VerifyCfg& c) {
+  c.B = is[0]; c.Q = is[1]; c.S = is[2]; c.V = is[3]; c.H = is[4]; c.S_max = is[5]; c.eos = is[6];
+  c.hid_code = static_cast<int>(is[7]); c.capkv = is[8]; c.cappack = is[9];
+  c.thr_single = fs[0];
+  c.thr_acc = fs[1];
+  if (c.B < 1 || c.B > E4F_MAX_B || c.Q < 1 || c.Q > E4F_MAX_Q || c.S < 1 || c.S > E4F_MAX_S || c.V < 1) return -2;
+  return 0;
+}
+
+template <typename HT>
+int verify_pipeline_top(const eagle4::capi::Ctx& x, const VerifyCfg& c, eagle4::PortCounter* cnt) {
+  using namespace verify;
+#define P_(T, i) PORT_ARG(x.ptr<T>(i), cnt, i)
+  if (c.V > E4F_MAX_V) return x.fail(eagle4::capi::E_BOUND, "V exceeds E4F_MAX_V");
+#pragma HLS DATAFLOW
+  EAGLE4_STREAM(int64_t, 4) req_s;
+  EAGLE4_STREAM(ReqRec, 4) k6_s;
+  stage_k4(P_(const int64_t, V_SEQ), P_(const int64_t, V_POOL), P_(const int32_t, V_R2T), P_(const int64_t, V_LOC),
+           P_(const int64_t, V_TREE_PARENT), P_(int32_t, V_QO), P_(int32_t, V_KVPTR), P_(int32_t, V_KVIDX),
+           P_(int64_t, V_POS), P_(int32_t, V_MBITS), P_(int32_t, V_MBYTES), P_(uint8_t, V_PACKED), c);
+  stage_k5(P_(const float, V_LOGITS), P_(const float, V_TEMPS), c, req_s);
+  stage_k6(req_s, P_(const float, V_LOGITS), P_(const float, V_TEMPS), P_(const int64_t, V_CAND),
+           P_(const int64_t, V_RIDX), P_(const int64_t, V_NTOK), P_(const int64_t, V_NSIB), P_(const float, V_COINS),
+           P_(const float, V_FCOINS), c, k6_s);
+  eagle4::PortCounter* no = nullptr;  // debug taps are not counted
+  stage_finish(k6_s, P_(const int64_t, V_REMAINING), PORT_ARG(x.ptr<int32_t>(V_PREDICTS), no, 0),
+               PORT_ARG(x.ptr<int32_t>(V_ACC_IDX), no, 0), PORT_ARG(x.ptr<int32_t>(V_ACC_LEN), no, 0),
+               PORT_ARG(x.ptr<int32_t>(V_FINISH), no, 0), c);
+  K7Out<VPort, HT> o{P_(int32_t, V_AIO),   P_(int32_t, V_ALO),   P_(int32_t, V_AIP),   P_(int32_t, V_AFLAT),
+                     P_(int32_t, V_VID),   P_(uint8_t, V_EVICT), P_(int64_t, V_FREE),  P_(int64_t, V_SLO),
+                     P_(int64_t, V_ANODE), P_(int32_t, V_UCNT),  P_(int64_t, V_UIDX),  P_(int32_t, V_NAL),
+                     P_(int32_t, V_NIP),   P_(int32_t, V_NVID),  P_(HT, V_NHID),       P_(int64_t, V_NPOS),
+                     P_(int64_t, V_NSEQ),  P_(int64_t, V_NPOOL), P_(int32_t, V_NROOT), P_(int32_t, V_NLAST),
+                     x.present(V_NODE_IDS)};
+  // K7 reads the KV slots from the on-chip copy K4 made
+  k7<VPort, HT>(acc_idx, predicts, finish, P_(const int64_t, V_SEQ), P_(const int64_t, V_POOL), P_(int32_t, V_R2T),
+                locs, P_(const HT, V_HIDDEN), P_(const int64_t, V_NODE_IDS), c.B, c.Q, c.S, c.H, c.S_max, o);
+#undef P_
+  return 0;
+}
+
+}  // namespace e4f
+
+extern "C" const char* eagle4_fused_verify_ports() {
+  return "seq_lens,req_pool_indices,req_to_token,out_cache_loc,tree_parent,logits,temperatures,candidates,"
+         "retrive_index,retrive_next_token,retrive_next_sibling,coins,final_coins,remaining,hidden_states,"
+         "verify_node_ids,qo_indptr,kv_indptr,kv_indices,positions,mask_indptr_bits,mask_indptr_bytes,packed_mask,"
+         "predicts,accept_index,accept_length,finish_pos,accept_index_out,accept_length_out,accept_indptr,"
+         "accepted_flat,verified_id,evict_mask,free_slots,seq_lens_out,accepted_node_ids,unfinished_count,"
+         "unfinished_index,next_accept_length,next_indptr,next_verified_id,next_hidden,next_positions,next_seq_lens,"
+         "next_req_pool_indices,next_root_token,next_last_flat";
+}
+
+// iscalars: B, Q, S, V, H, S_max, eos, hid_code, capkv, cappack; fscalars: threshold_single, threshold_acc
+extern "C" int eagle4_fused_verify_step(EAGLE4_CAPI_PARAMS) {
+  eagle4::capi::Ctx x{"fused_verify_step", tensors, shapes, elem_bytes, errbuf, errlen};
+  e4f::VerifyCfg c;
+  if (e4f::parse_verify_cfg(iscalars, fscalars, c) != 0)
+    return x.fail(eagle4::capi::E_BOUND, "a size exceeds a compile-time bound of e4f_bounds.h");
+  if (elem_bytes[e4f::V_HIDDEN] == 2) return e4f::verify_pipeline_top<uint16_t>(x, c, counters);
+  return e4f::verify_pipeline_top<uint32_t>(x, c, counters);
+}

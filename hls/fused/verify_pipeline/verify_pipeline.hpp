@@ -1,0 +1,38 @@
+// Fused verify pipeline (dataflow design): K4 (verify use) -> K5 -> K6 -> finish rule -> K7.
+// The [B,Q,V] probability tensor is never written: K5 keeps per-row (m, s, argmax) on-chip and
+// K6 recomputes p = exp(x/temp - m)/s for the entries it tests plus one residual row per request
+// (a second read of that logits row). predicts / accept_index / accept_length / finish_pos stay
+// on-chip between K6 and K7 (§9.2).
+#ifndef E4F_VERIFY_PIPELINE_HPP
+#define E4F_VERIFY_PIPELINE_HPP
+
+#include <cstdint>
+
+#include "eagle4_port.h"
+#include "eagle4_stream.h"
+#include "../common/e4f_bounds.h"
+#include "../common/e4f_stages.hpp"
+
+namespace e4f {
+template <class T>
+using VPort = PORT(T);
+
+enum VerifySlot {
+  V_SEQ = 0, V_POOL, V_R2T, V_LOC, V_TREE_PARENT, V_LOGITS, V_TEMPS, V_CAND, V_RIDX, V_NTOK, V_NSIB, V_COINS,
+  V_FCOINS, V_REMAINING, V_HIDDEN, V_NODE_IDS,
+  V_QO, V_KVPTR, V_KVIDX, V_POS, V_MBITS, V_MBYTES, V_PACKED,
+  V_PREDICTS, V_ACC_IDX, V_ACC_LEN, V_FINISH,
+  V_AIO, V_ALO, V_AIP, V_AFLAT, V_VID, V_EVICT, V_FREE, V_SLO, V_ANODE, V_UCNT, V_UIDX, V_NAL, V_NIP, V_NVID,
+  V_NHID, V_NPOS, V_NSEQ, V_NPOOL, V_NROOT, V_NLAST, V_NSLOTS
+};
+
+struct VerifyCfg {
+  int64_t B, Q, S, V, H, S_max, eos, capkv, cappack;
+  int hid_code;
+  float thr_single, thr_acc;
+};
+int parse_verify_cfg(const int64_t* is, const float* fs, VerifyCfg& c);
+
+}  // namespace e4f
+
+#endif

@@ -1,0 +1,258 @@
+// Unfused reference chain of one verify step (§8.2, §9 accounting rule): K4 (bool mask written
+// and re-read by a pack kernel), K5 (logits read `k5_passes` times, probas [B,Q,V] written), K6
+// (reads probas; sglang style: draft_probs zero-filled and the final rows read twice), host finish
+// rule (reads predicts / accept rows from HBM), K7 (reads everything back). Same per-stage code as
+// the fused design. Same tensor interface as eagle4_fused_verify_step; extra iscalars:
+// k5_passes, k4_materialize_bool, k6_sglang_style.
+#include <vector>
+
+#include "verify_pipeline.hpp"
+#include "eagle4_capi.h"
+
+namespace e4f {
+namespace vunf {
+
+#define E4F_VUNF_PORTS(X)                                                                                     \
+  X(k4_seq_lens) X(k4_req_pool_indices) X(k4_req_to_token) X(k4_tree_cache_locs) X(k4_tree_parent)            \
+  X(k4_qo_indptr) X(k4_kv_indptr) X(k4_kv_indices) X(k4_positions) X(k4_mask_indptr_bits)                     \
+  X(k4_mask_indptr_bytes) X(k4_mask_bool) X(k4_packed_mask) X(k5_logits) X(k5_temperatures) X(k5_probas)      \
+  X(k5_argmax_ids) X(k5_is_greedy) X(k6_candidates) X(k6_retrive_index) X(k6_retrive_next_token)              \
+  X(k6_retrive_next_sibling) X(k6_target_probs) X(k6_target_predict) X(k6_is_greedy) X(k6_coins)              \
+  X(k6_final_coins) X(k6_draft_probs) X(k6_predicts) X(k6_accept_index) X(k6_accept_length) X(glue_finish)    \
+  X(k7_accept_index) X(k7_accept_length) X(k7_predicts) X(k7_finish_pos) X(k7_seq_lens)                       \
+  X(k7_req_pool_indices) X(k7_req_to_token) X(k7_out_cache_loc) X(k7_hidden_states) X(k7_verify_node_ids)     \
+  X(k7_outputs) X(k7_next_hidden)
+
+#define E4F_ENUM(n) U_##n,
+enum Slot { E4F_VUNF_PORTS(E4F_ENUM) U_NSLOTS };
+#undef E4F_ENUM
+#define E4F_STR(n) #n ","
+static const char* kPorts = E4F_VUNF_PORTS(E4F_STR);
+#undef E4F_STR
+
+template <class T>
+using Vec = std::vector<T>;
+
+template <typename HT>
+int run(const eagle4::capi::Ctx& x, const VerifyCfg& c, int passes, bool materialize, bool sglang,
+        eagle4::PortCounter* cnt) {
+#define UP(ptr, slot) PORT_ARG((ptr), cnt, (slot))
+  const int64_t B = c.B, Q = c.Q, S = c.S, V = c.V;
+  // ---- K4 verify use ----
+  {
+    auto seq = UP(x.ptr<const int64_t>(V_SEQ), U_k4_seq_lens);
+    auto pool = UP(x.ptr<const int64_t>(V_POOL), U_k4_req_pool_indices);
+    auto r2t = UP(x.ptr<const int32_t>(V_R2T), U_k4_req_to_token);
+    auto locp = UP(x.ptr<const int64_t>(V_LOC), U_k4_tree_cache_locs);
+    auto tpar = UP(x.ptr<const int64_t>(V_TREE_PARENT), U_k4_tree_parent);
+    auto qo = UP(x.ptr<int32_t>(V_QO), U_k4_qo_indptr);
+    auto kvp = UP(x.ptr<int32_t>(V_KVPTR), U_k4_kv_indptr);
+    auto kvi = UP(x.ptr<int32_t>(V_KVIDX), U_k4_kv_indices);
+    auto pos = UP(x.ptr<int64_t>(V_POS), U_k4_positions);
+    auto mb = UP(x.ptr<int32_t>(V_MBITS), U_k4_mask_indptr_bits);
+    auto my = UP(x.ptr<int32_t>(V_MBYTES), U_k4_mask_indptr_bytes);
+    auto pk = UP(x.ptr<uint8_t>(V_PACKED), U_k4_packed_mask);
+    int64_t kv = 0, bits = 0, bytes = 0;
+    qo[0] = 0;
+    kvp[0] = 0;
+    mb[0] = 0;
+    my[0] = 0;
+    Vec<uint8_t> mbool;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t L = seq[b], pl = pool[b];
+      auto par = [&](int64_t t) { return static_cast<int64_t>(tpar[b * Q + t]); };
+      auto loc = [&](int64_t t) { return static_cast<int64_t>(locp[b * Q + t]); };
+      const int64_t seg = Q * (L + Q);
+      Packer<decltype(pk)> pkr{pk, bytes, 0, 0};
+      if (materialize) {
+        mbool.assign(seg, 0);
+        auto pmb = UP(mbool.data(), U_k4_mask_bool);
+        int64_t k = 0;
+        k4_req(L, pl, r2t, c.S_max, par, loc, Q, Q, kvi, kv, pos, b * Q, [&](uint8_t v) { pmb[k++] = v; });
+        for (int64_t i = 0; i < seg; ++i) pkr.bit(static_cast<uint8_t>(pmb[i]));
+      } else {
+        k4_req(L, pl, r2t, c.S_max, par, loc, Q, Q, kvi, kv, pos, b * Q, [&](uint8_t v) { pkr.bit(v); });
+      }
+      pkr.flush();
+      bytes = pkr.byte_pos;
+      kv += L + Q;
+      bits += seg;
+      qo[b + 1] = static_cast<int32_t>((b + 1) * Q);
+      kvp[b + 1] = static_cast<int32_t>(kv);
+      mb[b + 1] = static_cast<int32_t>(bits);
+      my[b + 1] = static_cast<int32_t>(bytes);
+    }
+  }
+  // ---- K5: probas [B*Q, V] written to HBM ----
+  Vec<float> probas(B * Q * V), rowbuf(V);
+  Vec<int64_t> amax(B * Q);
+  Vec<uint8_t> isg(B);
+  {
+    auto pl = UP(x.ptr<const float>(V_LOGITS), U_k5_logits);
+    auto pt = UP(x.ptr<const float>(V_TEMPS), U_k5_temperatures);
+    auto pp = UP(probas.data(), U_k5_probas);
+    auto pa = UP(amax.data(), U_k5_argmax_ids);
+    auto pg = UP(isg.data(), U_k5_is_greedy);
+    for (int64_t b = 0; b < B; ++b) {
+      const float t = pt[b];
+      const bool g = greedy_temp(t);
+      pg[b] = uint8_t(g ? 1 : 0);
+      for (int64_t q = 0; q < Q; ++q) {
+        const int64_t r = b * Q + q;
+        for (int p = 0; p < passes; ++p)
+          for (int64_t v = 0; v < V; ++v) rowbuf[v] = pl[r * V + v];
+        const RowStats rs = row_stats(rowbuf.data(), V, t, g);
+        pa[r] = rs.amax;
+        for (int64_t v = 0; v < V; ++v) pp[r * V + v] = g ? (v == rs.amax ? 1.0f : 0.0f) : proba(rowbuf[v], t, rs);
+      }
+    }
+  }
+  // ---- K6 ----
+  Vec<int32_t> predicts(B * Q), acc(B * S), alen(B), fin(B);
+  {
+    auto pc = UP(x.ptr<const int64_t>(V_CAND), U_k6_candidates);
+    auto pr = UP(x.ptr<const int64_t>(V_RIDX), U_k6_retrive_index);
+    auto pn = UP(x.ptr<const int64_t>(V_NTOK), U_k6_retrive_next_token);
+    auto ps = UP(x.ptr<const int64_t>(V_NSIB), U_k6_retrive_next_sibling);
+    auto pprob = UP(probas.data(), U_k6_target_probs);
+    auto ppred = UP(amax.data(), U_k6_target_predict);
+    auto pg = UP(isg.data(), U_k6_is_greedy);
+    auto pco = UP(x.ptr<const float>(V_COINS), U_k6_coins);
+    auto pfc = UP(x.ptr<const float>(V_FCOINS), U_k6_final_coins);
+    auto opr = UP(predicts.data(), U_k6_predicts);
+    auto oai = UP(acc.data(), U_k6_accept_index);
+    auto oal = UP(alen.data(), U_k6_accept_length);
+    Vec<float> draft;
+    if (sglang) draft.assign(B * Q * V, -1.0f);
+    auto pdr = UP(draft.data(), U_k6_draft_probs);
+    if (sglang)
+      for (int64_t i = 0; i < B * Q * V; ++i) pdr[i] = 0.0f;  // zero-fill draft_probs
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t cand[E4F_MAX_Q], ridx[E4F_MAX_Q], ntok[E4F_MAX_Q], nsib[E4F_MAX_Q], prow[E4F_MAX_Q];
+      float coins[E4F_MAX_Q];
+      for (int64_t i = 0; i < Q; ++i) {
+        cand[i] = pc[b * Q + i];
+        ridx[i] = pr[b * Q + i];
+        ntok[i] = pn[b * Q + i];
+        nsib[i] = ps[b * Q + i];
+        coins[i] = pco[b * Q + i];
+      }
+      const bool g = static_cast<uint8_t>(pg[b]) != 0;
+      if (g)
+        for (int64_t i = 0; i < Q; ++i) prow[i] = ppred[b * Q + i];
+      auto prob = [&](int64_t row, int64_t tok) -> float {
+        const float p = pprob[(b * Q + row) * V + tok];
+        return p;
+      };
+      int32_t pred[E4F_MAX_Q];
+      K6Out o;
+      k6_walk(cand, ridx, ntok, nsib, coins, Q, S, V, g, prow, c.thr_single, c.thr_acc, prob, pred, o);
+      int64_t sample;
+      if (g) {
+        sample = prow[o.row];
+      } else {
+        const int64_t r = b * Q + o.row;
+        if (sglang) {
+          for (int i = 0; i < o.nrej; ++i) pdr[r * V + o.rej[i]] = static_cast<float>(pprob[r * V + o.rej[i]]);
+          for (int64_t v = 0; v < V; ++v) {  // pass 1: relu(target - draft)
+            const float t = pprob[r * V + v];
+            const float dp = pdr[r * V + v];
+            rowbuf[v] = (t > 0.0f && !(dp > 0.0f)) ? t : 0.0f;
+          }
+          // sampling pass re-reads the target row (the residual is kept on-chip here)
+          for (int64_t v = 0; v < V; ++v) (void)static_cast<float>(pprob[r * V + v]);
+          // R_q = 0 fallback needs the raw row: argmax over t (Rej ignored)
+          uint64_t R = 0;
+          for (int64_t v = 0; v < V; ++v) R += quant(rowbuf[v]);
+          if (R == 0) {  // fallback: argmax of the raw target row (a third row read)
+            for (int64_t v = 0; v < V; ++v) rowbuf[v] = pprob[r * V + v];
+            sample = argmax_row(rowbuf.data(), V);
+          } else {
+            sample = k6_sample(rowbuf.data(), V, o.rej, 0, pfc[b]);
+          }
+        } else {
+          for (int64_t v = 0; v < V; ++v) rowbuf[v] = pprob[r * V + v];
+          sample = k6_sample(rowbuf.data(), V, o.rej, o.nrej, pfc[b]);
+        }
+      }
+      pred[o.last - ridx[0]] = static_cast<int32_t>(sample);
+      for (int64_t i = 0; i < Q; ++i) opr[b * Q + i] = pred[i];
+      for (int64_t j = 0; j < S; ++j) oai[b * S + j] = o.acc_row[j];
+      oal[b] = static_cast<int32_t>(o.n);
+    }
+  }
+  // ---- host finish rule (reads predicts / accept rows from HBM) ----
+  {
+    auto gp = UP(predicts.data(), U_glue_finish);
+    auto ga = UP(acc.data(), U_glue_finish);
+    auto gl = UP(alen.data(), U_glue_finish);
+    auto gf = UP(fin.data(), U_glue_finish);
+    auto grem = UP(x.ptr<const int64_t>(V_REMAINING), U_glue_finish);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t a = gl[b];
+      int32_t row[E4F_MAX_S];
+      for (int64_t j = 0; j < S; ++j) row[j] = (j <= a) ? static_cast<int32_t>(ga[b * S + j]) : -1;
+      int32_t fp = -1;
+      const int64_t rem = grem[b];
+      for (int64_t j = 0; j <= a; ++j) {
+        const int32_t tok = gp[row[j]];
+        if ((c.eos >= 0 && tok == c.eos) || j + 1 >= rem) {
+          fp = static_cast<int32_t>(j);
+          break;
+        }
+      }
+      gf[b] = fp;
+    }
+  }
+  // debug taps
+  if (x.present(V_PREDICTS)) {
+    for (int64_t i = 0; i < B * Q; ++i) x.ptr<int32_t>(V_PREDICTS)[i] = predicts[i];
+    for (int64_t i = 0; i < B * S; ++i) x.ptr<int32_t>(V_ACC_IDX)[i] = acc[i];
+    for (int64_t i = 0; i < B; ++i) x.ptr<int32_t>(V_ACC_LEN)[i] = alen[i];
+    for (int64_t i = 0; i < B; ++i) x.ptr<int32_t>(V_FINISH)[i] = fin[i];
+  }
+  // ---- K7 ----
+  {
+    auto O = [&](int slot_t, auto* p) { return UP(p, slot_t); };
+    K7Out<VPort, HT> o{O(U_k7_outputs, x.ptr<int32_t>(V_AIO)),   O(U_k7_outputs, x.ptr<int32_t>(V_ALO)),
+                       O(U_k7_outputs, x.ptr<int32_t>(V_AIP)),   O(U_k7_outputs, x.ptr<int32_t>(V_AFLAT)),
+                       O(U_k7_outputs, x.ptr<int32_t>(V_VID)),   O(U_k7_outputs, x.ptr<uint8_t>(V_EVICT)),
+                       O(U_k7_outputs, x.ptr<int64_t>(V_FREE)),  O(U_k7_outputs, x.ptr<int64_t>(V_SLO)),
+                       O(U_k7_outputs, x.ptr<int64_t>(V_ANODE)), O(U_k7_outputs, x.ptr<int32_t>(V_UCNT)),
+                       O(U_k7_outputs, x.ptr<int64_t>(V_UIDX)),  O(U_k7_outputs, x.ptr<int32_t>(V_NAL)),
+                       O(U_k7_outputs, x.ptr<int32_t>(V_NIP)),   O(U_k7_outputs, x.ptr<int32_t>(V_NVID)),
+                       O(U_k7_next_hidden, x.ptr<HT>(V_NHID)),   O(U_k7_outputs, x.ptr<int64_t>(V_NPOS)),
+                       O(U_k7_outputs, x.ptr<int64_t>(V_NSEQ)),  O(U_k7_outputs, x.ptr<int64_t>(V_NPOOL)),
+                       O(U_k7_outputs, x.ptr<int32_t>(V_NROOT)), O(U_k7_outputs, x.ptr<int32_t>(V_NLAST)),
+                       x.present(V_NODE_IDS)};
+    k7<VPort, HT>(UP(acc.data(), U_k7_accept_index), UP(predicts.data(), U_k7_predicts),
+                  UP(fin.data(), U_k7_finish_pos), UP(x.ptr<const int64_t>(V_SEQ), U_k7_seq_lens),
+                  UP(x.ptr<const int64_t>(V_POOL), U_k7_req_pool_indices), UP(x.ptr<int32_t>(V_R2T), U_k7_req_to_token),
+                  UP(x.ptr<const int64_t>(V_LOC), U_k7_out_cache_loc), UP(x.ptr<const HT>(V_HIDDEN), U_k7_hidden_states),
+                  UP(x.ptr<const int64_t>(V_NODE_IDS), U_k7_verify_node_ids), B, Q, S, c.H, c.S_max, o);
+    // accept_length is read by the unfused K7 too (B words): count it like the formula does
+    auto pal = UP(alen.data(), U_k7_accept_length);
+    for (int64_t b = 0; b < B; ++b) (void)static_cast<int32_t>(pal[b]);
+  }
+#undef UP
+  return 0;
+}
+
+}  // namespace vunf
+}  // namespace e4f
+
+extern "C" const char* eagle4_unfused_verify_ports() { return e4f::vunf::kPorts; }
+
+extern "C" int eagle4_unfused_verify_step(EAGLE4_CAPI_PARAMS) {
+  eagle4::capi::Ctx x{"unfused_verify_step", tensors, shapes, elem_bytes, errbuf, errlen};
+  e4f::VerifyCfg c;
+  if (e4f::parse_verify_cfg(iscalars, fscalars, c) != 0)
+    return x.fail(eagle4::capi::E_BOUND, "a size exceeds a compile-time bound");
+  const int passes = static_cast<int>(iscalars[10]);
+  const bool mat = iscalars[11] != 0, sgl = iscalars[12] != 0;
+  e4f::exp_variant() = static_cast<int>(iscalars[13]);  // 0: expf (as the fused design); 1: see e4f_stages.hpp
+  const int rc = (elem_bytes[e4f::V_HIDDEN] == 2) ? e4f::vunf::run<uint16_t>(x, c, passes, mat, sgl, counters)
+                                                  : e4f::vunf::run<uint32_t>(x, c, passes, mat, sgl, counters);
+  e4f::exp_variant() = 0;
+  return rc;
+}

@@ -1,0 +1,127 @@
+// K4 fused_tree_mask_operator (KERNELS.md §4.4), fused: KV index fill + bool mask + bit packing.
+// Per request b (prefix length L = seq_lens[b], T tree tokens, queries t_q = T-Q+q):
+//   * indptrs: exclusive prefix sums of L+T, Q*(L+T), ceil(Q*(L+T)/8); qo_indptr[b] = b*Q
+//   * kv_indices: req_to_token[pool_b, 0:L] then (i32) tree_cache_locs[b, 0:T]
+//   * mask row q: L prefix ones, then tree column t set iff t == t_q or t is an ancestor of t_q.
+//     The ancestor walk follows D22 (a parent p of t is invalid when p >= t or p < -1; -1 or an
+//     invalid parent ends the walk and is not added). Each step strictly decreases the token, so
+//     the walk ends within T steps (the §4.4 bound). depth(t_q) = ancestors added.
+//   * the request's flat mask is packed little bit order into its own byte segment (the last byte
+//     zero-padded); mask_bool gets the same bits when write_bool_mask.
+// Each input element is read once; nothing is written past the valid lengths (D21).
+#include "tree_mask.hpp"
+
+void tree_mask_top(PORT(const int64_t) seq_lens, PORT(const int64_t) req_pool_indices,
+                   PORT(const int32_t) req_to_token, int S_max, PORT(const int64_t) tree_cache_locs,
+                   PORT(const int64_t) tree_parent, int B, int T, int Q, bool write_bool_mask,
+                   PORT(int32_t) qo_indptr, PORT(int32_t) kv_indptr, PORT(int32_t) kv_indices,
+                   PORT(int64_t) positions, PORT(int32_t) mask_indptr_bits, PORT(int32_t) mask_indptr_bytes,
+                   PORT(uint8_t) packed_mask, PORT(uint8_t) mask_bool) {
+#pragma HLS INTERFACE m_axi port = seq_lens offset = slave bundle = gmem0 depth = 128
+#pragma HLS INTERFACE m_axi port = req_pool_indices offset = slave bundle = gmem0 depth = 128
+#pragma HLS INTERFACE m_axi port = req_to_token offset = slave bundle = gmem1 depth = 1048576 max_read_burst_length = 256
+#pragma HLS INTERFACE m_axi port = tree_cache_locs offset = slave bundle = gmem0 depth = 16384
+#pragma HLS INTERFACE m_axi port = tree_parent offset = slave bundle = gmem0 depth = 16384
+#pragma HLS INTERFACE m_axi port = qo_indptr offset = slave bundle = gmem2 depth = 129
+#pragma HLS INTERFACE m_axi port = kv_indptr offset = slave bundle = gmem2 depth = 129
+#pragma HLS INTERFACE m_axi port = mask_indptr_bits offset = slave bundle = gmem2 depth = 129
+#pragma HLS INTERFACE m_axi port = mask_indptr_bytes offset = slave bundle = gmem2 depth = 129
+#pragma HLS INTERFACE m_axi port = positions offset = slave bundle = gmem2 depth = 16384
+#pragma HLS INTERFACE m_axi port = kv_indices offset = slave bundle = gmem3 depth = 1048576 max_write_burst_length = 256
+#pragma HLS INTERFACE m_axi port = packed_mask offset = slave bundle = gmem4 depth = 4194304 max_write_burst_length = 256
+#pragma HLS INTERFACE m_axi port = mask_bool offset = slave bundle = gmem5 depth = 33554432 max_write_burst_length = 256
+#pragma HLS INTERFACE s_axilite port = S_max
+#pragma HLS INTERFACE s_axilite port = B
+#pragma HLS INTERFACE s_axilite port = T
+#pragma HLS INTERFACE s_axilite port = Q
+#pragma HLS INTERFACE s_axilite port = write_bool_mask
+#pragma HLS INTERFACE s_axilite port = return
+  if (B < 0 || T < 1 || T > eagle4::MAX_TREE_TOKENS || Q < 1 || Q > T) return;  // preconditions: do nothing
+
+  int64_t par[eagle4::MAX_TREE_TOKENS];  // tree_parent row of the request
+  int stamp[eagle4::MAX_TREE_TOKENS];    // stamp[t] == current stamp: t is on the current query's chain
+init_stamp:
+  for (int t = 0; t < T; ++t) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 1024
+    stamp[t] = 0;
+  }
+  int cur_stamp = 0;
+  int64_t kv_off = 0, bits_off = 0, bytes_off = 0;
+
+per_request:
+  for (int b = 0; b < B; ++b) {
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 128
+    const int64_t L = seq_lens[b];
+    const int64_t pool = req_pool_indices[b];
+    const int64_t len = L + T;
+    const int64_t seg_bits = static_cast<int64_t>(Q) * len;
+    qo_indptr[b] = static_cast<int32_t>(static_cast<int64_t>(b) * Q);
+    kv_indptr[b] = static_cast<int32_t>(kv_off);
+    mask_indptr_bits[b] = static_cast<int32_t>(bits_off);
+    mask_indptr_bytes[b] = static_cast<int32_t>(bytes_off);
+
+  kv_prefix:
+    for (int64_t j = 0; j < L; ++j) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 0 max = 4096
+      kv_indices[kv_off + j] = req_to_token[pool * S_max + j];
+    }
+  kv_tree:
+    for (int t = 0; t < T; ++t) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 1024
+      const int64_t row = static_cast<int64_t>(b) * T + t;
+      kv_indices[kv_off + L + t] = static_cast<int32_t>(tree_cache_locs[row]);  // < 2^31 (precondition)
+      par[t] = tree_parent[row];
+    }
+
+    uint8_t acc = 0;  // packing register: bit i of the byte = flat mask element 8k+i
+    int nacc = 0;
+    int64_t out_byte = bytes_off;
+    int64_t flat = bits_off;
+  per_query:
+    for (int q = 0; q < Q; ++q) {
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 128
+      const int tq = T - Q + q;
+      ++cur_stamp;
+      stamp[tq] = cur_stamp;
+      int depth = 0;
+      int cur = tq;
+    ancestor_walk:  // at most T steps: the token strictly decreases
+      for (int step = 0; step < T; ++step) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 0 max = 1024
+        const int64_t p = par[cur];
+        if (p < 0 || p >= cur) break;  // -1 ends the walk; p >= t or p < -1 is invalid (D22)
+        cur = static_cast<int>(p);
+        stamp[cur] = cur_stamp;
+        ++depth;
+      }
+      positions[static_cast<int64_t>(b) * Q + q] = L + depth;
+    mask_row:
+      for (int64_t c = 0; c < len; ++c) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 4096
+        const uint8_t bit = c < L ? 1 : (stamp[c - L] == cur_stamp ? 1 : 0);
+        if (write_bool_mask) mask_bool[flat] = bit;
+        ++flat;
+        acc = static_cast<uint8_t>(acc | (bit << nacc));
+        if (++nacc == 8) {
+          packed_mask[out_byte++] = acc;
+          acc = 0;
+          nacc = 0;
+        }
+      }
+    }
+    if (nacc) packed_mask[out_byte++] = acc;  // last byte of the segment, zero-padded
+
+    kv_off += len;
+    bits_off += seg_bits;
+    bytes_off += (seg_bits + 7) / 8;
+  }
+  qo_indptr[B] = static_cast<int32_t>(static_cast<int64_t>(B) * Q);
+  kv_indptr[B] = static_cast<int32_t>(kv_off);
+  mask_indptr_bits[B] = static_cast<int32_t>(bits_off);
+  mask_indptr_bytes[B] = static_cast<int32_t>(bytes_off);
+}

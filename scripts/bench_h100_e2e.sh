@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# H100 end-to-end baseline of the default contract (self-contained: no pip, no network).
+#
+#   scripts/bench_h100_e2e.sh [OUT_DIR]          # default OUT_DIR = reports
+#
+# env: E2E_BACKEND   kernel backend: cuda (default; our CUDA kernels) or ref (PyTorch reference on the GPU)
+#      E2E_CONTRACT  contract file (default contracts/default.toml)
+#      E2E_POINTS    comma-separated operating points (default: all of the contract's)
+#      E2E_RUNS      measured runs per point (default: the contract's, >= 5)
+# Writes OUT_DIR/h100_baseline_{raw,runs,profile}.csv, OUT_DIR/h100_baseline_summary.md and
+# OUT_DIR/benchmark_contract.md. Each measured run is a separate process (warm-up inside it).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="$(mkdir -p "${1:-reports}" && cd "${1:-reports}" && pwd)"
+cd "$HERE"
+export PYTHONPATH="$HERE/src${PYTHONPATH:+:$PYTHONPATH}"
+BACKEND="${E2E_BACKEND:-cuda}"
+CONTRACT="${E2E_CONTRACT:-contracts/default.toml}"
+EXTRA=()
+[[ -n "${E2E_POINTS:-}" ]] && EXTRA+=(--points "$E2E_POINTS")
+[[ -n "${E2E_RUNS:-}" ]] && EXTRA+=(--runs "$E2E_RUNS")
+
+python - "$BACKEND" <<'PY'
+import sys, torch
+from eagle4.backends import get_backend
+if not torch.cuda.is_available():
+    sys.exit("bench_h100_e2e: no CUDA device (torch.cuda.is_available() is False)")
+opts = {"device": "cuda"} if sys.argv[1] == "ref" else {}
+ok, why = get_backend(sys.argv[1], **opts).available()
+if not ok:
+    sys.exit(f"bench_h100_e2e: backend {sys.argv[1]!r} unavailable: {why} (E2E_BACKEND=ref uses the reference kernels on the GPU)")
+print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, backend {sys.argv[1]}")
+PY
+python -m eagle4.cli.workload contract --contract "$CONTRACT" --out "$OUT/benchmark_contract.md"
+start=$(date +%s)
+python -m eagle4.cli.workload run --contract "$CONTRACT" --backend "$BACKEND" --device cuda \
+    --out "$OUT" --prefix h100_baseline "${EXTRA[@]}"
+echo "bench_h100_e2e: done in $(( $(date +%s) - start )) s; summary: $OUT/h100_baseline_summary.md"

@@ -1,0 +1,301 @@
+"""Our CUDA kernels (or a user's ``cost_draft_tree_kernel.cu``) as a backend, bound by op name.
+
+The source (``cuda/cost_draft_tree_kernel.cu`` by default; ``CudaBackend(kernel_src=PATH)``, the
+``EAGLE4_KERNEL_SRC`` environment variable, or pytest's ``--kernel-src``) is built once per content
+and path with ``torch.utils.cpp_extension.load`` for the H100 (``-gencode=arch=compute_90,code=sm_90``,
+``-fmad=false``, IEEE division and square root, no fast-math) into a cached build folder
+(``EAGLE4_CUDA_BUILD_DIR``, default ``~/.cache/eagle4/cuda_ext``). Each of the seven ops is looked
+up by its CUDA op name (``spec.KERNELS[key].op``) on the built module, or, for a source that
+registers them with ``TORCH_LIBRARY`` instead of pybind11, in ``torch.ops`` (any namespace);
+``available()`` names the ops a source lacks.
+
+``run(kernel, inputs, params)`` works like the ref backend: the inputs go to the GPU, the outputs
+the caller did not pass are allocated by the reference module's ``allocate`` (poison-filled, on the
+GPU), the reference module's precondition checker validates the call (data-dependent preconditions
+cannot be raised from inside a kernel), and the op is called with the ABI's arguments in spec
+order, mutating its outputs in place. A violated precondition raises ``PreconditionError``.
+The HLS-extension output ``output_tokens`` of K1 (not part of the CUDA ABI) is filled on the GPU
+from the remapped tokens and the sorted indices after the op, when it exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from eagle4 import dtypes as dt
+from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo
+from eagle4.spec import KERNELS, check_arrays, kernel_spec
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT_SRC = REPO / "cuda" / "cost_draft_tree_kernel.cu"
+ARCH_FLAG = "-gencode=arch=compute_90,code=sm_90"
+NVCC_FLAGS = ("-O3", ARCH_FLAG, "-fmad=false", "--prec-div=true", "--prec-sqrt=true", "-ftz=false",
+              "-lineinfo", "-std=c++17")
+CXX_FLAGS = ("-O2", "-std=c++17")
+OPS = tuple(k.op for k in KERNELS.values())
+
+_LOCK = threading.Lock()
+_BUILT: dict[str, object] = {}  # build key -> loaded module (or a torch.ops shim)
+
+
+def _which_nvcc() -> str | None:
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if home and (Path(home) / "bin" / "nvcc").is_file():
+        return str(Path(home) / "bin" / "nvcc")
+    return shutil.which("nvcc")
+
+
+def build_dir_root() -> Path:
+    return Path(os.environ.get("EAGLE4_CUDA_BUILD_DIR") or Path.home() / ".cache" / "eagle4" / "cuda_ext")
+
+
+def build_key(src: Path) -> str:
+    import torch
+
+    h = hashlib.sha256()
+    h.update(src.read_bytes())
+    h.update(str(src.resolve()).encode())
+    h.update(" ".join(NVCC_FLAGS + CXX_FLAGS).encode())
+    h.update(f"{torch.__version__}|{torch.version.cuda}".encode())
+    return "eagle4_cuda_" + h.hexdigest()[:16]
+
+
+class _TorchOpsModule:
+    """A source that registers its ops with TORCH_LIBRARY: find each op name in any namespace."""
+
+    def __init__(self, path: str):
+        import torch
+
+        self.path = path
+        names = torch._C._dispatch_get_all_op_names()
+        self._ops = {}
+        for full in names:
+            ns, _, op = full.partition("::")
+            op = op.split(".")[0]
+            if op in OPS and op not in self._ops:
+                self._ops[op] = getattr(getattr(torch.ops, ns), op)
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["_ops"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def load_extension(src: str | os.PathLike, verbose: bool = False):
+    """Build (or reuse) the extension for ``src``; returns the module holding the ops."""
+    import torch  # noqa: F401  (cpp_extension needs it imported)
+    from torch.utils import cpp_extension
+
+    src = Path(src).resolve()
+    key = build_key(src)
+    with _LOCK:
+        if key in _BUILT:
+            return _BUILT[key]
+        bdir = build_dir_root() / key
+        bdir.mkdir(parents=True, exist_ok=True)
+        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")  # the -gencode above is the one target
+        kw = dict(name=key, sources=[str(src)], extra_cuda_cflags=list(NVCC_FLAGS), extra_cflags=list(CXX_FLAGS),
+                  build_directory=str(bdir), verbose=verbose)
+        try:
+            mod = cpp_extension.load(**kw)
+        except ImportError as e:  # no PyInit_<name>: a TORCH_LIBRARY-only source
+            if "PyInit" not in str(e) and "module export" not in str(e):
+                raise
+            lib = cpp_extension.load(is_python_module=False, **kw)
+            mod = _TorchOpsModule(str(lib))
+        _BUILT[key] = mod
+        return mod
+
+
+def _scalar(arg, value):
+    if arg.dtype == "bool":
+        return bool(value)
+    if arg.dtype == "f32":
+        return float(value)
+    return int(value)
+
+
+def _validate_with_reference(key: str, tensors: dict, params: dict) -> None:
+    """The reference module's precondition checker, where it has one (raises PreconditionError)."""
+    from eagle4 import kernels
+
+    spec = kernel_spec(key)
+    mod = kernels.module(key)
+    kw = {a.name: (params[a.name] if a.role == "scalar" else tensors.get(a.name)) for a in spec.args}
+    if key == "draft_tree_score":
+        mod.check_preconditions(**kw)
+    elif key == "update_draft_state":
+        mod.check_preconditions(**kw)
+    elif key == "work_deltas" and hasattr(mod, "_check"):
+        mod._check(kw["work_scores"], kw["batch_size"], kw["node_count"], kw["node_top_k"], kw["row_stride"],
+                   kw["work_deltas"], kw["per_req_deltas"])
+    elif key == "tree_mask" and hasattr(mod, "_validate"):
+        mod._validate(kw["seq_lens"], kw["req_pool_indices"], kw["req_to_token"], kw["S_max"], kw["tree_cache_locs"],
+                      kw["tree_parent"], kw["B"], kw["T"], kw["Q"])
+    elif key == "logits_to_probas" and hasattr(mod, "_check"):
+        mod._check(kw["logits"], kw["temperatures"], kw["rows_per_req"], kw["write_probas"], kw["probas"],
+                   kw["argmax_ids"], kw["is_greedy"])
+    elif key == "reject_sample":
+        mod.check_preconditions(**kw)
+    elif key == "update_verify":
+        outs = {a.name: tensors.get(a.name) for a in spec.outputs}
+        ins = {a.name: kw[a.name] for a in spec.args if a.role != "out"}
+        mod.check_preconditions(outputs=outs, **{k: v for k, v in ins.items()})
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    provenance = "measured"
+
+    def __init__(self, kernel_src: str | os.PathLike | None = None, device: int | str = 0, verbose: bool = False,
+                 validate: bool = True):
+        src = kernel_src or os.environ.get("EAGLE4_KERNEL_SRC") or DEFAULT_SRC
+        self.kernel_src = Path(src).expanduser().resolve()
+        self.device = device
+        self.verbose = verbose
+        self.validate = validate
+        self._mod = None
+        self._why: str | None = None
+
+    # -- availability -------------------------------------------------------------------------
+    def _load(self):
+        if self._mod is not None or self._why is not None:
+            return self._mod
+        try:
+            import torch
+        except ImportError as e:
+            self._why = f"torch is not importable ({e})"
+            return None
+        if not torch.cuda.is_available():
+            self._why = (f"no NVIDIA GPU: torch.cuda.is_available() is False (torch {torch.__version__}, "
+                         f"CUDA build {torch.version.cuda}); the cuda backend runs on an H100 (--hw=cuda)")
+            return None
+        if torch.version.cuda is None:
+            self._why = f"torch {torch.__version__} is a CPU-only build; install a CUDA build of torch"
+            return None
+        if _which_nvcc() is None:
+            self._why = ("nvcc not found (not on PATH and no CUDA_HOME/bin/nvcc): the CUDA kernels are built at "
+                         "first use with torch.utils.cpp_extension and need the CUDA toolkit")
+            return None
+        if not self.kernel_src.is_file():
+            self._why = f"kernel source {self.kernel_src} does not exist (kernel_src / EAGLE4_KERNEL_SRC / --kernel-src)"
+            return None
+        try:
+            self._mod = load_extension(self.kernel_src, verbose=self.verbose)
+        except Exception as e:  # compiler errors come back as RuntimeError with the build log
+            self._why = f"building {self.kernel_src} failed: {type(e).__name__}: {str(e)[-3000:]}"
+            return None
+        missing = self.missing_ops()
+        if missing:
+            self._why = (f"{self.kernel_src} does not define the op(s) {', '.join(missing)} (looked up by name on "
+                         "the pybind11 module and in torch.ops); KERNELS.md gives each op's ABI")
+        return self._mod
+
+    def missing_ops(self) -> list[str]:
+        if self._mod is None:
+            return list(OPS)
+        return [op for op in OPS if not callable(getattr(self._mod, op, None))]
+
+    def available(self):
+        self._load()
+        return (self._why is None, self._why or "")
+
+    def supports(self, kernel: str) -> bool:
+        self._load()
+        return self._mod is not None and callable(getattr(self._mod, kernel_spec(kernel).op, None))
+
+    def op(self, kernel: str):
+        """The raw op (ABI arguments, in-place outputs): what the perf suite times."""
+        self.require()
+        return getattr(self._mod, kernel_spec(kernel).op)
+
+    @property
+    def torch_device(self):
+        import torch
+
+        return torch.device("cuda", self.device) if isinstance(self.device, int) else torch.device(self.device)
+
+    # -- running ------------------------------------------------------------------------------
+    def call(self, kernel: str, tensors: dict, params: dict) -> dict:
+        """Run on torch CUDA tensors (outputs not given are allocated); returns every output tensor."""
+        from eagle4 import kernels
+        from eagle4.kernels import PreconditionError
+
+        spec = kernel_spec(kernel)
+        fn = self.op(spec.key)
+        dev = self.torch_device
+        all_t = dict(tensors)
+        all_t.update(kernels.module(spec.key).allocate(all_t, params, dev))
+        if self.validate:
+            _validate_with_reference(spec.key, all_t, params)
+        args = [(_scalar(a, params[a.name]) if a.role == "scalar" else all_t.get(a.name)) for a in spec.args if a.abi]
+        try:
+            fn(*args)
+        except ValueError as e:  # the op's own checks (TORCH_CHECK_VALUE): preconditions and ABI mismatches
+            raise PreconditionError(f"{spec.op}: {e}") from e
+        except RuntimeError as e:
+            if "precondition" in str(e):
+                raise PreconditionError(f"{spec.op}: {e}") from e
+            raise
+        if spec.key == "draft_tree_score" and all_t.get("output_tokens") is not None:
+            K = int(params["node_top_k"])
+            all_t["output_tokens"].copy_(all_t["topk_tokens_sampling"].gather(1, all_t["sort_layer_indices"][:, :K]))
+        return {a.name: all_t[a.name] for a in spec.outputs if all_t.get(a.name) is not None}
+
+    def run(self, kernel, inputs, params):
+        import torch
+
+        self.require()
+        spec = kernel_spec(kernel)
+        check_arrays(spec, inputs, params, role="inputs")
+        dev = self.torch_device
+        tensors = {k: dt.to_torch(v, dev) for k, v in inputs.items()}
+        out = self.call(spec.key, tensors, params)
+        torch.cuda.synchronize(dev)
+        return {k: dt.to_numpy(v) for k, v in out.items()}
+
+    # -- provenance ---------------------------------------------------------------------------
+    def device_info(self):
+        import torch
+
+        details = {"torch": torch.__version__, "cuda": str(torch.version.cuda), "numpy": np.__version__,
+                   "kernel_src": str(self.kernel_src), "nvcc_flags": " ".join(NVCC_FLAGS)}
+        if self.kernel_src.is_file():
+            details["kernel_src_sha256"] = hashlib.sha256(self.kernel_src.read_bytes()).hexdigest()
+        name = "cpu"
+        if torch.cuda.is_available():
+            name = torch.cuda.get_device_name(self.torch_device)
+            details["driver"] = nvidia_driver() or "unknown"
+            cap = torch.cuda.get_device_capability(self.torch_device)
+            details["compute_capability"] = f"{cap[0]}.{cap[1]}"
+        nv = _which_nvcc()
+        if nv:
+            try:
+                details["nvcc"] = subprocess.run([nv, "--version"], capture_output=True, text=True,
+                                                 timeout=30).stdout.strip().splitlines()[-1]
+            except (OSError, subprocess.TimeoutExpired, IndexError):
+                details["nvcc"] = "unknown"
+        return DeviceInfo(self.name, name, details)
+
+
+def nvidia_driver() -> str | None:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30)
+        return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+__all__ = ["CudaBackend", "BackendUnavailable", "load_extension", "DEFAULT_SRC", "NVCC_FLAGS", "OPS"]

@@ -1,0 +1,32 @@
+"""Byte accounting (C-sim counted + computed), cycle budget model and roofline of the FPGA backends.
+
+``run_budget(contract, reports_dir)`` runs the whole chain on the contract's workload trace and
+writes ``bytes_per_token.csv``, ``hw_counters.csv``, ``budget_sheet.csv/.md`` and ``roofline.png``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eagle4.budget.config import FpgaSection, fpga_section
+
+REPORT_FILES = ("bytes_per_token.csv", "hw_counters.csv", "budget_sheet.csv", "budget_sheet.md", "roofline.png")
+
+
+def run_budget(contract, reports_dir="reports", *, root=None, progress=None):
+    """Count, model and write the budget artifacts; returns (BytesResult, sheet rows)."""
+    from eagle4.budget import bytes as bb
+    from eagle4.budget import model as bm
+
+    reports = Path(reports_dir)
+    reports.mkdir(parents=True, exist_ok=True)
+    res = bb.count_trace(contract, root=root, progress=progress)
+    bb.write_bytes_csv(res, reports / "bytes_per_token.csv")
+    bb.write_hw_counters_csv(res, reports / "hw_counters.csv")
+    rows = bm.budget_rows(res, root=root)
+    bm.write_sheet(rows, reports / "budget_sheet.csv", reports / "budget_sheet.md", res)
+    bm.roofline_png(rows, reports / "roofline.png", res)
+    return res, rows
+
+
+__all__ = ["run_budget", "fpga_section", "FpgaSection", "REPORT_FILES"]

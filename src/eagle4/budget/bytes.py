@@ -1,0 +1,372 @@
+"""bytes/token of the unfused FPGA backend and of the fused one on the same workload trace.
+
+* P0 kernel traffic (and the draft LM head, which the fused design contains): counted by the C-sim
+  port counters of ``hls/fused`` (fused designs and the unfused reference chain), on trace-shaped
+  inputs at small-but-representative sizes (``[fpga.csim]``): the real batch sizes, widths, K,
+  Q, S, N, M, I and prefix length, but a small hidden size H and vocabulary V. Every port's byte
+  count is affine in H and V (bilinear H*V for the LM-head weight port): the §10 formulas are
+  polynomials of degree <= 1 in each of H and V. We fit that form per port from 4 C-sim points
+  and check it on a 5th point with every size different, which must match exactly (integer
+  bytes), then evaluate at the model's H and V. Provenance ``csim``.
+* Drafter layers (weights, embeddings, KV cache, hidden in/out): computed from ``[fpga.model]``
+  (provenance ``computed``). The target model's forward is outside both backends (excluded).
+
+tokens per cycle = sum over requests of (accept length + 1).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from eagle4.budget import fused_csim as fc
+from eagle4.budget.config import DTYPE_BYTES, FpgaSection, fpga_section
+from eagle4.workload.trace import Trace, build_trace
+
+BYTES_COLUMNS = ("contract_sha256", "backend", "component", "batch", "cycles", "bytes_per_cycle", "bytes_total",
+                 "tokens_total", "bytes_per_token", "provenance", "method")
+HW_COLUMNS = ("contract_sha256", "backend", "chain", "batch", "cycle", "kernel", "port", "bytes_read",
+              "bytes_written", "csim_bytes_read", "csim_bytes_written", "csim_H", "csim_V", "provenance", "scaling")
+
+
+class ScalingError(RuntimeError):
+    """A port's C-sim byte count is not affine in (H, V) as the scaling assumes."""
+
+
+# ---------------------------------------------------------------------------------------------
+# affine scaling of counted bytes
+
+
+def _fit(run, h0: int, v0: int, bilinear: bool):
+    """run(h, v) -> {port: (r, w)}. Returns ({port: (coef_r, coef_w)}, base counts)."""
+    pts = [(h0, v0), (2 * h0, v0), (h0, 2 * v0)] + ([(2 * h0, 2 * v0)] if bilinear else [])
+    res = [run(h, v) for h, v in pts]
+    X = np.array([[1, h, v] + ([h * v] if bilinear else []) for h, v in pts], float)
+    ports = sorted(set().union(*[r.keys() for r in res]))
+    coefs = {}
+    for p in ports:
+        Y = np.array([[r.get(p, (0, 0))[0], r.get(p, (0, 0))[1]] for r in res], float)
+        coefs[p] = np.linalg.solve(X, Y)
+    hc, vc = 3 * h0 + 1, 3 * v0 + 3
+    chk = run(hc, vc)
+    xc = np.array([1, hc, vc] + ([hc * vc] if bilinear else []), float)
+    for p in ports:
+        pred = xc @ coefs[p]
+        got = np.array(chk.get(p, (0, 0)), float)
+        if np.any(np.abs(pred - got) > 0.5):
+            raise ScalingError(f"port {p}: bytes at H={hc}, V={vc} are {got.tolist()}, the affine fit predicts "
+                               f"{pred.tolist()}; the counted bytes are not linear in H/V")
+    return coefs, res[0]
+
+
+def _eval(coefs, H: int, V: int):
+    out = {}
+    for p, c in coefs.items():
+        x = np.array([1, H, V] + ([H * V] if c.shape[0] == 4 else []), float)
+        r, w = x @ c
+        out[p] = (int(round(r)), int(round(w)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# computed drafter traffic
+
+
+def drafter_bytes(f: FpgaSection, decl, B: int, W: int, L: int, T_prev: int) -> dict[str, int]:
+    """Computed HBM bytes of one drafter layer call on B*W frontier rows."""
+    m = f.model
+    Eh = DTYPE_BYTES[m.hidden_dtype]
+    Ekv = DTYPE_BYTES[m.kv_dtype]
+    Ew = DTYPE_BYTES[decl.drafter_dtype]
+    R = B * W
+    kvw = 2 * m.drafter_kv_heads * m.drafter_head_dim * Ekv * m.drafter_layers
+    return {
+        "drafter_weights": int(math.ceil(m.drafter_params * Ew)),
+        "drafter_embed_hidden_io": int(R * m.hidden_size * Eh * 3),  # token embeddings + hidden in + hidden out
+        "drafter_kv": int(B * (L + T_prev) * kvw + R * kvw),  # prefix+tree KV read once per request, new KV write
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class BackendCount:
+    backend: str
+    # component -> total bytes over the trace, provenance
+    comp: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    prov: dict[str, str] = field(default_factory=dict)
+    by_batch: dict[tuple[int, str], float] = field(default_factory=lambda: defaultdict(float))
+    tokens: int = 0
+    tokens_by_batch: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    cycles_by_batch: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.comp.values()))
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.total / max(self.tokens, 1)
+
+
+@dataclass
+class BytesResult:
+    trace: Trace
+    fpga: FpgaSection
+    unfused: BackendCount
+    fused: BackendCount
+    hw_rows: list[dict]
+    per_call: dict  # (backend, batch, stage) -> {"B_in":..., "B_out":..., "calls": n}
+    notes: list[str]
+
+    @property
+    def ratio(self) -> float:
+        return self.unfused.bytes_per_token / max(self.fused.bytes_per_token, 1e-30)
+
+    def ratio_p0(self) -> float:
+        def p0(bc):
+            return sum(v for k, v in bc.comp.items() if bc.prov.get(k) == "csim")
+        return p0(self.unfused) / max(p0(self.fused), 1e-30)
+
+    def top_contributors(self, n: int = 2) -> list[tuple[str, float, float]]:
+        """Components of the fused backend with the largest bytes/token: (component, fused B/tok, unfused B/tok)."""
+        f = self.fused
+        items = sorted(f.comp.items(), key=lambda kv: -kv[1])[:n]
+        return [(k, v / max(f.tokens, 1), self.unfused.comp.get(k, 0.0) / max(self.unfused.tokens, 1))
+                for k, v in items]
+
+
+def _component(chain: str, port: str, step: str) -> str:
+    """Group ports into components shared by both backends (so the two CSVs line up)."""
+    if chain == "unfused":
+        k = fc.kernel_of_port("unfused", port)
+        if k == "glue":
+            return f"{step}_host_glue"
+        if k in ("draft_lm_head", "draft_topk"):
+            return "draft_lm_head_weights" if port == "lmhead_weight" else "draft_lm_head_logits_topk"
+        if k == "logits_to_probas" and step == "draft":
+            return "draft_lm_head_logits_topk"
+        if k == "tree_mask":
+            return f"{step}_tree_mask"
+        return f"{step}_{k}" if k in ("logits_to_probas", "reject_sample", "update_verify") else f"draft_{k}"
+    # fused: attribute each port to the stage that owns it
+    if step == "draft":
+        if port in ("lm_weight", "lm_scale"):
+            return "draft_lm_head_weights"
+        if port == "draft_hidden":
+            return "draft_lm_head_logits_topk"
+        if port in ("qo_indptr", "kv_indptr", "kv_indices", "positions", "mask_indptr_bits", "mask_indptr_bytes",
+                    "packed_mask", "seq_lens", "req_pool_indices", "req_to_token", "draft_cache_locs"):
+            return "draft_tree_mask"
+        if port in ("out_hidden", "hot_token_id"):
+            return "draft_draft_tree_score"
+        if port == "work_deltas":
+            return "draft_work_deltas"
+        if port.startswith("vt_") or port == "cc_out":
+            return "draft_host_glue"  # verify-set selection (host glue in the unfused chain)
+        return "draft_update_draft_state"  # state write-back, frontier tokens, schedule
+    if port in ("qo_indptr", "kv_indptr", "kv_indices", "positions", "mask_indptr_bits", "mask_indptr_bytes",
+                "packed_mask", "tree_parent"):
+        return "verify_tree_mask"
+    if port in ("logits", "temperatures"):
+        return "verify_logits_to_probas"
+    if port in ("candidates", "retrive_index", "retrive_next_token", "retrive_next_sibling", "coins", "final_coins"):
+        return "verify_reject_sample"
+    if port == "remaining":
+        return "verify_host_glue"
+    return "verify_update_verify"
+
+
+def count_trace(contract, *, root=None, progress=None) -> BytesResult:
+    """Run the C-sim counts of both backends on the contract's trace and add the computed parts."""
+    f = fpga_section(contract)
+    trace = build_trace(contract, root=root)
+    dec = trace.decode
+    m = f.model
+    cs = f.csim
+    K, widths, N, M, I, S, Q, L = dec["K"], dec["widths"], dec["N"], dec["M"], dec["I"], dec["S"], dec["Q"], trace.prefix_len
+    res = {"unfused": BackendCount("unfused"), "fused": BackendCount("fused")}
+    hw_rows: list[dict] = []
+    per_call: dict = {}
+    notes = list(trace.notes)
+    scale_note = ("affine in H and V per port (bilinear H*V for the LM-head weight port), fitted on 4 C-sim points "
+                  "and checked exactly on a 5th")
+
+    def add(backend, comp, nbytes, prov, B):
+        bc = res[backend]
+        bc.comp[comp] += nbytes
+        bc.prov[comp] = prov
+        bc.by_batch[(B, comp)] += nbytes
+
+    draft_cache: dict = {}
+    for cyc in trace.cycles:
+        B = cyc.batch
+        if progress:
+            progress(f"cycle {cyc.index}: batch {B}")
+        for backend in ("unfused", "fused"):
+            decl = getattr(f, backend)
+            # ---------------- draft step (depends only on B): counted once per batch size ------
+            key = (backend, B)
+            if key not in draft_cache:
+                use_hot = decl.lm_head_vocab == "hot"
+                Vt_full = m.hot_vocab_size if use_hot else m.vocab_size
+                v0 = cs.hot_vocab if use_hot else cs.vocab
+
+                def run_d(h, v, B=B, decl=decl, use_hot=use_hot):
+                    s = fc.DraftShape(B=B, K=K, widths=widths, H=h, Vt=v, V=max(v + 1, cs.vocab) if use_hot else 0,
+                                      N=N, M=M, I=I, L=L, verify_num=dec["Vn"], use_hot=use_hot,
+                                      hidden_dtype=m.hidden_dtype, weight_dtype=decl.lm_head_dtype, seed=B)
+                    _, cnt = fc.run_draft(backend, s, fc.make_draft_inputs(s), k5_passes=decl.k5_passes,
+                                          k4_materialize=decl.k4_materialize_bool)
+                    return cnt
+
+                coefs, base = _fit(run_d, cs.hidden, v0, bilinear=True)
+                full = _eval(coefs, m.hidden_size, Vt_full)
+                draft_cache[key] = (full, base, v0)
+            full, base, v0 = draft_cache[key]
+            for port, (r, w) in full.items():
+                if r or w:
+                    comp = _component(backend, port, "draft")
+                    add(backend, comp, r + w, "csim", B)
+                    pc = per_call.setdefault((backend, B, comp), {"B_in": 0, "B_out": 0})
+                    pc["B_in"] += r / 1.0
+                    pc["B_out"] += w / 1.0
+                    hw_rows.append({"backend": backend, "chain": "draft_step", "batch": B, "cycle": cyc.index,
+                                    "kernel": comp, "port": port, "bytes_read": r, "bytes_written": w,
+                                    "csim_bytes_read": base.get(port, (0, 0))[0],
+                                    "csim_bytes_written": base.get(port, (0, 0))[1], "csim_H": cs.hidden, "csim_V": v0,
+                                    "provenance": "csim", "scaling": scale_note})
+            # drafter layers (computed): one call per draft layer after the root expansion's LM head
+            T_prev = 0
+            for d, W in enumerate(widths):
+                if d == 0:
+                    T_prev = 0
+                for comp, nb in drafter_bytes(f, decl, B, W, L, T_prev).items():
+                    add(backend, comp, nb, "computed", B)
+                T_prev += W if d > 0 else 0
+            # ---------------- verify step ------------------------------------------------------
+            temps = cyc.temperatures
+
+            def run_v(h, v, B=B, cyc=cyc, decl=decl):
+                s = fc.VerifyShape(B=B, Q=Q, S=S, V=v, H=h, L=L, hidden_dtype=m.hidden_dtype, temperatures=temps,
+                                   threshold_single=dec["threshold_single"], threshold_acc=dec["threshold_acc"],
+                                   seed=1000 + cyc.index)
+                rng = np.random.default_rng(cyc.index)
+                par = np.stack([_trace_tree(rng, Q, S) for _ in range(B)])
+                a = fc.make_verify_inputs(s, parents=par, accept=cyc.accept)
+                out, cnt = fc.run_verify(backend, s, a, k5_passes=decl.k5_passes, k4_materialize=decl.k4_materialize_bool,
+                                         k6_sglang=decl.k6_sglang_style)
+                got = out["accept_length"].tolist()
+                if got != cyc.accept:
+                    raise RuntimeError(f"cycle {cyc.index}: the provoked accept lengths {got} differ from the trace's "
+                                       f"{cyc.accept}")
+                return cnt
+
+            coefs, base = _fit(run_v, cs.hidden, cs.vocab, bilinear=False)
+            full = _eval(coefs, m.hidden_size, m.vocab_size)
+            for port, (r, w) in full.items():
+                if r or w:
+                    comp = _component(backend, port, "verify")
+                    add(backend, comp, r + w, "csim", B)
+                    pc = per_call.setdefault((backend, B, comp), {"B_in": 0, "B_out": 0})
+                    pc["B_in"] += r
+                    pc["B_out"] += w
+                    hw_rows.append({"backend": backend, "chain": "verify_step", "batch": B, "cycle": cyc.index,
+                                    "kernel": comp, "port": port, "bytes_read": r, "bytes_written": w,
+                                    "csim_bytes_read": base.get(port, (0, 0))[0],
+                                    "csim_bytes_written": base.get(port, (0, 0))[1], "csim_H": cs.hidden,
+                                    "csim_V": cs.vocab, "provenance": "csim", "scaling": scale_note})
+            res[backend].tokens += cyc.tokens
+            res[backend].tokens_by_batch[B] += cyc.tokens
+            res[backend].cycles_by_batch[B] += 1
+    # per-call averages (per cycle)
+    for (backend, B, comp), pc in per_call.items():
+        n = res[backend].cycles_by_batch[B]
+        pc["B_in"] /= n
+        pc["B_out"] /= n
+    notes.append("target-model forward (weights, KV, logits write) is outside both backends and excluded")
+    return BytesResult(trace, f, res["unfused"], res["fused"], hw_rows, per_call, notes)
+
+
+def _trace_tree(rng, Q: int, S: int) -> np.ndarray:
+    """A verify tree whose first-child path is min(S-1, Q-1) deep (so every trace accept length is
+    reachable), other tokens hung under random earlier tokens."""
+    par = np.full(Q, -1, np.int64)
+    depth = min(S - 1, Q - 1)
+    for t in range(1, Q):
+        par[t] = t - 1 if t <= depth else int(rng.integers(0, t))
+    return par
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV writers
+
+
+def write_bytes_csv(r: BytesResult, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sha = r.trace.contract_sha256
+    rows = []
+    for bc in (r.unfused, r.fused):
+        comps = sorted(set(bc.comp))
+        for comp in comps:
+            for B in sorted(bc.cycles_by_batch):
+                nb = bc.by_batch.get((B, comp), 0.0)
+                rows.append({"backend": bc.backend, "component": comp, "batch": B, "cycles": bc.cycles_by_batch[B],
+                             "bytes_per_cycle": nb / bc.cycles_by_batch[B], "bytes_total": nb,
+                             "tokens_total": bc.tokens_by_batch[B], "bytes_per_token": nb / max(bc.tokens_by_batch[B], 1),
+                             "provenance": bc.prov[comp], "method": _method(bc.prov[comp])})
+            rows.append({"backend": bc.backend, "component": comp, "batch": "all",
+                         "cycles": sum(bc.cycles_by_batch.values()), "bytes_per_cycle": "",
+                         "bytes_total": bc.comp[comp], "tokens_total": bc.tokens,
+                         "bytes_per_token": bc.comp[comp] / max(bc.tokens, 1), "provenance": bc.prov[comp],
+                         "method": _method(bc.prov[comp])})
+        provs = sorted(set(bc.prov.values()))
+        rows.append({"backend": bc.backend, "component": "TOTAL", "batch": "all",
+                     "cycles": sum(bc.cycles_by_batch.values()), "bytes_per_cycle": "", "bytes_total": bc.total,
+                     "tokens_total": bc.tokens, "bytes_per_token": bc.bytes_per_token, "provenance": "+".join(provs),
+                     "method": "sum of the rows above"})
+        p0 = sum(v for k, v in bc.comp.items() if bc.prov.get(k) == "csim")
+        rows.append({"backend": bc.backend, "component": "TOTAL_CSIM_ONLY", "batch": "all",
+                     "cycles": sum(bc.cycles_by_batch.values()), "bytes_per_cycle": "", "bytes_total": p0,
+                     "tokens_total": bc.tokens, "bytes_per_token": p0 / max(bc.tokens, 1), "provenance": "csim",
+                     "method": "P0 kernels + draft LM head (counted)"})
+    rows.append({"backend": "ratio", "component": "TOTAL", "batch": "all", "cycles": "", "bytes_per_cycle": "",
+                 "bytes_total": "", "tokens_total": "", "bytes_per_token": r.ratio, "provenance": "csim+computed",
+                 "method": "unfused bytes/token / fused bytes/token"})
+    rows.append({"backend": "ratio", "component": "TOTAL_CSIM_ONLY", "batch": "all", "cycles": "", "bytes_per_cycle": "",
+                 "bytes_total": "", "tokens_total": "", "bytes_per_token": r.ratio_p0(), "provenance": "csim",
+                 "method": "counted parts only"})
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=BYTES_COLUMNS)
+        w.writeheader()
+        for row in rows:
+            w.writerow({"contract_sha256": sha, **row})
+    return path
+
+
+def _method(prov: str) -> str:
+    return {"csim": "C-sim port counters (hls/fused), scaled affinely in H and V",
+            "computed": "computed from [fpga.model] (drafter weights/KV/activations)"}.get(prov, prov)
+
+
+def write_hw_counters_csv(r: BytesResult, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=HW_COLUMNS)
+        w.writeheader()
+        for row in r.hw_rows:
+            w.writerow({"contract_sha256": r.trace.contract_sha256, **row})
+    return path
+
+
+def read_csv(path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))

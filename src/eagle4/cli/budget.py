@@ -1,0 +1,36 @@
+"""`eagle4 budget --contract contracts/default.toml`: bytes/token (unfused vs fused FPGA backend on the
+contract's trace, C-sim counted + computed), the cycle budget sheet and the roofline plot."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def cmd(args) -> int:
+    from eagle4.budget import run_budget
+
+    t0 = time.time()
+    prog = (lambda m: print(f"  {m}", file=sys.stderr)) if args.verbose else None
+    res, rows = run_budget(args.contract, args.reports, progress=prog)
+    u, f = res.unfused, res.fused
+    print(f"trace: {len(res.trace.cycles)} cycles, batches {res.trace.batches}, prefix L={res.trace.prefix_len}, "
+          f"accept lengths {res.trace.accept_provenance} (mean {res.trace.mean_accept:.3f})")
+    print(f"unfused: {u.bytes_per_token / 2**20:.3f} MiB/token   fused: {f.bytes_per_token / 2**20:.3f} MiB/token   "
+          f"ratio {res.ratio:.3f}x   (counted parts only: {res.ratio_p0():.3f}x)")
+    for comp, fb, ub in res.top_contributors(3):
+        print(f"  fused top contributor: {comp}: {fb / 2**20:.3f} MiB/token (unfused {ub / 2**20:.3f}) "
+              f"[{f.prov.get(comp)}]")
+    for n in res.notes:
+        print(f"  note: {n}")
+    print(f"wrote {args.reports}/bytes_per_token.csv, hw_counters.csv, budget_sheet.csv/.md, roofline.png "
+          f"({time.time() - t0:.1f} s)")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("budget", help="bytes/token (unfused vs fused FPGA), cycle budget sheet, roofline")
+    p.add_argument("--contract", default="contracts/default.toml")
+    p.add_argument("--reports", default="reports", help="output folder (default: reports)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(func=cmd)

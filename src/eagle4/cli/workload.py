@@ -1,0 +1,123 @@
+"""``eagle4 workload``: contract rendering, local end-to-end runs, the OpenAI-compatible test server,
+the HTTP benchmark client and the FPGA-vs-H100 comparison.
+
+    eagle4 workload contract --contract contracts/default.toml --out reports/benchmark_contract.md
+    eagle4 workload run --contract contracts/default.toml --backend ref --out reports/
+    eagle4 workload serve --contract contracts/default.toml --port 8000
+    eagle4 workload http --url http://127.0.0.1:8000 --contract contracts/default.toml --out reports/
+    eagle4 workload compare-fpga --contract contracts/default.toml --h100 reports/h100_baseline_raw.csv --out reports/
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("workload", help="benchmark contract, end-to-end speculative decoding runs")
+    ws = p.add_subparsers(dest="workload_command", required=True, metavar="SUBCOMMAND")
+
+    c = ws.add_parser("contract", help="validate a contract and render it to markdown")
+    c.add_argument("--contract", default="contracts/default.toml")
+    c.add_argument("--out", default="reports/benchmark_contract.md")
+    c.set_defaults(func=_contract)
+
+    r = ws.add_parser("run", help="run the contract's operating points on the local engine")
+    r.add_argument("--contract", default="contracts/default.toml")
+    r.add_argument("--backend", default="ref", help="kernel backend: ref, cuda, csim (small cases)")
+    r.add_argument("--device", default="cpu", help="model (and ref-kernel) device: cpu or cuda")
+    r.add_argument("--out", default="reports/")
+    r.add_argument("--points", default=None, help="comma-separated operating point names (default: all)")
+    r.add_argument("--runs", type=int, default=None, help="measured runs per point (default: the contract's, >= 5)")
+    r.add_argument("--prefix", default="e2e", help="output file prefix (e2e -> e2e_raw.csv, e2e_summary.md)")
+    r.add_argument("--threads", type=int, default=None, help="torch CPU threads per run process")
+    r.add_argument("--in-process", action="store_true", help="run in this process (runs are then not independent)")
+    r.set_defaults(func=_run)
+
+    s = ws.add_parser("serve", help="serve the local engine behind an OpenAI-compatible streaming endpoint")
+    s.add_argument("--contract", default="contracts/default.toml")
+    s.add_argument("--backend", default="ref")
+    s.add_argument("--device", default="cpu")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=0)
+    s.set_defaults(func=_serve)
+
+    h = ws.add_parser("http", help="benchmark an OpenAI-compatible streaming server (sglang, vLLM, ours)")
+    h.add_argument("--url", required=True)
+    h.add_argument("--contract", default="contracts/default.toml")
+    h.add_argument("--model", default=None)
+    h.add_argument("--kind", choices=["auto", "vllm", "sglang", "none"], default="auto",
+                   help="where acceptance counters are read")
+    h.add_argument("--points", default=None)
+    h.add_argument("--runs", type=int, default=None)
+    h.add_argument("--out", default="reports/")
+    h.set_defaults(func=_http)
+
+    f = ws.add_parser("compare-fpga", help="FPGA (csim correctness + budget model) against the H100 baseline")
+    f.add_argument("--contract", default="contracts/default.toml")
+    f.add_argument("--h100", default="reports/h100_baseline_raw.csv")
+    f.add_argument("--fpga-measured", default=None, help="CSV of measured FPGA e2e rows (provenance measured)")
+    f.add_argument("--out", default="reports/")
+    f.add_argument("--points", default="b1")
+    f.set_defaults(func=_compare)
+
+
+def _contract(a) -> int:
+    from eagle4.contract import load_contract, write_markdown
+
+    c = load_contract(a.contract)
+    p = write_markdown(c, a.out)
+    print(f"contract {c.contract.name} sha256 {c.sha256} -> {p}")
+    return 0
+
+
+def _points(s):
+    return [x for x in s.split(",") if x] if s else None
+
+
+def _run(a) -> int:
+    from eagle4.workload import run_contract
+
+    res = run_contract(a.contract, a.backend, a.out, points=_points(a.points), runs=a.runs, device=a.device,
+                       isolate=not a.in_process, prefix=a.prefix, threads=a.threads)
+    for s in res["stats"]:
+        print(f"{s['point']}: {s['tokens_per_s_mean']:.1f} tok/s (CoV {s['tokens_per_s_cov']:.2%}), "
+              f"TTFT p50 {s['ttft_p50_s'] * 1e3:.1f} ms, ITL p50 {s['itl_p50_s'] * 1e3:.2f} ms "
+              f"p99 {s['itl_p99_s'] * 1e3:.2f} ms, acceptance {s['acceptance_length_mean']:.3f}")
+    print("wrote " + ", ".join(str(p) for p in res["paths"].values()))
+    return 0 if all(s["cov_ok"] for s in res["stats"]) else 1
+
+
+def _serve(a) -> int:
+    from eagle4.contract import load_contract
+    from eagle4.workload.server import serve_forever
+
+    serve_forever(load_contract(a.contract), a.backend, host=a.host, port=a.port, device=a.device)
+    return 0
+
+
+def _http(a) -> int:
+    from eagle4.contract import load_contract
+    from eagle4.workload.http_client import run_http_contract
+
+    res = run_http_contract(load_contract(a.contract), a.url, a.out, model=a.model, kind=a.kind,
+                            points=_points(a.points), runs=a.runs)
+    print("wrote " + ", ".join(str(p) for p in res["paths"].values()))
+    return 0
+
+
+def _compare(a) -> int:
+    from eagle4.contract import load_contract
+    from eagle4.workload.compare_fpga import compare
+
+    res = compare(load_contract(a.contract), a.h100, a.out, fpga_measured=a.fpga_measured, points=_points(a.points))
+    print(res["verdict"])
+    print("wrote " + ", ".join(str(p) for p in res["paths"].values()))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from eagle4.cli import main
+
+    sys.exit(main(["workload", *sys.argv[1:]]))

@@ -1,0 +1,137 @@
+"""Metrics the gates compare, each read from a raw CSV artifact that carries provenance.
+
+A metric function ``fn(gate, ctx) -> Metric`` raises :class:`MissingMetric` (with what is missing and
+who provides it) when the raw data is absent; a value is never invented.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class MissingMetric(Exception):
+    """The raw data a metric needs is missing or unusable; the message says what and who provides it."""
+
+
+@dataclass
+class Metric:
+    value: float
+    provenance: list[str]  # provenance values of the rows the value was computed from
+    artifact: str
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class Ctx:
+    reports_dir: Path
+    contract_sha256: str
+    mode: str  # "cpu" | "fpga" | "cuda"
+    root: Path
+
+
+def read_rows(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _artifact(ctx: Ctx, rel: str, who: str) -> list[dict]:
+    p = ctx.reports_dir / rel[len("reports/"):] if rel.startswith("reports/") else ctx.root / rel
+    if not p.is_file():
+        raise MissingMetric(f"missing artifact {rel} ({who})")
+    rows = read_rows(p)
+    if not rows:
+        raise MissingMetric(f"artifact {rel} has no rows ({who})")
+    if "provenance" not in rows[0]:
+        raise MissingMetric(f"artifact {rel} lacks a provenance column: no metric claims without raw CSV "
+                            "with provenance attached")
+    return rows
+
+
+def _check_contract(rows, rel: str, ctx: Ctx) -> None:
+    shas = {r.get("contract_sha256") for r in rows if r.get("contract_sha256")}
+    if shas and shas != {ctx.contract_sha256}:
+        raise MissingMetric(f"{rel} was produced under contract {sorted(s[:12] for s in shas)}, not the gated "
+                            f"contract {ctx.contract_sha256[:12]}; re-run `eagle4 budget`")
+
+
+def bytes_per_token_ratio(gate, ctx: Ctx) -> Metric:
+    rel = "reports/bytes_per_token.csv"
+    rows = _artifact(ctx, rel, "written by `eagle4 budget --contract ...` from C-sim counters")
+    _check_contract(rows, rel, ctx)
+    tot = {r["backend"]: r for r in rows if r["component"] == "TOTAL" and r["backend"] in ("unfused", "fused")}
+    if set(tot) != {"unfused", "fused"}:
+        raise MissingMetric(f"{rel} lacks the unfused and fused TOTAL rows")
+    counted = {r["provenance"] for r in rows if r["backend"] in ("unfused", "fused") and r["batch"] == "all"
+               and not r["component"].startswith("TOTAL") and r["provenance"] != "computed"}
+    comps = [r for r in rows if r["backend"] == "fused" and r["batch"] == "all" and not r["component"].startswith("TOTAL")]
+    unf = {r["component"]: float(r["bytes_per_token"]) for r in rows if r["backend"] == "unfused" and r["batch"] == "all"}
+    comps.sort(key=lambda r: -float(r["bytes_per_token"]))
+    top = [(r["component"], float(r["bytes_per_token"]), unf.get(r["component"], 0.0), r["provenance"]) for r in comps[:2]]
+    u, f = float(tot["unfused"]["bytes_per_token"]), float(tot["fused"]["bytes_per_token"])
+    computed_share = sum(float(r["bytes_per_token"]) for r in comps if r["provenance"] == "computed") / max(f, 1e-30)
+    return Metric(u / f, sorted(counted), rel, {
+        "unfused_bytes_per_token": u, "fused_bytes_per_token": f, "top2": top,
+        "computed_share_of_fused": computed_share})
+
+
+def acceptance_length_impact(gate, ctx: Ctx) -> Metric:
+    rel = "reports/acceptance_impact.csv"
+    rows = _artifact(ctx, rel, "the e2e driver must measure the mean acceptance length with and without the "
+                               "approximations (hot vocabulary, int8 transport) and write it")
+    vals = [float(r["impact"]) for r in rows if r.get("impact") not in (None, "")]
+    if not vals:
+        raise MissingMetric(f"{rel} has no 'impact' values")
+    return Metric(max(vals), sorted({r["provenance"] for r in rows}), rel, {"rows": len(rows)})
+
+
+def draft_step_latency_us(gate, ctx: Ctx) -> Metric:
+    rel = "reports/budget_sheet.csv"
+    rows = _artifact(ctx, rel, "written by `eagle4 budget`")
+    _check_contract(rows, rel, ctx)
+    from eagle4.budget.model import DRAFT_STAGES
+
+    fused = [r for r in rows if r["backend"] == "fused"]
+    if not fused:
+        raise MissingMetric(f"{rel} has no fused rows")
+    B = gate.batch or max(int(r["batch"]) for r in fused)
+    clocks = sorted({float(r["fclk_mhz"]) for r in fused})
+    pub = [c for c in clocks if "public" in next(r["fclk_source"] for r in fused if float(r["fclk_mhz"]) == c)]
+    fclk = pub[0] if pub else min(clocks)
+    t = sum(float(r["T_us"]) for r in fused if int(r["batch"]) == B and float(r["fclk_mhz"]) == fclk
+            and r["stage"] in DRAFT_STAGES)
+    return Metric(t, sorted({r["provenance"] for r in fused}), rel, {"batch": B, "fclk_mhz": fclk})
+
+
+def throughput(gate, ctx: Ctx, run: str | None = None) -> Metric:
+    rel = "reports/throughput.csv"
+    rows = _artifact(ctx, rel, "the e2e/perf driver writes tokens/s per named run")
+    run = run or gate.run or "spec"
+    sel = [r for r in rows if r.get("run") == run]
+    if ctx.mode == "fpga":
+        sel = [r for r in sel if "fpga" in (r.get("device", "") + r.get("backend", "")).lower()] or sel
+    if not sel:
+        raise MissingMetric(f"{rel} has no rows for run {run!r}")
+    v = [float(r["tokens_per_s"]) for r in sel]
+    v.sort()
+    med = v[len(v) // 2]
+    return Metric(med, sorted({r["provenance"] for r in sel}), rel, {"run": run, "n": len(v)})
+
+
+def mean_acceptance_length(gate, ctx: Ctx) -> Metric:
+    rel = "reports/acceptance_lengths.csv"
+    rows = _artifact(ctx, rel, "the e2e driver writes one row per request and verify step")
+    v = [float(r["accept_length"]) for r in rows if r.get("accept_length") not in (None, "")]
+    if not v:
+        raise MissingMetric(f"{rel} has no accept_length values")
+    return Metric(sum(v) / len(v), sorted({r["provenance"] for r in rows}), rel, {"n": len(v)})
+
+
+METRICS = {
+    "bytes_per_token_ratio": bytes_per_token_ratio,
+    "acceptance_length_impact": acceptance_length_impact,
+    "draft_step_latency_us": draft_step_latency_us,
+    "throughput": throughput,
+    "mean_acceptance_length": mean_acceptance_length,
+}

@@ -1,0 +1,110 @@
+"""Schema of the contract's ``[[gates]]`` array (the contract loader keeps it raw; validated here).
+
+A gate: ``name``, ``metric`` (a name from :data:`eagle4.gates.metrics.METRICS`), a ``comparison``
+(``absolute``: ``value op threshold``; ``ratio``: ``metric(run) / metric(baseline) op threshold`` for
+two named runs), the ``provenance`` values it accepts (``signoff_provenance`` replaces that list under
+``--hw=fpga``), the raw ``artifacts`` that must be attached, ``kind`` (``gate`` fails the suite;
+``report`` is only printed, e.g. a stretch target with a ``report_band``), the hardware modes it is
+evaluated in (``hw``), and ordering rules: ``after`` names gates that must have been green
+``after_consecutive`` times in a row (recorded in ``reports/gate_ledger.csv``) before this one may run.
+
+Example (other programs): throughput(spec) >= 2.0x throughput(baseline) and mean acceptance >= 3.0::
+
+    [[gates]]
+    name = "spec_throughput"
+    metric = "throughput"
+    comparison = "ratio"
+    run = "spec"
+    baseline = "baseline"
+    op = ">="
+    threshold = 2.0
+    provenance = ["measured"]
+    artifacts = ["reports/throughput.csv"]
+
+    [[gates]]
+    name = "acceptance"
+    metric = "mean_acceptance_length"
+    op = ">="
+    threshold = 3.0
+    provenance = ["measured"]
+    artifacts = ["reports/acceptance_lengths.csv"]
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+PROVENANCES = ("measured", "csim", "model", "computed", "declared")
+
+
+class GateError(ValueError):
+    """The [[gates]] section is invalid; the message names the gate and field."""
+
+
+class GateSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    metric: str
+    comparison: Literal["absolute", "ratio"] = "absolute"
+    op: Literal[">=", ">", "<=", "<", "=="] = ">="
+    threshold: float
+    run: str | None = Field(None, description="ratio: the run in the numerator (default 'spec')")
+    baseline: str | None = Field(None, description="ratio: the named baseline run in the denominator")
+    provenance: list[Literal["measured", "csim", "model", "computed", "declared"]] = Field(
+        default_factory=lambda: ["measured"], min_length=1)
+    signoff_provenance: list[Literal["measured", "csim", "model", "computed", "declared"]] | None = Field(
+        None, description="accepted provenance under --hw=fpga (default: only 'measured')")
+    artifacts: list[str] = Field(default_factory=list, description="raw CSVs that must exist and carry provenance")
+    kind: Literal["gate", "report"] = "gate"
+    report_band: list[float] | None = Field(None, min_length=2, max_length=2)
+    stage: Literal["micro", "full"] = "micro"
+    hw: list[Literal["cpu", "cuda", "fpga"]] = Field(default_factory=lambda: ["cpu", "fpga"], min_length=1)
+    after: list[str] = Field(default_factory=list)
+    after_consecutive: int = Field(3, ge=1, le=100)
+    batch: int | None = Field(None, ge=1, description="operating point (batch size) of per-batch metrics")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _ratio(self):
+        if self.comparison == "ratio" and not self.baseline:
+            raise ValueError("comparison = 'ratio' needs 'baseline' (the named baseline run)")
+        if self.comparison == "absolute" and self.baseline:
+            raise ValueError("'baseline' is only meaningful with comparison = 'ratio'")
+        return self
+
+    def accepted(self, mode: str) -> list[str]:
+        if mode == "fpga":
+            return list(self.signoff_provenance or ["measured"])
+        return list(self.provenance)
+
+
+def load_gates(contract) -> list[GateSpec]:
+    """Validate ``[[gates]]`` of a contract (dict, Contract or path, or the raw list itself)."""
+    if isinstance(contract, list):
+        raw = contract
+    else:
+        from eagle4.workload.trace import contract_dict
+
+        raw = contract_dict(contract).get("gates", [])
+    gates = []
+    for i, g in enumerate(raw):
+        try:
+            gates.append(GateSpec.model_validate(g))
+        except ValidationError as e:
+            name = g.get("name", f"#{i}") if isinstance(g, dict) else f"#{i}"
+            msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or '(gate)'}: {err['msg']}" for err in e.errors())
+            raise GateError(f"gates[{i}] ({name}): {msgs}") from None
+    names = [g.name for g in gates]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise GateError(f"gates: duplicate name(s) {dup}")
+    for g in gates:
+        unknown = [a for a in g.after if a not in names]
+        if unknown:
+            raise GateError(f"gate {g.name}: 'after' names unknown gate(s) {unknown}")
+        if g.name in g.after:
+            raise GateError(f"gate {g.name}: 'after' names the gate itself")
+    return gates

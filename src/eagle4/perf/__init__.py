@@ -1,0 +1,1 @@
+"""Timing and statistics helpers for the perf suites."""

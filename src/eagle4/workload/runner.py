@@ -1,0 +1,273 @@
+"""Run a benchmark contract on the local engine: one row per request-run, CSV first, markdown
+rendered from the rows.
+
+Every measured run of an operating point runs in its own process (``python -m
+eagle4.workload.runner --child ...``), after the contract's warm-up runs in that process, so runs
+are independent. ``isolate=False`` runs in-process (tests, debugging).
+
+Outputs in ``out_dir``:
+* ``e2e_raw.csv``: one row per request-run (TTFT, per-token ITL, TPOT, e2e, tokens/s, acceptance
+  length, provenance, device, commit, contract hash);
+* ``e2e_runs.csv``: one row per run (batch throughput, wall time, mean acceptance);
+* ``e2e_profile.csv``: time per kernel / model forward / host region inside the loop, per run;
+* ``e2e_summary.md``: p50/p99 of TTFT and ITL, tokens/s with CoV, acceptance, top hotspots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "seed", "request_index",
+              "prompt_id", "prompt_tokens", "output_tokens", "ttft_s", "itl_mean_s", "itl_p50_s", "itl_p99_s",
+              "tpot_s", "e2e_s", "tokens_per_s", "acceptance_length", "verify_steps", "itl_s", "backend",
+              "kernel_provenance", "provenance", "device", "model_device", "commit", "torch", "host",
+              "timestamp"]
+RUN_FIELDS = ["contract_sha256", "point", "batch", "run_index", "seed", "wall_s", "output_tokens",
+              "tokens_per_s", "mean_acceptance_length", "verify_steps", "backend", "provenance", "device",
+              "model_device", "commit", "timestamp"]
+PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "kind", "seconds", "calls",
+                  "share_of_step", "step_seconds", "steps"]
+
+
+def git_commit(root: Path | None = None) -> str:
+    root = root or Path(__file__).resolve().parents[3]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return (sha or "unknown") + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("EAGLE4_COMMIT", "unknown")
+
+
+def _pct(x, q) -> float:
+    x = np.asarray(x, dtype=float)
+    return float(np.percentile(x, q)) if x.size else float("nan")
+
+
+def run_point_once(contract, point_name: str, run_index: int, backend: str = "ref", *, device: str = "cpu",
+                   warmup: int | None = None, commit: str | None = None, engine=None) -> dict:
+    """One measured run of one operating point (after ``warmup`` unmeasured runs) in this process."""
+    import torch
+
+    from eagle4.workload.engine import LocalEngine
+
+    point = contract.operating_point(point_name)
+    eng = engine or LocalEngine.from_contract(contract, backend, device=device,
+                                              backend_options={"device": device} if backend == "ref" else None)
+    prompts = contract.load_prompts()
+    sel = [prompts[i % len(prompts)] for i in range(point.batch)]
+    ids = eng.encode_prompts([p["text"] for p in sel], contract.prompts.prompt_tokens)
+    temps = contract.decode.temperatures
+    seed = contract.runs.seeds[run_index % len(contract.runs.seeds)]
+    n_out = contract.prompts.output_tokens
+    for w in range(contract.runs.warmup if warmup is None else warmup):
+        eng.generate(ids, n_out, temps, seed=10_000 + w)
+    from eagle4.workload.engine import Profile
+
+    eng.profile = Profile(eng.profile.sync)
+    res = eng.generate(ids, n_out, temps, seed=seed)
+    dev_info = eng.backend.device_info()
+    model_device = torch.cuda.get_device_name(eng.device) if eng.device.type == "cuda" else platform.processor() or "cpu"
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    commit = commit or git_commit()
+    rows = []
+    for i, r in enumerate(res):
+        itl = r.itl()
+        n = len(r.output_ids)
+        rows.append({
+            "contract_sha256": contract.sha256, "contract_name": contract.contract.name, "point": point.name,
+            "batch": point.batch, "run_index": run_index, "seed": seed, "request_index": i,
+            "prompt_id": sel[i].get("id", str(i)), "prompt_tokens": len(r.prompt_ids), "output_tokens": n,
+            "ttft_s": r.ttft, "itl_mean_s": float(np.mean(itl)) if itl else float("nan"),
+            "itl_p50_s": _pct(itl, 50), "itl_p99_s": _pct(itl, 99),
+            "tpot_s": (r.e2e - r.ttft) / (n - 1) if n > 1 else float("nan"), "e2e_s": r.e2e,
+            "tokens_per_s": n / r.e2e if r.e2e > 0 else float("nan"),
+            "acceptance_length": r.mean_acceptance, "verify_steps": len(r.accept_lengths),
+            "itl_s": ";".join(f"{x:.6g}" for x in itl), "backend": eng.backend.name,
+            "kernel_provenance": getattr(eng.backend, "provenance", "?"), "provenance": "measured",
+            "device": dev_info.device, "model_device": model_device, "commit": commit,
+            "torch": torch.__version__, "host": platform.node(), "timestamp": now,
+        })
+    wall = max(r.e2e for r in res)
+    tot = sum(len(r.output_ids) for r in res)
+    acc = [a for r in res for a in r.accept_lengths]
+    run = {"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
+           "seed": seed, "wall_s": wall, "output_tokens": tot, "tokens_per_s": tot / wall,
+           "mean_acceptance_length": float(np.mean(acc)) if acc else float("nan"), "verify_steps": eng.profile.steps,
+           "backend": eng.backend.name, "provenance": "measured", "device": dev_info.device,
+           "model_device": model_device, "commit": commit, "timestamp": now}
+    prof = [{"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
+             **r, "step_seconds": eng.profile.step_time, "steps": eng.profile.steps} for r in eng.profile.table()]
+    return {"rows": rows, "run": run, "profile": prof}
+
+
+def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
+    if not rows:
+        raise RuntimeError(f"refusing to write an empty results file {path}")
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def read_csv(path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max: float = 0.05) -> list[dict]:
+    """Per operating point statistics (numpy percentiles); refuses rows of different contracts."""
+    from eagle4.contract import ensure_same_contract
+
+    ensure_same_contract(raw)
+    ensure_same_contract(runs)
+    out = []
+    points = list(dict.fromkeys(r["point"] for r in runs))
+    for p in points:
+        rr = [r for r in raw if r["point"] == p]
+        ru = [r for r in runs if r["point"] == p]
+        tps = np.asarray([float(r["tokens_per_s"]) for r in ru])
+        itl = [float(x) for r in rr for x in str(r["itl_s"]).split(";") if x]
+        ttft = [float(r["ttft_s"]) for r in rr]
+        cov = float(np.std(tps, ddof=1) / np.mean(tps)) if len(tps) > 1 else float("nan")
+        pr = [r for r in profile if r["point"] == p]
+        regions: dict[str, list[float]] = {}
+        step_total = sum({(r["run_index"]): float(r["step_seconds"]) for r in pr}.values()) or 1.0
+        for r in pr:
+            regions.setdefault(r["region"], []).append(float(r["seconds"]))
+        hot = sorted(((k, sum(v) / step_total) for k, v in regions.items()), key=lambda kv: -kv[1])
+        out.append({"point": p, "batch": int(ru[0]["batch"]), "runs": len(ru),
+                    "ttft_p50_s": _pct(ttft, 50), "ttft_p99_s": _pct(ttft, 99),
+                    "itl_p50_s": _pct(itl, 50), "itl_p99_s": _pct(itl, 99),
+                    "tokens_per_s_mean": float(tps.mean()), "tokens_per_s_median": float(np.median(tps)),
+                    "tokens_per_s_cov": cov, "cov_ok": bool(cov <= cov_max) if np.isfinite(cov) else False,
+                    "acceptance_length_mean": float(np.mean([float(r["mean_acceptance_length"]) for r in ru])),
+                    "device": ru[0]["device"], "model_device": ru[0]["model_device"], "backend": ru[0]["backend"],
+                    "hotspots": hot})
+    return out
+
+
+def render_summary(stats: list[dict], *, contract_sha: str, title: str = "End-to-end speculative decoding",
+                   cov_max: float = 0.05, commit: str = "") -> str:
+    L = [f"# {title}", "", f"* contract sha256: `{contract_sha}`", f"* commit: `{commit}`",
+         f"* provenance: measured (wall clock on the device named below); CoV limit {cov_max:.0%}", "",
+         "| point | batch | runs | TTFT p50 (ms) | TTFT p99 (ms) | ITL p50 (ms) | ITL p99 (ms) | tokens/s (mean) | CoV | acceptance length | backend | device |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in stats:
+        L.append(f"| {s['point']} | {s['batch']} | {s['runs']} | {s['ttft_p50_s'] * 1e3:.2f} | {s['ttft_p99_s'] * 1e3:.2f} "
+                 f"| {s['itl_p50_s'] * 1e3:.3f} | {s['itl_p99_s'] * 1e3:.3f} | {s['tokens_per_s_mean']:.1f} "
+                 f"| {s['tokens_per_s_cov']:.2%}{'' if s['cov_ok'] else ' (over limit)'} "
+                 f"| {s['acceptance_length_mean']:.3f} | {s['backend']} | {s['model_device']} |")
+    L += ["", "Acceptance length = tokens committed per verify step per request (accepted draft tokens + 1 bonus),",
+          "averaged over steps. ITL is counted per token: a step committing k tokens after a gap g contributes k",
+          "entries of g/k. TPOT = (e2e - TTFT) / (tokens - 1) is in the raw CSV.", "",
+          "## Time share inside the decode loop (share of verify+draft step wall time, all runs)", ""]
+    for s in stats:
+        L.append(f"### {s['point']}")
+        L.append("")
+        L.append("| region | share |")
+        L.append("|---|---|")
+        for k, v in s["hotspots"][:8]:
+            L.append(f"| {k} | {v:.1%} |")
+        L.append("")
+    return "\n".join(L).rstrip() + "\n"
+
+
+def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports", *, points=None, runs: int | None = None,
+                 device: str = "cpu", isolate: bool = True, prefix: str = "e2e", threads: int | None = None,
+                 timeout_s: float = 900, log=print) -> dict:
+    """Run the contract's operating points (or ``points``), ``runs`` measured runs each (default: the
+    contract's), write the CSVs and the summary into ``out_dir``; return {"stats", "paths"}."""
+    from eagle4.contract import load_contract
+
+    if isinstance(contract, (str, Path)):
+        contract = load_contract(contract)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    n_runs = runs or contract.runs.runs
+    pts = [contract.operating_point(p).name for p in points] if points else [p.name for p in contract.operating_points]
+    commit = git_commit()
+    raw, runrows, prof = [], [], []
+    for p in pts:
+        for i in range(n_runs):
+            if isolate:
+                res = _child(contract, p, i, backend, device, threads, commit, timeout_s)
+            else:
+                if threads:
+                    import torch
+
+                    torch.set_num_threads(threads)
+                res = run_point_once(contract, p, i, backend, device=device, commit=commit)
+            raw += res["rows"]
+            runrows.append(res["run"])
+            prof += res["profile"]
+            log(f"{p} run {i}: {res['run']['tokens_per_s']:.1f} tok/s, acceptance "
+                f"{res['run']['mean_acceptance_length']:.3f}, wall {res['run']['wall_s']:.2f}s")
+    paths = {"raw": out / f"{prefix}_raw.csv", "runs": out / f"{prefix}_runs.csv",
+             "profile": out / f"{prefix}_profile.csv", "summary": out / f"{prefix}_summary.md"}
+    _write_csv(paths["raw"], RAW_FIELDS, raw)
+    _write_csv(paths["runs"], RUN_FIELDS, runrows)
+    _write_csv(paths["profile"], PROFILE_FIELDS, prof)
+    stats = summarize(raw, runrows, prof, cov_max=contract.runs.cov_max)
+    paths["summary"].write_text(render_summary(stats, contract_sha=contract.sha256, cov_max=contract.runs.cov_max,
+                                               commit=commit))
+    return {"stats": stats, "paths": paths, "raw": raw, "runs": runrows, "profile": prof}
+
+
+def _child(contract, point, run_index, backend, device, threads, commit, timeout_s) -> dict:
+    with tempfile.TemporaryDirectory() as td:
+        res_path = Path(td) / "res.json"
+        cmd = [sys.executable, "-m", "eagle4.workload.runner", "--child", "--contract", str(contract.source_path),
+               "--point", point, "--run-index", str(run_index), "--backend", backend, "--device", device,
+               "--commit", commit, "--result", str(res_path)]
+        if threads:
+            cmd += ["--threads", str(threads)]
+        env = dict(os.environ)
+        src = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+        if cp.returncode != 0:
+            raise RuntimeError(f"run {point}#{run_index} failed (exit {cp.returncode}):\n{cp.stderr[-3000:]}")
+        return json.loads(res_path.read_text())
+
+
+def _child_main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", action="store_true")
+    ap.add_argument("--contract", required=True)
+    ap.add_argument("--point", required=True)
+    ap.add_argument("--run-index", type=int, required=True)
+    ap.add_argument("--backend", default="ref")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--commit", default=None)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--result", required=True)
+    a = ap.parse_args(argv)
+    import torch
+
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    from eagle4.contract import load_contract
+
+    c = load_contract(a.contract)
+    res = run_point_once(c, a.point, a.run_index, a.backend, device=a.device, commit=a.commit)
+    Path(a.result).write_text(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main())

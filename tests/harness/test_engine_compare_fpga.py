@@ -1,0 +1,95 @@
+"""FPGA-vs-H100 comparison scaffolding: the gate accepts only measured FPGA rows of the same
+contract; modelled numbers are reported separately; a gap report names the top-2 bottlenecks."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from eagle4.contract import ContractMismatch, load_contract
+from eagle4.workload.compare_fpga import compare
+from eagle4.workload.runner import PROFILE_FIELDS, RAW_FIELDS, RUN_FIELDS
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.cpu
+
+
+def _write(path, fields, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _rows(sha, itl, tps, acc, provenance="measured", device="NVIDIA H100"):
+    raw, runs = [], []
+    for i in range(5):
+        for j in range(2):
+            raw.append({"contract_sha256": sha, "point": "b1", "batch": 1, "run_index": i, "request_index": j,
+                        "output_tokens": 64, "ttft_s": 0.01, "e2e_s": 64 / tps, "itl_s": ";".join([str(itl)] * 63),
+                        "itl_p99_s": itl, "acceptance_length": acc, "provenance": provenance, "device": device,
+                        "model_device": device})
+        runs.append({"contract_sha256": sha, "point": "b1", "batch": 1, "run_index": i, "tokens_per_s": tps,
+                     "mean_acceptance_length": acc, "provenance": provenance})
+    return raw, runs
+
+
+@pytest.fixture()
+def setup(tmp_path):
+    c = load_contract(ROOT / "contracts" / "default.toml")
+    raw, runs = _rows(c.sha256, 0.002, 500.0, 3.0)
+    _write(tmp_path / "h100_baseline_raw.csv", RAW_FIELDS, raw)
+    _write(tmp_path / "h100_baseline_runs.csv", RUN_FIELDS, runs)
+    prof = [{"contract_sha256": c.sha256, "point": "b1", "batch": 1, "run_index": i, "region": r, "kind": "k",
+             "seconds": s, "calls": 1, "share_of_step": 0, "step_seconds": 1.0, "steps": 10}
+            for i in range(5) for r, s in (("target_verify", 0.4), ("K5_logits_to_probas", 0.3), ("K6_reject_sample", 0.1))]
+    _write(tmp_path / "h100_baseline_profile.csv", PROFILE_FIELDS, prof)
+    return c, tmp_path
+
+
+def test_no_measured_fpga_means_no_signoff(setup):
+    c, d = setup
+    res = compare(c, d / "h100_baseline_raw.csv", d, run_csim=False)
+    assert not res["signed_off"]
+    md = (d / "fpga_vs_h100_summary.md").read_text()
+    assert "NO MEASURED FPGA DATA" in md and "Gap report" in md
+    assert "target_verify" in md and "K5_logits_to_probas" in md  # top-2 bottlenecks named
+    assert (d / "fpga_vs_h100_raw.csv").exists()
+
+
+def test_modelled_rows_never_sign_off(setup):
+    c, d = setup
+    raw, _ = _rows(c.sha256, 0.0001, 5000.0, 3.0, provenance="model", device="budget model")
+    _write(d / "fpga.csv", RAW_FIELDS, raw)
+    res = compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
+    assert not res["signed_off"]
+    assert "10 non-measured rows ignored" in (d / "fpga_vs_h100_summary.md").read_text()
+
+
+def test_measured_fpga_gate(setup):
+    c, d = setup
+    raw, _ = _rows(c.sha256, 0.001, 400.0, 3.0, device="xcv80")   # better ITL p99
+    _write(d / "fpga.csv", RAW_FIELDS, raw)
+    res = compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
+    assert "| PASS |" in (d / "fpga_vs_h100_summary.md").read_text()
+    assert not res["signed_off"]  # csim leg not run: still no sign-off
+    raw, _ = _rows(c.sha256, 0.003, 400.0, 3.0, device="xcv80")   # worse ITL, lower tok/s
+    _write(d / "fpga.csv", RAW_FIELDS, raw)
+    compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
+    assert "| SHORT |" in (d / "fpga_vs_h100_summary.md").read_text()
+
+
+def test_other_contract_is_refused(setup):
+    c, d = setup
+    raw, _ = _rows("f" * 64, 0.001, 400.0, 3.0)
+    _write(d / "fpga.csv", RAW_FIELDS, raw)
+    with pytest.raises(ContractMismatch):
+        compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
+
+
+def test_missing_baseline_is_a_clear_error(setup):
+    c, d = setup
+    with pytest.raises(FileNotFoundError, match="bench_h100_e2e.sh"):
+        compare(c, d / "nope.csv", d, run_csim=False)

@@ -1,0 +1,81 @@
+"""run_contract: CSV rows (one per request-run) with the contract hash, provenance, device and
+commit; markdown summary rendered from them; the CLI subcommands."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eagle4.contract import load_contract
+from eagle4.workload import run_contract
+from eagle4.workload.runner import RAW_FIELDS, read_csv
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.cpu
+
+
+def small_contract(tmp_path: Path, output_tokens: int = 12):
+    """The default contract with absolute model paths and a short output length."""
+    (tmp_path / "pyproject.toml").write_text("")
+    shutil.copytree(ROOT / "data" / "prompts", tmp_path / "data" / "prompts")
+    text = (ROOT / "contracts" / "default.toml").read_text()
+    text = text.replace('"models/default/target"', f'"{ROOT}/models/default/target"')
+    text = text.replace('"models/default/draft"', f'"{ROOT}/models/default/draft"')
+    text = text.replace("output_tokens = 64", f"output_tokens = {output_tokens}")
+    (tmp_path / "contracts").mkdir()
+    p = tmp_path / "contracts" / "small.toml"
+    p.write_text(text)
+    return load_contract(p)
+
+
+def test_run_contract_in_process(tmp_path):
+    import torch
+
+    torch.set_num_threads(1)
+    c = small_contract(tmp_path)
+    res = run_contract(c, "ref", tmp_path / "out", points=["b1", "b8"], runs=5, isolate=False, log=lambda *_: None)
+    raw = read_csv(res["paths"]["raw"])
+    assert len(raw) == 5 * 1 + 5 * 8
+    assert list(raw[0]) == RAW_FIELDS
+    for r in raw:
+        assert r["contract_sha256"] == c.sha256
+        assert r["provenance"] == "measured" and r["device"] and r["commit"]
+        assert int(r["output_tokens"]) == 12
+        assert len(r["itl_s"].split(";")) == 11
+        assert float(r["acceptance_length"]) >= 1.0
+        assert float(r["tpot_s"]) == pytest.approx((float(r["e2e_s"]) - float(r["ttft_s"])) / 11, rel=1e-6)
+    md = res["paths"]["summary"].read_text()
+    assert c.sha256 in md and "| b8 | 8 | 5 |" in md and "Time share" in md
+    prof = read_csv(res["paths"]["profile"])
+    assert {r["region"] for r in prof} >= {"K6_reject_sample", "target_verify"}
+
+
+@pytest.mark.slow
+def test_run_contract_separate_processes(tmp_path):
+    c = small_contract(tmp_path, output_tokens=8)
+    res = run_contract(c, "ref", tmp_path / "out", points=["b1"], runs=5, isolate=True, threads=1,
+                       log=lambda *_: None)
+    runs = read_csv(res["paths"]["runs"])
+    assert [int(r["run_index"]) for r in runs] == [0, 1, 2, 3, 4]
+
+
+def test_cli_contract_render(tmp_path):
+    out = tmp_path / "benchmark_contract.md"
+    cp = subprocess.run([sys.executable, "-m", "eagle4.cli.workload", "contract", "--contract",
+                         str(ROOT / "contracts" / "default.toml"), "--out", str(out)],
+                        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    assert load_contract(ROOT / "contracts" / "default.toml").sha256 in out.read_text()
+
+
+def test_cli_bad_contract_names_field(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text((ROOT / "contracts" / "default.toml").read_text().replace("runs = 5", "runs = 2"))
+    cp = subprocess.run([sys.executable, "-m", "eagle4.cli.workload", "contract", "--contract", str(p),
+                         "--out", str(tmp_path / "x.md")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert cp.returncode == 2 and "runs.runs" in cp.stderr

@@ -1,0 +1,203 @@
+"""The fused dataflow designs (hls/fused) against the unfused chain, in C-simulation.
+
+* draft pipeline: EXACT (bitwise) against the unfused chain on §13-style chained cases;
+* verify pipeline: EXACT against the unfused chain (same exp), every output incl. sentinel regions;
+* draft -> verify chained;
+* K5 -> K6 agreement over >= 10,000 random verify cases against an unfused chain whose exp differs
+  (f32 exp evaluated in double: what another platform's exp does), and one batch against the
+  PyTorch reference K5 -> K6;
+* byte counters: the fused verify never moves the [B,Q,V] probabilities.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+fc = pytest.importorskip("eagle4.budget.fused_csim")
+
+pytestmark = pytest.mark.csim
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view(np.uint8) if x.dtype.kind in "fiub" or x.dtype.itemsize else x
+
+
+def _same(a, b) -> bool:
+    return np.array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))
+
+
+DRAFT_CASES = [
+    # name, B, K, widths, N, M, I, Vn, hidden, weights, hot
+    ("w1-8-3-5_b1", 1, 8, [1, 8, 3, 5], 128, 64, 64, 64, "bfloat16", "int8", True),
+    ("w1-8-3-5_b7_f32", 7, 8, [1, 8, 3, 5], 128, 64, 64, 40, "float32", "float32", True),
+    ("w1-8-8-8_cc201", 2, 8, [1, 8, 8, 8], 256, 128, 64, 128, "bfloat16", "bfloat16", True),
+    ("partial_drop_N64", 3, 8, [1, 8, 3, 5], 64, 32, 64, 20, "float16", "int8", False),
+    ("k10_w6", 2, 10, [1, 6, 6], 160, 128, 64, 128, "bfloat16", "int8", True),
+    ("k1_chain", 4, 1, [1, 1, 1, 1, 1], 16, 8, 8, 8, "bfloat16", "bfloat16", True),
+]
+
+
+@pytest.mark.parametrize("case", DRAFT_CASES, ids=[c[0] for c in DRAFT_CASES])
+def test_draft_pipeline_exact_vs_unfused(case):
+    name, B, K, widths, N, M, I, Vn, hdt, wdt, hot = case
+    s = fc.DraftShape(B=B, K=K, widths=widths, H=24, Vt=96, V=500 if hot else 0, N=N, M=M, I=I, L=13,
+                      verify_num=Vn, use_hot=hot, hidden_dtype=hdt, weight_dtype=wdt, seed=len(name))
+    a = fc.make_draft_inputs(s)
+    fo, fcnt = fc.run_draft("fused", s, a)
+    uo, _ = fc.run_draft("unfused", s, a)
+    D = len(widths)
+    for k in fc.DRAFT_OUTPUTS:
+        if k in ("out_hidden", "out_tokens"):
+            for d in range(D - 1):  # the fused design only emits the W_next rows the next drafter layer reads
+                wn = widths[d + 1]
+                f = fo[k][d].reshape(B, K, -1)[:, :wn]
+                u = uo[k][d].reshape(B, K, -1)[:, :wn]
+                assert _same(f, u), f"{name}: {k}[layer {d}] differs"
+            continue
+        assert _same(fo[k], uo[k]), f"{name}: {k} differs between the fused design and the unfused chain"
+    cc = 1 + K * sum(widths)
+    assert fo["cc_out"][0] == cc
+    Q = fo["cc_out"][1]
+    assert Q == min(max(1, min(Vn, M)), min(cc, N))
+    # parent closure of the selected verify tree (D14): every parent is selected and earlier
+    par = fo["vt_tree_parent"].ravel()[: B * Q].reshape(B, Q)
+    assert (par[:, 0] == -1).all() and ((par[:, 1:] >= 0) & (par[:, 1:] < np.arange(1, Q))).all()
+    # every m_axi port the design touched was counted
+    assert fcnt["lm_weight"][0] > 0 and fcnt["cumu_tokens"][1] > 0
+
+
+def _verify_case(B, Q, S, V, *, temps, accept=None, remaining=None, eos=-1, seed=0, kind="random"):
+    s = fc.VerifyShape(B=B, Q=Q, S=S, V=V, H=6, L=9, eos=eos, temperatures=temps, seed=seed)
+    rng = np.random.default_rng(seed)
+    par = np.stack([fc.random_tree(rng, Q, kind) for _ in range(B)])
+    return s, fc.make_verify_inputs(s, parents=par, accept=accept, remaining=remaining)
+
+
+VERIFY_CASES = [
+    ("q1", dict(B=3, Q=1, S=4, V=50, temps=[1.0, 0.0], accept=[0, 0, 0])),
+    ("q16_mixed", dict(B=7, Q=16, S=6, V=300, temps=[0.0, 0.7, 1.0, 1.3], accept=[0, 1, 5, 2, 3, 0, 5], kind="chain")),
+    ("q64_sampling", dict(B=2, Q=64, S=9, V=700, temps=[1.0], accept=[8, 1], kind="chain")),
+    ("q128_greedy", dict(B=1, Q=128, S=5, V=300, temps=[0.0], accept=[4], kind="chain")),
+    ("random_logits", dict(B=5, Q=16, S=6, V=200, temps=[1.0, 0.0])),
+    ("all_finished", dict(B=4, Q=16, S=6, V=100, temps=[1.0], accept=[3, 0, 5, 1], remaining=[1, 1, 1, 1],
+                          kind="chain")),
+    ("eos_finish", dict(B=3, Q=8, S=5, V=80, temps=[0.0, 1.0], accept=[4, 4, 2], eos=7, remaining=[100, 3, 100],
+                        kind="chain")),
+    ("star", dict(B=2, Q=32, S=4, V=200, temps=[1.0, 0.5], accept=[1, 1], kind="star")),
+]
+
+
+@pytest.mark.parametrize("case", VERIFY_CASES, ids=[c[0] for c in VERIFY_CASES])
+def test_verify_pipeline_exact_vs_unfused(case):
+    name, kw = case
+    s, a = _verify_case(seed=len(name), **kw)
+    fo, fcnt = fc.run_verify("fused", s, a)
+    uo, ucnt = fc.run_verify("unfused", s, a)
+    for k in fo:
+        assert _same(fo[k], uo[k]), f"{name}: {k} differs between the fused verify pipeline and the unfused chain"
+    if kw.get("accept") is not None and kw.get("remaining") is None:
+        want = [min(x, s.S - 1, s.Q - 1) for x in kw["accept"]]
+        if kw.get("kind") == "chain":
+            assert fo["accept_length"].tolist() == want
+    if name == "all_finished":
+        assert fo["unfinished_count"][0] == 0 and (fo["next_indptr"][1:] == -1).all()
+    # the fused design never writes or re-reads a [B,Q,V] tensor: one logits read + scattered tests + final rows
+    BQV = 4 * s.B * s.Q * s.V
+    n_samp = sum(1 for b in range(s.B) if s.temperatures[b % len(s.temperatures)] >= 1e-6)
+    assert fcnt["logits"][0] <= BQV + 4 * s.V * n_samp + 4 * s.B * s.Q
+    assert ucnt["k5_probas"][1] == BQV  # the unfused K5 writes the probabilities ...
+    assert sum(w for _, w in fcnt.values()) < sum(w for _, w in ucnt.values())  # ... the fused design never does
+
+
+def test_draft_then_verify_chained():
+    """Draft step (fused vs unfused) -> selected verify tree -> verify step (fused vs unfused)."""
+    s = fc.DraftShape(B=3, K=8, widths=[1, 8, 3, 5], H=16, Vt=64, V=400, N=128, M=64, I=64, L=11, verify_num=16,
+                      hidden_dtype="bfloat16", weight_dtype="int8", seed=11)
+    a = fc.make_draft_inputs(s)
+    fo, _ = fc.run_draft("fused", s, a)
+    uo, _ = fc.run_draft("unfused", s, a)
+    Q = int(fo["cc_out"][1])
+    B = s.B
+    tree = {k: fo[k].ravel()[: B * Q].reshape(B, Q) for k in fc.DRAFT_TENSORS[27:33]}
+    for k in tree:
+        assert _same(tree[k], uo[k].ravel()[: B * Q].reshape(B, Q))
+    vs = fc.VerifyShape(B=B, Q=Q, S=len(s.widths) + 1, V=400, H=16, L=11, temperatures=[1.0, 0.0, 0.8], seed=5)
+    va = fc.make_verify_inputs(vs, parents=tree["vt_tree_parent"], candidates=tree["vt_candidates"],
+                               node_ids=tree["vt_node_ids"], accept=[2, 4, 0])
+    assert (va["retrive_next_token"] == tree["vt_next_token"]).all()
+    assert (va["retrive_next_sibling"] == tree["vt_next_sibling"]).all()
+    f2, _ = fc.run_verify("fused", vs, va)
+    u2, _ = fc.run_verify("unfused", vs, va)
+    for k in f2:
+        assert _same(f2[k], u2[k]), k
+
+
+def _agreement_batch(seed: int, B=128, Q=16, S=6, V=96):
+    """Random verify trees whose candidates are drawn from the parent row's distribution, so the
+    acceptance walk goes deep (realistic accept lengths)."""
+    rng = np.random.default_rng(seed)
+    s = fc.VerifyShape(B=B, Q=Q, S=S, V=V, H=2, L=2, temperatures=[1.0, 0.6, 1.4, 0.0], seed=seed)
+    par = np.stack([fc.random_tree(rng, Q) for _ in range(B)])
+    logits = (rng.standard_normal((B * Q, V)) * 2.5).astype(np.float32)
+    cand = np.zeros((B, Q), np.int64)
+    for b in range(B):
+        for t in range(1, Q):
+            row = logits[b * Q + par[b, t]].astype(np.float64)
+            p = np.exp(row - row.max())
+            cand[b, t] = rng.choice(V, p=p / p.sum())
+    a = fc.make_verify_inputs(s, parents=par, candidates=cand)
+    a["logits"] = logits
+    return s, a
+
+
+def _accepted_tokens(o, B, Q, S):
+    ai = o["accept_index"].reshape(B, S)
+    pr = o["predicts"]
+    return [tuple(int(pr[p]) for p in ai[b] if p >= 0) for b in range(B)]
+
+
+def test_k5_k6_agreement_10k(record_property):
+    """Fused K5->K6 (expf, recomputed probabilities) vs an unfused chain with a different exp."""
+    n = agree_len = agree_tok = 0
+    accept_sum = 0
+    for seed in range(80):  # 80 x 128 = 10,240 verify cases
+        s, a = _agreement_batch(seed)
+        fo, _ = fc.run_verify("fused", s, a)
+        uo, _ = fc.run_verify("unfused", s, a, exp_variant=1)
+        agree_len += int((fo["accept_length"] == uo["accept_length"]).sum())
+        agree_tok += sum(x == y for x, y in zip(_accepted_tokens(fo, s.B, s.Q, s.S), _accepted_tokens(uo, s.B, s.Q, s.S)))
+        accept_sum += int(fo["accept_length"].sum())
+        n += s.B
+    r_len, r_tok = agree_len / n, agree_tok / n
+    record_property("k5k6_cases", n)
+    record_property("k5k6_accept_length_agreement", r_len)
+    record_property("k5k6_token_agreement", r_tok)
+    print(f"\nK5->K6 agreement over {n} random verify cases: accept lengths {r_len:.5%}, accepted+final tokens "
+          f"{r_tok:.5%} (mean accept length {accept_sum / n:.2f})")
+    assert n >= 10_000
+    assert accept_sum / n > 0.5, "the cases must exercise the acceptance walk"
+    assert r_len >= 0.999 and r_tok >= 0.999
+
+
+def test_k5_k6_against_pytorch_reference():
+    torch = pytest.importorskip("torch")
+    from eagle4 import kernels as K
+
+    s, a = _agreement_batch(1234)
+    fo, _ = fc.run_verify("fused", s, a)
+    B, Q, S, V = s.B, s.Q, s.S, s.V
+    k5 = K.call("logits_to_probas", {"logits": torch.from_numpy(a["logits"]),
+                                     "temperatures": torch.from_numpy(a["temperatures"])},
+                {"rows_per_req": Q, "write_probas": True})
+    t = {n: torch.from_numpy(a[n]) for n in ("candidates", "retrive_index", "retrive_next_token",
+                                             "retrive_next_sibling", "coins", "final_coins")}
+    t.update(target_probs=k5["probas"].reshape(B, Q, V), target_predict=k5["argmax_ids"].reshape(B, Q),
+             is_greedy=k5["is_greedy"])
+    k6 = K.call("reject_sample", t, {"threshold_single": 1.0, "threshold_acc": 1.0, "B": B, "Q": Q, "S": S, "V": V})
+    agree = (k6["accept_length"].numpy() == fo["accept_length"]).mean()
+    tok = np.mean([x == y for x, y in zip(_accepted_tokens(fo, B, Q, S), _accepted_tokens(
+        {"accept_index": k6["accept_index"].numpy().ravel(), "predicts": k6["predicts"].numpy()}, B, Q, S))])
+    print(f"\nfused vs PyTorch reference K5->K6 ({B} cases): accept lengths {agree:.4%}, tokens {tok:.4%}")
+    assert agree >= 0.99 and tok >= 0.99

@@ -1,0 +1,76 @@
+"""End-to-end perf of the local engine: per operating point >= 5 independent runs (separate
+processes), TTFT/ITL p50/p99, tokens/s with its CoV (asserted <= the contract's cov_max), mean
+acceptance length, and the time share of every kernel / model forward inside the loop.
+
+* ``pytest tests/perf/test_e2e_perf.py -m perf -p no:xdist`` (CPU): the points in
+  ``EAGLE4_E2E_POINTS`` (default ``b1``), ref kernels; results under pytest's tmp dir.
+* ``pytest tests/perf/test_e2e_perf.py -m perf -p no:xdist --hw=cuda`` (H100): every contract point,
+  models on cuda, kernels on ``EAGLE4_E2E_BACKEND`` (default ``cuda``); writes
+  reports/h100_baseline_raw.csv and reports/h100_baseline_summary.md (+ runs/profile CSVs).
+Never under xdist (runs would measure each other).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from eagle4.contract import load_contract
+from eagle4.workload.runner import run_contract
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTRACT = ROOT / "contracts" / "default.toml"
+
+
+def _runs(config, contract) -> int:
+    try:
+        n = int(config.getoption("--perf-runs"))
+    except ValueError:
+        n = 5
+    return max(n, contract.runs.runs, 5)
+
+
+def _check(stats, contract):
+    failures = []
+    for s in stats:
+        assert s["runs"] >= 5
+        if not s["cov_ok"]:
+            failures.append(f"{s['point']}: CoV of tokens/s {s['tokens_per_s_cov']:.2%} > {contract.runs.cov_max:.0%}")
+        if s["acceptance_length_mean"] < 1.0:
+            failures.append(f"{s['point']}: acceptance length {s['acceptance_length_mean']:.3f} < 1")
+    assert not failures, "; ".join(failures)
+
+
+@pytest.fixture(autouse=True)
+def _no_xdist(request):
+    if hasattr(request.config, "workerinput"):
+        pytest.fail("perf tests never run under pytest-xdist: use -p no:xdist", pytrace=False)
+
+
+@pytest.mark.perf
+@pytest.mark.cpu
+@pytest.mark.slow
+def test_e2e_perf_cpu(request, tmp_path):
+    c = load_contract(CONTRACT)
+    points = os.environ.get("EAGLE4_E2E_POINTS", "b1").split(",")
+    res = run_contract(c, "ref", tmp_path, points=points, runs=_runs(request.config, c), device="cpu",
+                       isolate=True, prefix="e2e_cpu", threads=int(os.environ.get("EAGLE4_E2E_THREADS", "1")))
+    print((tmp_path / "e2e_cpu_summary.md").read_text())
+    for s in res["stats"]:
+        assert s["acceptance_length_mean"] >= 2.0, f"{s['point']}: acceptance collapsed to {s['acceptance_length_mean']:.3f}"
+        assert s["hotspots"], "no per-kernel time share recorded"
+    _check(res["stats"], c)
+
+
+@pytest.mark.perf
+@pytest.mark.cuda
+def test_e2e_perf_h100(request):
+    c = load_contract(CONTRACT)
+    backend = os.environ.get("EAGLE4_E2E_BACKEND", "cuda")
+    out = Path(os.environ.get("EAGLE4_E2E_OUT", ROOT / "reports"))
+    res = run_contract(c, backend, out, runs=_runs(request.config, c), device="cuda", isolate=True,
+                       prefix="h100_baseline")
+    print(res["paths"]["summary"].read_text())
+    _check(res["stats"], c)
