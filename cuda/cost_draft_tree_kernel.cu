@@ -13,7 +13,10 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <tuple>
 
 namespace cg = cooperative_groups;
 
@@ -687,25 +690,36 @@ __global__ void __launch_bounds__(512) k5_kernel(const T* __restrict__ logits, c
   const T* row = logits + r * V + v0;
   const bool need_exp = wp && !gr;
 
-  // pass 1 (HBM): x = logit / temp into shared; max of x; argmax of raw logits
+  // pass 1 (HBM): x = logit / temp into shared; max of x; argmax of raw logits.
+  // Four vector loads are issued before any is used (memory-level parallelism).
   float m = -INFINITY, av = -INFINITY;
   long long ai = LLONG_MAX;
-  for (int64_t i = (int64_t)tid * VEC; i < n; i += (int64_t)nt * VEC) {
-    float v[VEC];
-    if (VEC > 1 && i + VEC <= n) {
-      load_vec<T, VEC>(row + i, v);
-    } else {
+  const int64_t step = (int64_t)nt * VEC;
+#pragma unroll 1
+  for (int64_t base = (int64_t)tid * VEC; base < n; base += 4 * step) {
+    float v[4][VEC];
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = (i + k < n) ? to_f<T>(row[i + k]) : NAN;
+    for (int u = 0; u < 4; ++u) {
+      const int64_t i = base + u * step;
+      if (VEC > 1 && i + VEC <= n) {
+        load_vec<T, VEC>(row + i, v[u]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v[u][k] = (i + k < n) ? to_f<T>(row[i + k]) : NAN;
+      }
     }
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      if (i + k < n) {
-        if (amax_better(v[k], v0 + i + k, av, ai)) { av = v[k]; ai = v0 + i + k; }
-        if (need_exp) {
-          const float x = __fdiv_rn(v[k], temp);
-          xs[i + k] = x;
-          if (x > m || isnan(x)) m = isnan(m) ? m : x;
+    for (int u = 0; u < 4; ++u) {
+      const int64_t i = base + u * step;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        if (i + k < n) {
+          if (amax_better(v[u][k], v0 + i + k, av, ai)) { av = v[u][k]; ai = v0 + i + k; }
+          if (need_exp) {
+            const float x = __fdiv_rn(v[u][k], temp);
+            xs[i + k] = x;
+            if (x > m || isnan(x)) m = isnan(m) ? m : x;
+          }
         }
       }
     }
@@ -802,11 +816,46 @@ __global__ void __launch_bounds__(512) k5_kernel(const T* __restrict__ logits, c
   cluster.sync();  // no block leaves while others may still read its shared memory
 }
 
+// Largest usable cluster size <= want (16 needs the non-portable attribute; checked once per
+// kernel/size/smem with cudaOccupancyMaxActiveClusters, falling back to 8).
+template <typename KernelT>
+static int usable_cluster(KernelT kernel, int want, dim3 block, size_t smem) {
+  if (want <= 8) return want;
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, size_t>, int> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_tuple((const void*)kernel, want, smem);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  int ok = 8;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           (int)std::max<size_t>(smem, 48 * 1024)) == cudaSuccess) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(want, 1, 1);
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = want;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) == cudaSuccess && n > 0) ok = want;
+  }
+  (void)cudaGetLastError();
+  cache[key] = ok;
+  return ok;
+}
+
 template <typename KernelT, typename... Args>
 static void launch_cluster(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs, cudaStream_t stream,
                            Args... args) {
   if (smem > 48 * 1024)
     E4_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  if (cs > 8) E4_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -843,43 +892,30 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   TORCH_CHECK(R <= 65535, "convert_logits_to_probas: more than 65535 rows per launch is not supported");
   const c10::cuda::CUDAGuard guard(logits.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
-  int cs = (int)std::min<int64_t>(8, std::max<int64_t>(1, (V + 4095) / 4096));
-  int64_t chunk = (V + cs - 1) / cs;
-  chunk = (chunk + 7) / 8 * 8;
-  cs = (int)((V + chunk - 1) / chunk);
-  const size_t smem = (size_t)chunk * sizeof(float);
-  TORCH_CHECK(smem <= 227 * 1024, "convert_logits_to_probas: V too large");
-  const dim3 grid((unsigned)cs, (unsigned)R), block(512);
+  const dim3 block(512);
+  const int want = R <= 64 ? 16 : 8;  // small batches: more blocks per row to fill the GPU
   const bool aligned = reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 == 0;
+  auto go = [&](auto kern, const auto* lp) {
+    int cs = (int)std::min<int64_t>(want, std::max<int64_t>(1, (V + 4095) / 4096));
+    auto chunk_of = [&](int c) { int64_t ch = (V + c - 1) / c; return (ch + 7) / 8 * 8; };
+    if (cs > 8) cs = usable_cluster(kern, cs, block, (size_t)chunk_of(cs) * sizeof(float));
+    const int64_t chunk = chunk_of(cs);
+    cs = (int)((V + chunk - 1) / chunk);
+    const size_t smem = (size_t)chunk * sizeof(float);
+    TORCH_CHECK(smem <= 227 * 1024, "convert_logits_to_probas: V too large");
+    launch_cluster(kern, dim3((unsigned)cs, (unsigned)R), block, smem, cs, stream, lp,
+                   (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
+                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+  };
   if (lt == at::kFloat) {
-    if (aligned && V % 4 == 0)
-      launch_cluster(k5_kernel<float, 4>, grid, block, smem, cs, stream, (const float*)ptr<float>(logits),
-                     (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
-                     ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
-    else
-      launch_cluster(k5_kernel<float, 1>, grid, block, smem, cs, stream, (const float*)ptr<float>(logits),
-                     (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
-                     ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+    const float* lp = ptr<float>(logits);
+    if (aligned && V % 4 == 0) go(k5_kernel<float, 4>, lp); else go(k5_kernel<float, 1>, lp);
   } else if (lt == at::kHalf) {
-    if (aligned && V % 8 == 0)
-      launch_cluster(k5_kernel<__half, 8>, grid, block, smem, cs, stream, (const __half*)ptr<__half>(logits),
-                     (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
-                     ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
-    else
-      launch_cluster(k5_kernel<__half, 1>, grid, block, smem, cs, stream, (const __half*)ptr<__half>(logits),
-                     (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
-                     ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+    const __half* lp = ptr<__half>(logits);
+    if (aligned && V % 8 == 0) go(k5_kernel<__half, 8>, lp); else go(k5_kernel<__half, 1>, lp);
   } else {
-    if (aligned && V % 8 == 0)
-      launch_cluster(k5_kernel<__nv_bfloat16, 8>, grid, block, smem, cs, stream,
-                     (const __nv_bfloat16*)ptr<__nv_bfloat16>(logits), (const float*)ptr<float>(temperatures), V,
-                     (int)G, write_probas, ptr<float>(probas), ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy),
-                     chunk);
-    else
-      launch_cluster(k5_kernel<__nv_bfloat16, 1>, grid, block, smem, cs, stream,
-                     (const __nv_bfloat16*)ptr<__nv_bfloat16>(logits), (const float*)ptr<float>(temperatures), V,
-                     (int)G, write_probas, ptr<float>(probas), ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy),
-                     chunk);
+    const __nv_bfloat16* lp = ptr<__nv_bfloat16>(logits);
+    if (aligned && V % 8 == 0) go(k5_kernel<__nv_bfloat16, 8>, lp); else go(k5_kernel<__nv_bfloat16, 1>, lp);
   }
 }
 
@@ -1036,21 +1072,31 @@ __global__ void __launch_bounds__(512) k6_kernel(
   const int64_t nt_loc = v1 > v0 ? (v1 - v0 + K6_TILE - 1) / K6_TILE : 0;
   float av = -INFINITY;
   long long ai = LLONG_MAX;
-  for (int64_t t = wid; t < nt_loc; t += nw) {
-    const int64_t v = v0 + t * K6_TILE + lane * 4;
-    float x[4];
-    k6_load4<VEC4>(rowp, v, v1, x);
-    unsigned long long s = 0;
+#pragma unroll 1
+  for (int64_t t0 = wid; t0 < nt_loc; t0 += 4 * nw) {
+    float x[4][4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      if (v + k < v1) {
-        s += k6_q(x[k]);
-        if (amax_better(x[k], v + k, av, ai)) { av = x[k]; ai = v + k; }
-      }
+    for (int u = 0; u < 4; ++u) {
+      const int64_t t = t0 + (int64_t)u * nw;
+      if (t < nt_loc) k6_load4<VEC4>(rowp, v0 + t * K6_TILE + lane * 4, v1, x[u]);
     }
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(FULL, s, o);
-    if (lane == 0) tsum[t] = s;
+    for (int u = 0; u < 4; ++u) {
+      const int64_t t = t0 + (int64_t)u * nw;
+      if (t >= nt_loc) break;  // warp-uniform
+      const int64_t v = v0 + t * K6_TILE + lane * 4;
+      unsigned long long s = 0;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        if (v + k < v1) {
+          s += k6_q(x[u][k]);
+          if (amax_better(x[u][k], v + k, av, ai)) { av = x[u][k]; ai = v + k; }
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(FULL, s, o);
+      if (lane == 0) tsum[t] = s;
+    }
   }
   __syncthreads();
   // remove rejected tokens (a set: each distinct token once)
@@ -1175,16 +1221,20 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   const float ta = ta_in > 1e-9f ? ta_in : 1e-9f;  // max(f32(threshold_acc), f32(1e-9))
   const c10::cuda::CUDAGuard guard(candidates.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
-  int cs = (int)std::min<int64_t>(8, std::max<int64_t>(1, (V + 16383) / 16384));
-  int64_t chunk = (V + cs - 1) / cs;
-  chunk = (chunk + K6_TILE - 1) / K6_TILE * K6_TILE;
-  cs = (int)((V + chunk - 1) / chunk);
-  const int64_t ntiles = chunk / K6_TILE;
-  const size_t smem = (size_t)(ntiles + 1 + 33) * 8 + (size_t)Q * (6 * 8 + 4 + 4 + 4);
-  TORCH_CHECK(smem <= 227 * 1024, "draft_tree_reject_sample: Q/V too large for shared memory");
-  const dim3 grid((unsigned)cs, (unsigned)B), block(512);
+  const dim3 block(512);
   const bool vec = V % 4 == 0 && reinterpret_cast<uintptr_t>(target_probs.data_ptr()) % 16 == 0;
   auto k = vec ? k6_kernel<true> : k6_kernel<false>;
+  auto smem_of = [&](int64_t chunk) {
+    return (size_t)(chunk / K6_TILE + 1 + 33) * 8 + (size_t)Q * (6 * 8 + 4 + 4 + 4);
+  };
+  auto chunk_of = [&](int c) { int64_t ch = (V + c - 1) / c; return (ch + K6_TILE - 1) / K6_TILE * K6_TILE; };
+  int cs = (int)std::min<int64_t>(B <= 16 ? 16 : 8, std::max<int64_t>(1, (V + 8191) / 8192));
+  if (cs > 8) cs = usable_cluster(k, cs, block, smem_of(chunk_of(cs)));
+  const int64_t chunk = chunk_of(cs);
+  cs = (int)((V + chunk - 1) / chunk);
+  const size_t smem = smem_of(chunk);
+  TORCH_CHECK(smem <= 227 * 1024, "draft_tree_reject_sample: Q/V too large for shared memory");
+  const dim3 grid((unsigned)cs, (unsigned)B);
   launch_cluster(k, grid, block, smem, cs, stream, (const int64_t*)ptr<int64_t>(candidates),
                  (const int64_t*)ptr<int64_t>(retrive_index), (const int64_t*)ptr<int64_t>(retrive_next_token),
                  (const int64_t*)ptr<int64_t>(retrive_next_sibling), (const float*)ptr<float>(target_probs),

@@ -36,7 +36,7 @@ def requested_hw(config) -> set[str]:
     return kinds | {"cpu"}  # the CPU is always there and always exercised
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hardware_missing(kind: str) -> str | None:
     """None when ``kind`` is usable here, else a sentence saying what is missing."""
     if kind == "cpu":

@@ -36,4 +36,4 @@ start=$(date +%s)
 python3 -m eagle4.cli container build cpu-csim || exit 1
 echo "ci_container_parity: image ready after $(( $(date +%s) - start )) s"
 python3 -m eagle4.cli container run cpu-csim -- python -m pytest -m parity -n 2 -p no:cacheprovider \
-  --reports-dir /tmp/eagle4-container-reports
+  --reports-dir=/tmp/eagle4-container-reports

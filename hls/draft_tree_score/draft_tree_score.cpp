@@ -60,9 +60,11 @@ void draft_tree_score_core(EAGLE4_K1_TOP_ARGS(HW)) {
   float key[SORT_LANES];
   int idx[SORT_LANES];
   int top[MAX_TOP_K];
+  int par_slot[MAX_TOP_K];
 #pragma HLS ARRAY_PARTITION variable = key complete
 #pragma HLS ARRAY_PARTITION variable = idx complete
 #pragma HLS ARRAY_PARTITION variable = top complete
+#pragma HLS ARRAY_PARTITION variable = par_slot complete
 
 per_request:
   for (int b = 0; b < B; ++b) {
@@ -74,12 +76,17 @@ per_request:
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
       lls[w] = last_layer_scores[static_cast<int64_t>(b) * W + w];
     }
+    int slot = 0, kk = 0;  // c = slot*K + kk, tracked by counters instead of a divider
   score:
     for (int c = 0; c < SORT_LANES; ++c) {
 #pragma HLS PIPELINE II = 1
       if (c < C) {
         const float p = topk_probas_sampling[rowC + c];
-        const float v = p * lls[c / K];  // exactly one binary32 multiply (no contraction)
+        const float v = p * lls[slot];  // exactly one binary32 multiply (no contraction)
+        if (++kk == K) {
+          kk = 0;
+          ++slot;
+        }
         s[c] = v;
         curr_layer_scores[rowC + c] = v;
         key[c] = eagle4::k1::sort_key(v);
@@ -112,14 +119,16 @@ per_request:
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
       const int p = top[r];
       const int64_t o = static_cast<int64_t>(b) * K + r;
+      const int parent = p / K;  // K <= MAX_TOP_K iterations: a small divider
       cache_topk_indices[o] = cumu_count + p;
-      parent_indices_in_layer[o] = p / K;
+      parent_indices_in_layer[o] = parent;
+      par_slot[r] = parent;
       if (write_output_tokens) output_tokens[o] = hot ? tok[p] : static_cast<int64_t>(topk_tokens_sampling[rowC + p]);
     }
   gather_rows:
     for (int r = 0; r < K; ++r) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
-      int parent = top[r] / K;
+      int parent = par_slot[r];
       parent = parent < 0 ? 0 : (parent > W - 1 ? W - 1 : parent);  // never triggers for valid inputs
       const int64_t src = (static_cast<int64_t>(b) * W + parent) * H;
       const int64_t dst = (static_cast<int64_t>(b) * K + r) * H;

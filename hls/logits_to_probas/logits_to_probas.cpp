@@ -1,22 +1,33 @@
 // K5 convert_logits_to_probas (KERNELS.md §5.4).
 //
-// Per row r (request b = r / G):
-//   read pass  (logits read once from HBM, 1 element/cycle): argmax of the raw logits in LANES
-//              interleaved lanes (lane = v mod LANES) merged by the torch.argmax rule; for
-//              sampling rows x_v = logits / temp (IEEE division) goes to the on-chip row buffer
-//              and the lane maxima of x are tracked;
-//   exp pass   (on-chip): e_v = exp(x_v - m) back into the row buffer, accumulated into LANES
-//              partial sums acc[v mod LANES] (each lane sequential in ascending v), then the fixed
-//              neighbours-first binary tree pinned by src/eagle4/kernels/logits_to_probas.py;
-//   write pass probas = e_v / s (IEEE division).
-// Greedy rows (temp < 1e-6f in binary32, negative and -0 included) only need the read pass and
-// a one-hot write. write_probas = false leaves probas untouched.
+// The row is streamed in chunks of LANES = 16 consecutive floats (one 512-bit beat; the unrolled
+// consecutive reads let Vitis widen the m_axi port and burst), lane l = v mod 16. Per row r
+// (request b = r / G):
+//   read pass  (the only HBM read of the row): argmax of the raw logits in LANES x ACC_DEPTH
+//              partial (value, index) candidates merged by the torch.argmax rule (a total order,
+//              so the merge order does not matter); for sampling rows x_v = logits / temp (IEEE
+//              division) goes to the on-chip row buffer and the partial maxima of x are kept;
+//   exp pass   (on chip): e_v = exp(x_v - m) back into the row buffer and into the partitioned
+//              accumulator array acc[c mod ACC_DEPTH][v mod 16] (chunk c); then each lane's
+//              sub-accumulators in ascending order, then the neighbours-first binary tree over the
+//              16 lanes pinned by src/eagle4/kernels/logits_to_probas.py (see
+//              logits_to_probas_bounds.h: ACC_DEPTH = 1 is exactly the reference's association);
+//   write pass probas = e_v / s (IEEE division), 16 per cycle.
+// Greedy rows (temp < 1e-6f in binary32: negative and zero included) only need the read pass and
+// a one-hot write. write_probas = false leaves probas untouched (argmax and is_greedy only).
+// NaN / +inf / all -inf rows need no special case: IEEE propagation gives a NaN row (§5.4 step 4).
+// Not done here (a dataflow refinement): overlapping row r's exp/write passes with row r+1's read
+// pass through a ping-pong pair of row buffers.
 #include "logits_to_probas.hpp"
 
 #include <cmath>
 #ifdef __SYNTHESIS__
 #include "hls_math.h"
 #endif
+
+// Dependence distance of the sub-accumulators (= ACC_DEPTH chunks) as an HLS pragma argument.
+#define K5_PRAGMA(x) _Pragma(#x)
+#define K5_INTER_DISTANCE(var, dist) K5_PRAGMA(HLS DEPENDENCE variable=var type=inter distance=dist dependent=true)
 
 namespace {
 
@@ -32,14 +43,14 @@ inline float k5_exp(float x) {
 #endif
 }
 
-// Candidate of the argmax (index -1: empty lane).
+// Candidate of the argmax (index -1: empty).
 struct K5Arg {
   float val;
   int32_t idx;
 };
 
-// torch.argmax order: NaN above every number (first NaN wins), then larger value, then lower index.
-// `b` must not precede `a` in index order when both are valid and equal (callers merge in order).
+// torch.argmax order: NaN above every number (lowest index among NaNs), then the larger value,
+// then the lower index (-0.0 == +0.0). A total order: merging in any order gives the same result.
 inline K5Arg k5_better(K5Arg a, K5Arg b) {
   if (a.idx < 0) return b;
   if (b.idx < 0) return a;
@@ -58,8 +69,8 @@ inline K5Arg k5_better(K5Arg a, K5Arg b) {
 void logits_to_probas_top(PORT(const float) logits, PORT(const float) temperatures, PORT(float) probas,
                           PORT(int64_t) argmax_ids, PORT(uint8_t) is_greedy, int B, int G, int V,
                           bool write_probas) {
-#pragma HLS INTERFACE m_axi port=logits offset=slave bundle=gmem0 max_read_burst_length=256 depth=1024
-#pragma HLS INTERFACE m_axi port=probas offset=slave bundle=gmem1 max_write_burst_length=256 depth=1024
+#pragma HLS INTERFACE m_axi port=logits offset=slave bundle=gmem0 max_widen_bitwidth=512 max_read_burst_length=64 depth=4096
+#pragma HLS INTERFACE m_axi port=probas offset=slave bundle=gmem1 max_widen_bitwidth=512 max_write_burst_length=64 depth=4096
 #pragma HLS INTERFACE m_axi port=temperatures offset=slave bundle=gmem2 depth=128
 #pragma HLS INTERFACE m_axi port=argmax_ids offset=slave bundle=gmem2 depth=1024
 #pragma HLS INTERFACE m_axi port=is_greedy offset=slave bundle=gmem2 depth=128
@@ -69,11 +80,14 @@ void logits_to_probas_top(PORT(const float) logits, PORT(const float) temperatur
 #pragma HLS INTERFACE s_axilite port=write_probas
 #pragma HLS INTERFACE s_axilite port=return
 
-  // One row of x_v, then of e_v (608 KB at V = 152k: URAM).
+  // One row of x_v, then of e_v: 16 banks so that a whole chunk is read or written per cycle
+  // (4 * MAX_VOCAB bytes: URAM).
   static float row_buf[MAX_VOCAB];
+#pragma HLS ARRAY_PARTITION variable=row_buf type=cyclic factor=16
 #pragma HLS BIND_STORAGE variable=row_buf type=ram_2p impl=uram
 
   const float kGreedyTemp = 1e-6f;  // binary32 0x358637BD (§5.3, D17)
+  const int n_chunks = (V + LANES - 1) / LANES;
 
 batch_loop:
   for (int b = 0; b < B; ++b) {
@@ -81,108 +95,149 @@ batch_loop:
     const float temp = temperatures[b];
     const bool greedy = temp < kGreedyTemp;
     is_greedy[b] = greedy ? uint8_t(1) : uint8_t(0);
+    const bool sampling = !greedy && write_probas;
 
   row_loop:
     for (int g = 0; g < G; ++g) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=128
       const int64_t r = int64_t(b) * G + g;
       const int64_t base = r * int64_t(V);
-      const bool sampling = !greedy && write_probas;
 
-      K5Arg lane_arg[LANES];
-      float lane_xmax[LANES];
-#pragma HLS ARRAY_PARTITION variable=lane_arg complete
-#pragma HLS ARRAY_PARTITION variable=lane_xmax complete
-    init_lanes:
-      for (int l = 0; l < LANES; ++l) {
+      K5Arg part_arg[ACC_DEPTH][LANES];
+      float part_xmax[ACC_DEPTH][LANES];
+#pragma HLS ARRAY_PARTITION variable=part_arg complete dim=0
+#pragma HLS ARRAY_PARTITION variable=part_xmax complete dim=0
+    init_parts:
+      for (int d = 0; d < ACC_DEPTH; ++d) {
 #pragma HLS UNROLL
-        lane_arg[l].val = 0.0f;
-        lane_arg[l].idx = -1;
-        lane_xmax[l] = -INFINITY;
+        for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+          part_arg[d][l].val = 0.0f;
+          part_arg[d][l].idx = -1;
+          part_xmax[d][l] = -INFINITY;
+        }
       }
 
-      // Read pass: the only HBM read of the row.
-    read_loop:
-      for (int v = 0; v < V; ++v) {
+      // ---- read pass
+    read_chunks:
+      for (int c = 0; c < n_chunks; ++c) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=152064
-#pragma HLS DEPENDENCE variable=lane_arg inter distance=16 true
-#pragma HLS DEPENDENCE variable=lane_xmax inter distance=16 true
-        const int l = v & (LANES - 1);
-        const float x = logits[base + v];
-        // Ascending v within a lane: replace unless the current best is NaN, or x is not larger.
-        const K5Arg cur = lane_arg[l];
-        if (cur.idx < 0 || (!k5_isnan(cur.val) && (k5_isnan(x) || x > cur.val))) {
-          lane_arg[l].val = x;
-          lane_arg[l].idx = v;
-        }
-        if (sampling) {
-          const float xt = x / temp;
-          row_buf[v] = xt;
-          if (xt > lane_xmax[l]) lane_xmax[l] = xt;  // NaN never becomes the max (NaN row anyway)
+#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+        K5_INTER_DISTANCE(part_arg, EAGLE4_K5_ACC_DEPTH)
+        K5_INTER_DISTANCE(part_xmax, EAGLE4_K5_ACC_DEPTH)
+        const int d = c & (ACC_DEPTH - 1);
+      read_lanes:
+        for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+          const int v = c * LANES + l;
+          if (v < V) {
+            const float x = logits[base + v];
+            // ascending v per partial: replace unless the best is NaN or x is not larger
+            const K5Arg cur = part_arg[d][l];
+            if (cur.idx < 0 || (!k5_isnan(cur.val) && (k5_isnan(x) || x > cur.val))) {
+              part_arg[d][l].val = x;
+              part_arg[d][l].idx = v;
+            }
+            if (sampling) {
+              const float xt = x / temp;
+              row_buf[v] = xt;
+              if (xt > part_xmax[d][l]) part_xmax[d][l] = xt;  // NaN is skipped: its row is NaN anyway
+            }
+          }
         }
       }
 
-      K5Arg best = lane_arg[0];
-    merge_arg:
-      for (int l = 1; l < LANES; ++l) {
+      K5Arg best = part_arg[0][0];
+      float m = part_xmax[0][0];
+    merge_parts:
+      for (int d = 0; d < ACC_DEPTH; ++d) {
 #pragma HLS UNROLL
-        best = k5_better(best, lane_arg[l]);
+        for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+          best = k5_better(best, part_arg[d][l]);
+          if (part_xmax[d][l] > m) m = part_xmax[d][l];
+        }
       }
       argmax_ids[r] = int64_t(best.idx);
 
       if (!write_probas) continue;
 
       if (greedy) {
-      onehot_loop:
-        for (int v = 0; v < V; ++v) {
+      onehot_chunks:
+        for (int c = 0; c < n_chunks; ++c) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=152064
-          probas[base + v] = (v == best.idx) ? 1.0f : 0.0f;
+#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+          for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+            const int v = c * LANES + l;
+            if (v < V) probas[base + v] = (v == best.idx) ? 1.0f : 0.0f;
+          }
         }
         continue;
       }
 
-      float m = lane_xmax[0];
-    merge_max:
-      for (int l = 1; l < LANES; ++l) {
-#pragma HLS UNROLL
-        if (lane_xmax[l] > m) m = lane_xmax[l];
-      }
-
-      float acc[LANES];
-#pragma HLS ARRAY_PARTITION variable=acc complete
+      // ---- exp pass (on chip)
+      float acc[ACC_DEPTH][LANES];
+#pragma HLS ARRAY_PARTITION variable=acc complete dim=0
     init_acc:
+      for (int d = 0; d < ACC_DEPTH; ++d) {
+#pragma HLS UNROLL
+        for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+          acc[d][l] = 0.0f;
+        }
+      }
+    exp_chunks:
+      for (int c = 0; c < n_chunks; ++c) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+        K5_INTER_DISTANCE(acc, EAGLE4_K5_ACC_DEPTH)
+        const int d = c & (ACC_DEPTH - 1);
+      exp_lanes:
+        for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+          const int v = c * LANES + l;
+          if (v < V) {
+            const float e = k5_exp(row_buf[v] - m);
+            row_buf[v] = e;
+            acc[d][l] = acc[d][l] + e;
+          }
+        }
+      }
+      // each lane: its sub-accumulators in ascending order
+      float lane_sum[LANES];
+#pragma HLS ARRAY_PARTITION variable=lane_sum complete
+    fold_depth:
       for (int l = 0; l < LANES; ++l) {
 #pragma HLS UNROLL
-        acc[l] = 0.0f;
+        float s_l = acc[0][l];
+        for (int d = 1; d < ACC_DEPTH; ++d) {
+#pragma HLS UNROLL
+          s_l = s_l + acc[d][l];
+        }
+        lane_sum[l] = s_l;
       }
-    exp_loop:
-      for (int v = 0; v < V; ++v) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=152064
-#pragma HLS DEPENDENCE variable=acc inter distance=16 true
-        const float d = row_buf[v] - m;
-        const float e = k5_exp(d);
-        row_buf[v] = e;
-        acc[v & (LANES - 1)] += e;
-      }
-      // balanced tree, neighbours first: ((s0+s1)+(s2+s3)) + ... as the reference pins it
+      // 16 lanes: balanced tree, neighbours first ((s0+s1)+(s2+s3)) + ..., as the reference pins it
     reduce_tree:
       for (int w = 1; w < LANES; w *= 2) {
 #pragma HLS UNROLL
         for (int l = 0; l + w < LANES; l += 2 * w) {
 #pragma HLS UNROLL
-          acc[l] = acc[l] + acc[l + w];
+          lane_sum[l] = lane_sum[l] + lane_sum[l + w];
         }
       }
-      const float s = acc[0];
+      const float s = lane_sum[0];
 
-    write_loop:
-      for (int v = 0; v < V; ++v) {
+      // ---- write pass
+    write_chunks:
+      for (int c = 0; c < n_chunks; ++c) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=152064
-        probas[base + v] = row_buf[v] / s;
+#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+        for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+          const int v = c * LANES + l;
+          if (v < V) probas[base + v] = row_buf[v] / s;
+        }
       }
     }
   }

@@ -7,12 +7,18 @@
 //              accept iff coin <= prob_acc / thr_acc (f32 division) or p >= threshold_single;
 //              greedy requests accept iff tok == target_predict[b, row]; a token outside [0, V)
 //              is skipped (never accepted, never read, never in Rej). Rej (the in-range tokens
-//              rejected among the children of the final row) is an on-chip sorted set, so that
-//              phases B/C exclude it with one merge pointer while streaming the row;
-//   phase B/C  (sampling) one HBM read of the final row into an on-chip buffer while summing the
-//              quantized residual q_v = floor(r_v * 2^32) in u64 (exact); inverse CDF over the
-//              buffer with u = floor(c * R_q / 2^24) computed without 128-bit arithmetic; argmax
-//              fallback (torch.argmax rule, Rej ignored) when R_q = 0. Greedy: target_predict.
+//              rejected among the children of the current row) is an on-chip bitmap over the
+//              vocabulary (one 16-bit word per chunk of 16 tokens) plus the list of its members,
+//              which clears it again (at an accept and at the end of the request);
+//   phase B    (sampling) the final row streamed once from HBM in chunks of 16 floats (one
+//              512-bit beat per cycle) into an on-chip buffer: q_v = floor(r_v * 2^32) (u64,
+//              exact) with the chunk's Rej word masking, a 16-input adder tree per chunk, the chunk
+//              sums kept on chip, R_q = their sum (exact, so any association is the same); the
+//              torch.argmax-rule candidates of the row are tracked for the R_q = 0 fallback;
+//   phase C    u = floor(c * R_q / 2^24) without 128-bit arithmetic; a scan of the chunk sums (one
+//              per cycle) finds the chunk where the prefix first exceeds u, then a 16-lane scan
+//              inside that chunk finds the smallest v with prefix > u (§6.6 step 4). Greedy
+//              requests take target_predict[b, row].
 //   write      predicts of the request's Q positions (-1 unless set), the accept row (-1 padded),
 //              accept_length.
 #include "reject_sample.hpp"
@@ -23,11 +29,30 @@ using namespace eagle4::k6;
 
 inline bool k6_isnan(float x) { return x != x; }
 
-// q_v of §6.6 step 2 for one entry; t in [0, 1] or NaN (checked by the caller).
+// q_v of §6.6 step 2 for one entry; t in [0, 1] or NaN (an entry above 1 is reported).
 inline uint64_t k6_quant(float t, bool excluded) {
   if (excluded || !(t > 0.0f)) return 0;
   const float scaled = t * 4294967296.0f;  // * 2^32: exact in binary32
   return uint64_t(scaled);                 // truncation == floor for a non-negative value
+}
+
+struct K6Arg {
+  float val;
+  int32_t idx;  // -1: empty
+};
+
+// §5.4 step 1 order (NaN largest, first NaN wins, lowest index on equal maxima): a total order.
+inline K6Arg k6_better(K6Arg a, K6Arg b) {
+  if (a.idx < 0) return b;
+  if (b.idx < 0) return a;
+  const bool na = k6_isnan(a.val), nb = k6_isnan(b.val);
+  if (na || nb) {
+    if (na && nb) return a.idx < b.idx ? a : b;
+    return na ? a : b;
+  }
+  if (a.val > b.val) return a;
+  if (b.val > a.val) return b;
+  return a.idx < b.idx ? a : b;
 }
 
 }  // namespace
@@ -43,7 +68,7 @@ int reject_sample_top(PORT(const int64_t) candidates, PORT(const int64_t) retriv
 #pragma HLS INTERFACE m_axi port=retrive_index offset=slave bundle=gmem0 depth=1024
 #pragma HLS INTERFACE m_axi port=retrive_next_token offset=slave bundle=gmem0 depth=1024
 #pragma HLS INTERFACE m_axi port=retrive_next_sibling offset=slave bundle=gmem0 depth=1024
-#pragma HLS INTERFACE m_axi port=target_probs offset=slave bundle=gmem1 max_read_burst_length=256 depth=4096
+#pragma HLS INTERFACE m_axi port=target_probs offset=slave bundle=gmem1 max_widen_bitwidth=512 max_read_burst_length=64 depth=65536
 #pragma HLS INTERFACE m_axi port=target_predict offset=slave bundle=gmem0 depth=1024
 #pragma HLS INTERFACE m_axi port=is_greedy offset=slave bundle=gmem0 depth=128
 #pragma HLS INTERFACE m_axi port=coins offset=slave bundle=gmem0 depth=1024
@@ -60,9 +85,14 @@ int reject_sample_top(PORT(const int64_t) candidates, PORT(const int64_t) retriv
 #pragma HLS INTERFACE s_axilite port=err_info
 #pragma HLS INTERFACE s_axilite port=return
 
-  // The final row of target_probs (phase B reads it once from HBM; phase C rescans it on-chip).
+  // The final row of target_probs (phase B reads it once; phase C rereads one chunk on chip).
   static float row_buf[MAX_VOCAB];
+#pragma HLS ARRAY_PARTITION variable=row_buf type=cyclic factor=16
 #pragma HLS BIND_STORAGE variable=row_buf type=ram_2p impl=uram
+  static uint64_t chunk_sum[MAX_CHUNKS];  // sum of q_v over each chunk of 16 tokens
+  // Rej as a bitmap (bit v mod 16 of word v / 16). Invariant between requests and calls: all zero
+  // (every set bit is listed in rej_list and cleared before the request ends).
+  static uint16_t rej_bits[MAX_CHUNKS];
 
   int64_t cand[MAX_VERIFY];
   int32_t ridx[MAX_VERIFY];
@@ -70,15 +100,15 @@ int reject_sample_top(PORT(const int64_t) candidates, PORT(const int64_t) retriv
   int16_t next_sib[MAX_VERIFY];
   float coin_l[MAX_VERIFY];
   int32_t pred[MAX_VERIFY];
+  int32_t rej_list[MAX_VERIFY];  // members of Rej (distinct in-range tokens)
   int32_t acc_row[MAX_ACCEPT];
-  int32_t rej[MAX_VERIFY];  // Rej: sorted ascending, unique
 #pragma HLS ARRAY_PARTITION variable=acc_row complete
-#pragma HLS ARRAY_PARTITION variable=rej complete
 
-  // thr_acc = max(f32(threshold_acc), f32(1e-9)) in binary32 (a NaN threshold stays NaN).
+  // thr_acc = max(f32(threshold_acc), f32(1e-9)) in binary32 (NaN is refused by the caller).
   const float kMinThr = 1e-9f;
   const float thr_acc = (threshold_acc < kMinThr) ? kMinThr : threshold_acc;
-  *err_info = -1;
+  const int n_chunks = (V + LANES - 1) / LANES;
+  int64_t first_bad = -1;
 
 request_loop:
   for (int b = 0; b < B; ++b) {
@@ -104,26 +134,25 @@ request_loop:
     }
 
     // ---------------- phase A: tree walk
-    int row = 0;        // node whose children are tested
-    int last = 0;       // local index of the last accepted position (retrive_index = qb + last)
+    int row = 0;   // node whose children are tested
+    int last = 0;  // local index of the last accepted position (its retrive_index is qb + last)
     int cur = 0;
     int n = 0;
     float prob_acc = 0.0f;
     int nrej = 0;
     float coin = coin_l[0];
     int64_t row_predict = greedy ? int64_t(target_predict[qb + 0]) : int64_t(-1);
-    const int64_t row_base0 = qb * int64_t(V);
-    int64_t row_base = row_base0;  // flat offset of target_probs[b, row, 0]
+    int64_t row_base = qb * int64_t(V);  // flat offset of target_probs[b, row, 0]
     acc_row[0] = ridx[0];
 
   walk_loop:
     for (int j = 1; j < S; ++j) {
-#pragma HLS LOOP_TRIPCOUNT min=0 max=31
+#pragma HLS LOOP_TRIPCOUNT min=0 max=63
       cur = next_tok[cur];
       bool accepted = false;
     sibling_loop:
-      for (int k = 0; k < Q && cur != -1; ++k) {  // a sibling chain has at most Q nodes
-#pragma HLS LOOP_TRIPCOUNT min=0 max=128
+      for (int k = 0; k < Q && cur != -1; ++k) {  // links point forward: a chain has < Q nodes
+#pragma HLS LOOP_TRIPCOUNT min=0 max=127
         const int64_t tok = cand[cur];
         if (tok < 0 || tok >= V) {  // D26: never accepted, never in Rej, no read
           cur = next_sib[cur];
@@ -146,32 +175,25 @@ request_loop:
           row = cur;
           coin = coin_l[cur];
           prob_acc = 0.0f;
+        clear_rej_on_accept:
+          for (int i = 0; i < nrej; ++i) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=0 max=127
+            rej_bits[rej_list[i] / LANES] = 0;
+          }
           nrej = 0;
           row_base = (qb + row) * int64_t(V);
           if (greedy) row_predict = int64_t(target_predict[qb + row]);
           accepted = true;
           break;
         }
-        if (!greedy) {
-          // insert tok into the sorted set Rej (no duplicates)
+        if (!greedy) {  // Rej is a set: duplicates among siblings enter once
           const int32_t t32 = int32_t(tok);
-          int pos = nrej;
-          bool dup = false;
-        rej_find:
-          for (int i = 0; i < MAX_VERIFY; ++i) {
-#pragma HLS UNROLL
-            if (i < nrej) {
-              if (rej[i] == t32) dup = true;
-              if (rej[i] > t32 && pos == nrej) pos = i;
-            }
-          }
-          if (!dup) {
-          rej_shift:
-            for (int i = MAX_VERIFY - 1; i > 0; --i) {
-#pragma HLS UNROLL
-              if (i <= nrej && i > pos) rej[i] = rej[i - 1];
-            }
-            rej[pos] = t32;
+          const uint16_t bit = uint16_t(1u << (t32 % LANES));
+          const uint16_t word = rej_bits[t32 / LANES];
+          if (!(word & bit)) {
+            rej_bits[t32 / LANES] = uint16_t(word | bit);
+            rej_list[nrej] = t32;
             ++nrej;
           }
         }
@@ -185,65 +207,102 @@ request_loop:
     if (greedy) {
       sample = int32_t(row_predict);
     } else {
-      // B: residual mass, one HBM pass over the final row.
-      uint64_t r_q = 0;
-      int rp = 0;
-    residual_loop:
-      for (int v = 0; v < V; ++v) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=152064
-        const float t = target_probs[row_base + v];
-        row_buf[v] = t;
-        if (t > 1.0f) {  // precondition of §6.6 step 2 (q_v <= 2^32)
-          if (*err_info < 0) *err_info = row_base + v;
+      // B: residual mass, one chunked HBM pass over the final row
+      K6Arg part[ARG_DEPTH][LANES];
+#pragma HLS ARRAY_PARTITION variable=part complete dim=0
+    init_part:
+      for (int d = 0; d < ARG_DEPTH; ++d) {
+#pragma HLS UNROLL
+        for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+          part[d][l].val = 0.0f;
+          part[d][l].idx = -1;
         }
-        const bool excluded = rp < nrej && rej[rp] == v;
-        if (excluded) ++rp;
-        r_q += k6_quant(t, excluded);
       }
-      if (*err_info >= 0) return K6_ERR_PROB_ABOVE_ONE;
+      uint64_t r_q = 0;
+    residual_chunks:
+      for (int c = 0; c < n_chunks; ++c) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+#pragma HLS DEPENDENCE variable=part type=inter distance=8 dependent=true
+        const int d = c & (ARG_DEPTH - 1);
+        const uint16_t word = rej_bits[c];
+        uint64_t csum = 0;
+      residual_lanes:
+        for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+          const int v = c * LANES + l;
+          if (v < V) {
+            const float t = target_probs[row_base + v];
+            row_buf[v] = t;
+            if (t > 1.0f && first_bad < 0) first_bad = row_base + v;  // §6.6 step 2 precondition
+            csum += k6_quant(t, (word >> l) & 1u);
+            const K6Arg cur_p = part[d][l];  // ascending v per partial
+            if (cur_p.idx < 0 || (!k6_isnan(cur_p.val) && (k6_isnan(t) || t > cur_p.val))) {
+              part[d][l].val = t;
+              part[d][l].idx = v;
+            }
+          }
+        }
+        chunk_sum[c] = csum;
+        r_q += csum;
+      }
 
       if (r_q > 0) {
         // C: u = floor(c * R_q / 2^24), c = min(floor(coin * 2^24), 2^24 - 1)
         const float fc = final_coins[b];
         const float cs = fc * 16777216.0f;  // exact
-        uint64_t c;
-        if (!(cs > 0.0f)) c = 0;  // 0, negative or NaN coin (precondition: [0, 1))
-        else if (cs >= 16777215.0f) c = 16777215u;
-        else c = uint64_t(cs);
-        const uint64_t u = c * (r_q >> 24) + ((c * (r_q & 0xFFFFFFull)) >> 24);
-        uint64_t prefix = 0;
-        int32_t found = -1;
-        rp = 0;
-      cdf_loop:
-        for (int v = 0; v < V; ++v) {
+        uint64_t cq;
+        if (!(cs > 0.0f)) cq = 0;  // precondition: coin in [0, 1)
+        else if (cs >= 16777215.0f) cq = 16777215u;
+        else cq = uint64_t(cs);
+        const uint64_t u = cq * (r_q >> 24) + ((cq * (r_q & 0xFFFFFFull)) >> 24);
+        // the chunk where the prefix first exceeds u (it exists: u < R_q)
+        uint64_t before = 0;
+        int hit = n_chunks - 1;
+      cdf_chunks:
+        for (int c = 0; c < n_chunks; ++c) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=152064
-          const float t = row_buf[v];
-          const bool excluded = rp < nrej && rej[rp] == v;
-          if (excluded) ++rp;
-          prefix += k6_quant(t, excluded);
-          if (prefix > u) {
-            found = v;
+#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+          const uint64_t next = before + chunk_sum[c];
+          if (next > u) {
+            hit = c;
             break;
+          }
+          before = next;
+        }
+        // inside the chunk: the smallest v with prefix > u
+        const uint16_t word = rej_bits[hit];
+        uint64_t prefix = before;
+        int32_t found = -1;
+      cdf_lanes:
+        for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+          const int v = hit * LANES + l;
+          if (v < V) {
+            prefix += k6_quant(row_buf[v], (word >> l) & 1u);
+            if (found < 0 && prefix > u) found = v;
           }
         }
         sample = found;
       } else {
-        // fallback: argmax of the row (NaN largest, first NaN wins, lowest index on ties), Rej ignored
-        float best = row_buf[0];
-        int32_t best_i = 0;
-      fallback_argmax:
-        for (int v = 1; v < V; ++v) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=152064
-          const float t = row_buf[v];
-          if (!k6_isnan(best) && (k6_isnan(t) || t > best)) {
-            best = t;
-            best_i = v;
+        // fallback: argmax of the row by the §5.4 step 1 rule, Rej ignored (D19)
+        K6Arg best = part[0][0];
+      merge_part:
+        for (int d = 0; d < ARG_DEPTH; ++d) {
+#pragma HLS UNROLL
+          for (int l = 0; l < LANES; ++l) {
+#pragma HLS UNROLL
+            best = k6_better(best, part[d][l]);
           }
         }
-        sample = best_i;
+        sample = best.idx;
+      }
+    clear_rej_at_end:
+      for (int i = 0; i < nrej; ++i) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=0 max=127
+        rej_bits[rej_list[i] / LANES] = 0;
       }
     }
     pred[last] = sample;
@@ -257,10 +316,11 @@ request_loop:
   write_accept_row:
     for (int j = 0; j < S; ++j) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=32
+#pragma HLS LOOP_TRIPCOUNT min=1 max=64
       accept_index[int64_t(b) * S + j] = acc_row[j];
     }
     accept_length[b] = n;
   }
-  return K6_OK;
+  *err_info = first_bad;
+  return first_bad >= 0 ? K6_ERR_PROB_ABOVE_ONE : K6_OK;
 }

@@ -18,7 +18,9 @@ enum : int {
 // Bounds and preconditions checked by the caller (the C-sim wrapper): 1 <= B <= k6::MAX_BATCH,
 // 1 <= Q <= k6::MAX_VERIFY, 1 <= S <= k6::MAX_ACCEPT, 1 <= V <= k6::MAX_VOCAB,
 // retrive_index[b,i] == b*Q + i, retrive_next_token / retrive_next_sibling in [-1, Q).
-// On K6_ERR_PROB_ABOVE_ONE, *err_info holds the flat target_probs offset of the offending entry.
+// On K6_ERR_PROB_ABOVE_ONE (an entry of a final row above 1; the outputs are then meaningless),
+// *err_info holds the flat target_probs offset of the first offending entry, else -1.
+// On-chip state kept between calls: the Rej bitmap, all zero on entry and on return.
 int reject_sample_top(PORT(const int64_t) candidates, PORT(const int64_t) retrive_index,
                       PORT(const int64_t) retrive_next_token, PORT(const int64_t) retrive_next_sibling,
                       PORT(const float) target_probs, PORT(const int64_t) target_predict,

@@ -12,6 +12,11 @@ constexpr int MAX_VERIFY = ::eagle4::MAX_VERIFY;      // Q <= M
 constexpr int MAX_ACCEPT = ::eagle4::MAX_ACCEPT_LEN;  // S = D_max + 1
 constexpr int MAX_VOCAB = ::eagle4::MAX_VOCAB;        // V: the final row is kept on chip
 static_assert(MAX_VERIFY <= 32767, "local tree links are stored as int16");
+// Phases B/C stream the final row in chunks of LANES consecutive floats (one 512-bit beat).
+constexpr int LANES = 16;
+constexpr int MAX_CHUNKS = (MAX_VOCAB + LANES - 1) / LANES;
+// Partial argmax candidates per lane (interleaved by chunk) for the R_q = 0 fallback.
+constexpr int ARG_DEPTH = 8;
 }  // namespace k6
 }  // namespace eagle4
 

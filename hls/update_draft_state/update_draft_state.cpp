@@ -8,21 +8,15 @@
 // Only the regions of §2.4 are written. The only arithmetic is the one f32 multiply by 0.9999f.
 #include "update_draft_state.hpp"
 
-#include <cstring>
-
 namespace {
 using eagle4::MAX_CANDIDATES;
 using eagle4::MAX_TOP_K;
 using eagle4::MAX_VERIFY;
-
-// 0.9999f as its binary32 pattern 0x3F7FF972 (§2.5 step 3; computing in f64 does not match CUDA).
-inline float decay_f32() {
-  const uint32_t bits = 0x3F7FF972u;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 }  // namespace
+
+// 0.9999f rounds to the binary32 pattern 0x3F7FF972 (§2.5 step 3; computing in f64 does not match
+// CUDA). A literal keeps the top free of type punning; the C-ABI wrapper checks the pattern once.
+const float EAGLE4_K2_DECAY = 0.9999f;
 
 void update_draft_state_top(PORT(const float) topk_probas, PORT(const int64_t) topk_tokens,
                             PORT(const float) sorted_scores, PORT(const int64_t) sorted_indexs,
@@ -76,7 +70,7 @@ void update_draft_state_top(PORT(const float) topk_probas, PORT(const int64_t) t
   const int nk = free_slots <= 0 ? 0 : (free_slots < C ? static_cast<int>(free_slots) : C);  // kept nodes
   const int ns = n1 < C ? (n1 > K ? n1 : K) : C;  // sorted scores the kernel needs: [0, max(K, min(n1, C)))
   const int mask_w = Ic - 1;
-  const float decay = decay_f32();
+  const float decay = EAGLE4_K2_DECAY;
 
   int64_t tok[MAX_CANDIDATES];
   int64_t par_id[MAX_CANDIDATES];  // topk_indexs (W <= C)
@@ -138,6 +132,7 @@ per_request:
     }
 
     // 3. append the kept candidates in original sampling order
+    int slot = 0, kk = 0;  // i = slot*K + kk, tracked by counters instead of a divider
   append_nodes:
     for (int i = 0; i < nk; ++i) {
 #pragma HLS PIPELINE II = 1
@@ -146,9 +141,13 @@ per_request:
       cumu_tokens[rowN + g] = tok[i];
       cumu_scores[rowN + g] = topk_probas[rowC + i] * decay;  // one binary32 multiply
       cumu_deltas[rowN + g] = curr_depth;
-      prev_indexs[rowN + g] = par_id[i / K];
+      prev_indexs[rowN + g] = par_id[slot];
       next_indexs[rowN + g] = -1;
-      side_indexs[rowN + g] = (i % K == K - 1) ? int64_t(-1) : g + 1;  // g+1 even when g+1 >= N
+      side_indexs[rowN + g] = (kk == K - 1) ? int64_t(-1) : g + 1;  // g+1 even when g+1 >= N
+      if (++kk == K) {
+        kk = 0;
+        ++slot;
+      }
     }
 
     // 4. parent -> first child, ascending w (a later duplicate overwrites: larger w wins)

@@ -19,4 +19,6 @@ void update_draft_state_top(PORT(const float) topk_probas, PORT(const int64_t) t
                             PORT(int64_t) output_tokens, PORT(float) work_scores, PORT(float) sort_scores,
                             PORT(uint8_t) output_tree_mask);
 
+extern const float EAGLE4_K2_DECAY;  // 0.9999f == 0x3F7FF972
+
 #endif  // EAGLE4_UPDATE_DRAFT_STATE_HPP

@@ -5,6 +5,8 @@
 // 15 work_scores, 16 sort_scores, 17 output_tree_mask.
 // iscalars: batch_size, node_top_k, tree_width, input_count, cumu_count, verify_num, curr_depth,
 // max_input_size, max_node_count, max_verify_num.
+#include <cstring>
+
 #include "eagle4_capi.h"
 #include "update_draft_state.hpp"
 
@@ -12,6 +14,11 @@ extern "C" int eagle4_update_draft_state(EAGLE4_CAPI_PARAMS) {
   (void)fscalars;
   const auto c = eagle4::capi::make_ctx("update_draft_state", tensors, shapes, elem_bytes, errbuf, errlen);
   using namespace eagle4::capi;
+  uint32_t decay_bits;
+  std::memcpy(&decay_bits, &EAGLE4_K2_DECAY, sizeof decay_bits);
+  if (decay_bits != 0x3F7FF972u)
+    return c.fail(E_ARG, "the compiler rounded 0.9999f to 0x%08x, not 0x3F7FF972 (check the float flags)",
+                  unsigned(decay_bits));
   const int64_t B = iscalars[0], K = iscalars[1], W = iscalars[2], Ic = iscalars[3], cc = iscalars[4];
   const int64_t Vn = iscalars[5], d = iscalars[6], I = iscalars[7], N = iscalars[8], M = iscalars[9];
   // §2.5 preconditions, then the bounds of §0.4 the indexing relies on

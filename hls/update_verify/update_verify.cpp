@@ -37,8 +37,8 @@ void update_verify_top(PORT(const int32_t) accept_index, PORT(const int32_t) acc
 #pragma HLS INTERFACE m_axi port=out_cache_loc offset=slave bundle=gmem0 depth=16384
 #pragma HLS INTERFACE m_axi port=verify_node_ids offset=slave bundle=gmem0 depth=16384
 #pragma HLS INTERFACE m_axi port=req_to_token offset=slave bundle=gmem1 depth=65536
-#pragma HLS INTERFACE m_axi port=hidden_states offset=slave bundle=gmem2 max_read_burst_length=256 depth=65536
-#pragma HLS INTERFACE m_axi port=next_hidden offset=slave bundle=gmem3 max_write_burst_length=256 depth=65536
+#pragma HLS INTERFACE m_axi port=hidden_states offset=slave bundle=gmem2 max_widen_bitwidth=512 max_read_burst_length=64 depth=65536
+#pragma HLS INTERFACE m_axi port=next_hidden offset=slave bundle=gmem3 max_widen_bitwidth=512 max_write_burst_length=64 depth=65536
 #pragma HLS INTERFACE m_axi port=accept_index_out offset=slave bundle=gmem4 depth=4096
 #pragma HLS INTERFACE m_axi port=accept_length_out offset=slave bundle=gmem4 depth=128
 #pragma HLS INTERFACE m_axi port=accept_indptr offset=slave bundle=gmem4 depth=129
@@ -138,11 +138,18 @@ compact_requests:
         next_positions[ku] = L + j;
         const int64_t src = int64_t(p) * hidden_words;
         const int64_t dst = int64_t(ku) * hidden_words;
+        // one 512-bit beat (32 half-words) per cycle; the unrolled consecutive accesses let the
+        // m_axi ports widen and burst
       copy_hidden:
-        for (int w = 0; w < hidden_words; ++w) {
+        for (int w0 = 0; w0 < hidden_words; w0 += HIDDEN_BEAT) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=8192
-          next_hidden[dst + w] = uint16_t(hidden_states[src + w]);
+#pragma HLS LOOP_TRIPCOUNT min=1 max=256
+        copy_beat:
+          for (int l = 0; l < HIDDEN_BEAT; ++l) {
+#pragma HLS UNROLL
+            const int w = w0 + l;
+            if (w < hidden_words) next_hidden[dst + w] = uint16_t(hidden_states[src + w]);
+          }
         }
         ++ku;
       }

@@ -14,6 +14,7 @@ constexpr int MAX_HIDDEN = ::eagle4::MAX_HIDDEN;      // H
 constexpr int64_t MAX_SEQ_LEN = ::eagle4::MAX_SEQ_LEN;  // S_max (req_to_token row stride)
 // hidden rows are bit-copied as 16-bit words: H * E_h / 2 words per row (E_h = 2 or 4)
 constexpr int MAX_HIDDEN_WORDS = 2 * MAX_HIDDEN;
+constexpr int HIDDEN_BEAT = 32;  // half-words per 512-bit beat of the hidden-row copy
 constexpr int MAX_POSITIONS = MAX_BATCH * MAX_VERIFY;  // B*Q (evict mask kept on chip)
 }  // namespace k7
 }  // namespace eagle4

@@ -27,6 +27,7 @@ void work_deltas_top(PORT(const float) work_scores, int batch_size, int node_cou
   const int K = node_top_k;
   const int vb = verify_num < 1 ? 1 : verify_num;  // D25: Vb' = max(Vb, 1), no upper clamp
   const int len = n0 + K;
+  if (B < 0 || n0 < 0 || K < 0 || n0 > eagle4::MAX_VERIFY || K > eagle4::MAX_TOP_K) return;  // do nothing
 
   float acc[eagle4::MAX_TOP_K + 1];  // batch totals, from +0.0
 #pragma HLS ARRAY_PARTITION variable = acc complete

@@ -345,7 +345,7 @@ def symbols_from_params(spec: KernelSpec, params: dict) -> dict[str, int]:
     return env
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(expr: str):
     return compile(expr, "<shape>", "eval")
 
@@ -385,7 +385,7 @@ def check_arrays(spec: KernelSpec, arrays: dict, params: dict, *, role: str = "i
             raise SpecError(f"{spec.key}: {name} must have dtype {'/'.join(allowed)}, got {logical}")
         if len(a.shape) != arr.ndim:
             raise SpecError(f"{spec.key}: {name} must have {len(a.shape)} dimension(s) {a.shape}, got shape {arr.shape}")
-        for dim, expr in zip(arr.shape, a.shape):
+        for dim, expr in zip(arr.shape, a.shape, strict=False):
             if expr == "*":
                 continue
             if _IDENT.match(expr) and expr not in env:

@@ -88,9 +88,9 @@ def test_prompt_hash_is_verified(tmp_path):
 
 def test_foreign_sections_are_kept_and_hashed(tmp_path):
     text = DEFAULT.read_text()
-    p = _copy_tree(tmp_path, text + '\n[fpga]\nclock_mhz = 300\n\n[[gates]]\nname = "g"\n')
+    p = _copy_tree(tmp_path, text + '\n[zz_other_owner]\nclock_mhz = 300\n\n[[zz_gates]]\nname = "g"\n')
     c = load_contract(p, verify_files=False)
-    assert c.extra_sections["fpga"] == {"clock_mhz": 300}
+    assert c.extra_sections["zz_other_owner"] == {"clock_mhz": 300}
     assert c.sha256 != load_contract(DEFAULT, verify_files=False).sha256
     assert "clock_mhz" in render_markdown(c)
 

@@ -148,3 +148,6 @@ def test_port_bytes_csv(tmp_path):
     out = write_port_bytes_csv([{"kernel": "k", "case_id": "c", "port": "p", "bytes_read": 1, "bytes_written": 2}],
                                tmp_path / "fresh.csv")
     assert list(csv.DictReader(out.open()))[0]["provenance"] == "csim"
+    out = write_port_bytes_csv([("k", "c", "p", 3, 4)], tmp_path / "tuples.csv")
+    assert list(csv.DictReader(out.open())) == [{"kernel": "k", "case_id": "c", "port": "p", "bytes_read": "3",
+                                                 "bytes_written": "4", "provenance": "csim"}]

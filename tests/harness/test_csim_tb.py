@@ -94,6 +94,18 @@ def test_testbench_matches_cuda_goldens(tmp_path, fname, key):
     assert r.returncode == 0 and not r.sanitizer_report, (r.stdout, r.stderr)
 
 
+@pytest.mark.parametrize("key", MY_KERNELS)
+def test_testbench_with_raw_pointer_ports(tmp_path, key):
+    """Built without EAGLE4_CSIM_COUNTERS (PORT(T) = T*, as Vitis csim_design compiles it), sanitized."""
+    tb = _tb()
+    cases = [c for c in _cases(key) if not reference_outcome(c).error][::7]
+    for case in cases:
+        path = _dump(tmp_path, case)
+        r = tb.run_testbench(key, path, counters=False)
+        assert r.returncode == 0 and not r.sanitizer_report, (case.case_id, r.stdout[-2000:], r.stderr[-2000:])
+        assert "port " not in r.stdout  # no counters in this build
+
+
 @pytest.fixture(scope="module")
 def k3_dump(tmp_path_factory):
     case = _cases("work_deltas")[3]
@@ -193,3 +205,31 @@ def test_csim_backend_and_testbench_agree_on_port_bytes(tmp_path, k3_dump):
     for port, (rd, wr) in b.last_port_bytes.items():
         line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith(f"port {port} "))
         assert f"read {rd:>10} B" in line and f"written {wr:>10} B" in line, line
+
+
+def _tb_abi_tables():
+    import re
+
+    from eagle4.spec import KERNEL_ORDER
+
+    out = []
+    for key in KERNEL_ORDER:
+        src = csim.HLS_DIR / key / f"tb_{key}.cpp"
+        if not src.is_file() or "KernelAbi" not in src.read_text():
+            continue
+        text = src.read_text()
+        body = text[text.index("KernelAbi"):]
+        lists = re.findall(r"\{([^{}]*)\}", body[body.index("{") + 1:])[:3]
+        out.append(pytest.param(key, [re.findall(r'"([^"]+)"', lst) for lst in lists], id=key))
+    return out
+
+
+@pytest.mark.parametrize("key,tables", _tb_abi_tables())
+def test_testbench_argument_tables_follow_spec(key, tables):
+    """Each tb_<key>.cpp's KernelAbi lists the tensors, int/bool scalars and f32 scalars in spec.py order."""
+    from eagle4.spec import kernel_spec
+
+    spec = kernel_spec(key)
+    assert tables[0] == [a.name for a in spec.tensors]
+    assert tables[1] == [a.name for a in spec.scalars if a.dtype != "f32"]
+    assert tables[2] == [a.name for a in spec.scalars if a.dtype == "f32"]

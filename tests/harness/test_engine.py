@@ -161,3 +161,53 @@ def test_csim_backend_small_case(contract):
     base = eng.generate_target_only(ids, 12)
     assert [r.output_ids for r in spec] == base
     assert any(v == "csim" for v in eng.backend.used.values()), eng.backend.used
+
+
+def test_loads_hf_style_checkpoints(tmp_path):
+    """Sharded target (model.safetensors.index.json) and an EAGLE-1 style draft (no layer-0
+    input_layernorm, embed/lm_head taken from the target) load from plain local directories."""
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from eagle4.models import load_draft, load_target
+
+    src = ROOT / "models" / "default"
+    t = tmp_path / "target"
+    t.mkdir()
+    shutil.copy(src / "target" / "config.json", t / "config.json")
+    sd = load_file(str(src / "target" / "model.safetensors"))
+    keys = sorted(sd)
+    half = len(keys) // 2
+    save_file({k: sd[k] for k in keys[:half]}, str(t / "model-00001-of-00002.safetensors"))
+    save_file({k: sd[k] for k in keys[half:]}, str(t / "model-00002-of-00002.safetensors"))
+    (t / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        k: ("model-00001-of-00002.safetensors" if i < half else "model-00002-of-00002.safetensors")
+        for i, k in enumerate(keys)}}))
+    target = load_target(t)
+    ref = load_target(src / "target")
+    ids = torch.tensor([[256, 72, 105]])
+    assert torch.equal(target.forward_train(ids)[1], ref.forward_train(ids)[1])
+    d = tmp_path / "draft"
+    d.mkdir()
+    shutil.copy(src / "draft" / "config.json", d / "config.json")
+    dsd = load_file(str(src / "draft" / "model.safetensors"))
+    dsd.pop("layers.0.input_layernorm.weight")
+    save_file(dsd, str(d / "model.safetensors"))
+    draft = load_draft(d, target)
+    assert isinstance(draft.layers[0].input_layernorm, torch.nn.Identity)
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        load_target(tmp_path)
+
+
+def test_plain_safetensors_reader_matches_library():
+    from safetensors.torch import load_file
+
+    from eagle4.models.llama import _load_safetensors_plain
+
+    f = ROOT / "models" / "default" / "target" / "model.safetensors"
+    a, b = _load_safetensors_plain(str(f)), load_file(str(f))
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k].dtype == b[k].dtype and torch.equal(a[k].view(torch.int16), b[k].view(torch.int16))

@@ -51,6 +51,9 @@ def test_run_contract_in_process(tmp_path):
         assert float(r["tpot_s"]) == pytest.approx((float(r["e2e_s"]) - float(r["ttft_s"])) / 11, rel=1e-6)
     md = res["paths"]["summary"].read_text()
     assert c.sha256 in md and "| b8 | 8 | 5 |" in md and "Time share" in md
+    acc = read_csv(res["paths"]["accepts"])
+    assert acc and all(int(r["tokens_committed"]) == int(r["accept_length"]) + 1 for r in acc)
+    assert all(0 <= int(r["accept_length"]) <= c.decode.tree_depth for r in acc)
     prof = read_csv(res["paths"]["profile"])
     assert {r["region"] for r in prof} >= {"K6_reject_sample", "target_verify"}
 

@@ -167,7 +167,7 @@ def test_k5_k6_agreement_10k(record_property):
         fo, _ = fc.run_verify("fused", s, a)
         uo, _ = fc.run_verify("unfused", s, a, exp_variant=1)
         agree_len += int((fo["accept_length"] == uo["accept_length"]).sum())
-        agree_tok += sum(x == y for x, y in zip(_accepted_tokens(fo, s.B, s.Q, s.S), _accepted_tokens(uo, s.B, s.Q, s.S)))
+        agree_tok += sum(x == y for x, y in zip(_accepted_tokens(fo, s.B, s.Q, s.S), _accepted_tokens(uo, s.B, s.Q, s.S), strict=True))
         accept_sum += int(fo["accept_length"].sum())
         n += s.B
     r_len, r_tok = agree_len / n, agree_tok / n
@@ -198,6 +198,139 @@ def test_k5_k6_against_pytorch_reference():
     k6 = K.call("reject_sample", t, {"threshold_single": 1.0, "threshold_acc": 1.0, "B": B, "Q": Q, "S": S, "V": V})
     agree = (k6["accept_length"].numpy() == fo["accept_length"]).mean()
     tok = np.mean([x == y for x, y in zip(_accepted_tokens(fo, B, Q, S), _accepted_tokens(
-        {"accept_index": k6["accept_index"].numpy().ravel(), "predicts": k6["predicts"].numpy()}, B, Q, S))])
+        {"accept_index": k6["accept_index"].numpy().ravel(), "predicts": k6["predicts"].numpy()}, B, Q, S), strict=True)])
     print(f"\nfused vs PyTorch reference K5->K6 ({B} cases): accept lengths {agree:.4%}, tokens {tok:.4%}")
     assert agree >= 0.99 and tok >= 0.99
+
+
+def test_draft_lm_head_spill_beyond_the_onchip_tile():
+    """B*W > E4F_LM_ROWS: rows past the on-chip logits tile spill to HBM; weights still stream once."""
+    s = fc.DraftShape(B=40, K=8, widths=[1, 8], H=8, Vt=32, V=300, N=128, M=64, I=64, L=3, verify_num=16,
+                      hidden_dtype="bfloat16", weight_dtype="int8", seed=9)
+    a = fc.make_draft_inputs(s)
+    fo, fcnt = fc.run_draft("fused", s, a)
+    uo, _ = fc.run_draft("unfused", s, a)
+    for k in fc.DRAFT_OUTPUTS:
+        if k not in ("out_hidden", "out_tokens"):
+            assert _same(fo[k], uo[k]), k
+    assert fcnt["lm_weight"][0] == 2 * s.Vt * s.H  # two layers, one pass each
+    spilled = (s.B * 8 - fc.LM_ROWS) * s.Vt * 4
+    assert fcnt["lm_spill"] == (spilled, spilled)
+
+
+@pytest.mark.parametrize("case", VERIFY_CASES[1:3] + VERIFY_CASES[5:7], ids=lambda c: c[0])
+def test_verify_k4_k7_against_pytorch_reference(case):
+    """The stage library's K4 (verify use) and K7 against the PyTorch reference, on the fused design's
+    own K6 results (debug taps)."""
+    torch = pytest.importorskip("torch")
+    from eagle4 import dtypes as dt
+    from eagle4 import kernels as K
+
+    name, kw = case
+    s, a = _verify_case(seed=len(name), **kw)
+    fo, _ = fc.run_verify("fused", s, a)
+    B, Q, S = s.B, s.Q, s.S
+    t = lambda n: torch.from_numpy(np.ascontiguousarray(a[n]))  # noqa: E731
+    k4 = K.call("tree_mask", {"seq_lens": t("seq_lens"), "req_pool_indices": t("req_pool_indices"),
+                              "req_to_token": t("req_to_token"), "tree_cache_locs": t("out_cache_loc").reshape(B, Q),
+                              "tree_parent": t("tree_parent")},
+                {"S_max": a["req_to_token"].shape[1], "B": B, "T": Q, "Q": Q, "write_bool_mask": False})
+    for n in ("qo_indptr", "kv_indptr", "positions", "mask_indptr_bits", "mask_indptr_bytes"):
+        assert np.array_equal(k4[n].numpy().ravel(), fo[n].ravel()), n
+    nkv, nb = int(fo["kv_indptr"][-1]), int(fo["mask_indptr_bytes"][-1])
+    assert np.array_equal(k4["kv_indices"].numpy()[:nkv], fo["kv_indices"][:nkv])
+    assert np.array_equal(k4["packed_mask"].numpy()[:nb], fo["packed_mask"][:nb])
+    hid = dt.to_torch(a["hidden_states"])
+    k7 = K.call("update_verify", {
+        "accept_index": torch.from_numpy(fo["accept_index"].reshape(B, S)), "accept_length": torch.from_numpy(
+            fo["accept_length"]), "predicts": torch.from_numpy(fo["predicts"]), "finish_pos": torch.from_numpy(
+            fo["finish_pos"]), "seq_lens": t("seq_lens"), "req_pool_indices": t("req_pool_indices"),
+        "req_to_token": t("req_to_token").clone(), "out_cache_loc": t("out_cache_loc"), "hidden_states": hid,
+        "verify_node_ids": t("verify_node_ids")}, {"B": B, "Q": Q, "S": S, "H": s.H, "S_max": a["req_to_token"].shape[1]})
+    n_unf = int(fo["next_indptr"][int(fo["unfinished_count"][0])])
+    for n, v in k7.items():
+        ref = v.numpy() if v.dtype != torch.bfloat16 else dt.to_numpy(v)
+        mine = fo[n]
+        if n == "next_hidden":
+            ref, mine = ref[:n_unf], mine.reshape(-1, s.H)[:n_unf]
+        assert _same(ref.ravel(), np.asarray(mine).ravel()), f"K7 {n} differs from the PyTorch reference"
+
+
+@pytest.mark.parametrize("case", [DRAFT_CASES[1], DRAFT_CASES[3], DRAFT_CASES[4]], ids=lambda c: c[0])
+def test_draft_chain_against_pytorch_reference(case):
+    """The stage library's draft step (K1 -> K2 -> K3 -> hand-off -> K4 -> verify-set selection)
+    against the PyTorch reference kernels and the host glue (eagle4.workload.tree_glue), fed with the
+    same per-layer top-K candidates (uncounted taps of the unfused chain)."""
+    torch = pytest.importorskip("torch")
+    from eagle4 import dtypes as dt
+    from eagle4 import kernels as Kr
+    from eagle4.workload import tree_glue as glue
+
+    name, B, K, widths, N, M, I, Vn, hdt, wdt, hot = case
+    s = fc.DraftShape(B=B, K=K, widths=widths, H=24, Vt=96, V=500 if hot else 0, N=N, M=M, I=I, L=13,
+                      verify_num=Vn, use_hot=hot, hidden_dtype=hdt, weight_dtype=wdt, seed=len(name))
+    a = fc.make_draft_inputs(s)
+    uo, _ = fc.run_draft("unfused", s, a, debug=True)
+    T = torch.from_numpy
+    st = glue.init_draft_state(T(a["root_token"]), N=N, M=M, K=K, I=I)
+    cc, Ic = glue.ROOT_CC, glue.ROOT_IC
+    last = torch.ones((B, 1), dtype=torch.float32)
+    topk_idx = torch.zeros((B, 1), dtype=torch.int64)
+    mask = torch.zeros((B, 1, 0), dtype=torch.bool)
+    parents, fed = [], []
+    for d, W in enumerate(widths):
+        C = W * K
+        hid = dt.to_torch(np.ascontiguousarray(a["draft_hidden"][d][: B * W]))
+        k1 = Kr.call("draft_tree_score", {
+            "topk_probas_sampling": T(np.ascontiguousarray(uo["dbg_topk_p"][d][:, :C])),
+            "topk_tokens_sampling": T(np.ascontiguousarray(uo["dbg_topk_t"][d][:, :C])), "last_layer_scores": last,
+            "input_hidden_states": hid, "hot_token_id": T(a["hot_token_id"]) if hot else None},
+            {"batch_size": B, "node_top_k": K, "tree_width": W, "cumu_count": cc, "use_hot_token_id": hot})
+        out_h = dt.to_numpy(k1["output_hidden_states"]) if hdt != "float32" else k1["output_hidden_states"].numpy()
+        assert _same(out_h.reshape(-1), uo["out_hidden"][d].reshape(-1)), f"layer {d}: K1 output_hidden_states"
+        k2 = Kr.call("update_draft_state", {
+            "topk_probas": k1["curr_layer_scores"], "topk_tokens": k1["topk_tokens_sampling"],
+            "sorted_scores": k1["sort_layer_scores"], "sorted_indexs": k1["sort_layer_indices"],
+            "parent_indexs": k1["parent_indices_in_layer"], "topk_indexs": topk_idx, "input_tree_mask": mask,
+            **{k: st[k] for k in ("cumu_tokens", "cumu_scores", "cumu_deltas", "prev_indexs", "next_indexs",
+                                  "side_indexs", "work_scores", "sort_scores", "output_tree_mask")}},
+            {"batch_size": B, "node_top_k": K, "tree_width": W, "input_count": Ic, "cumu_count": cc,
+             "verify_num": Vn, "curr_depth": d + 1, "max_input_size": I, "max_node_count": N, "max_verify_num": M})
+        st.update({k: v for k, v in k2.items() if k in st})
+        assert np.array_equal(k2["output_tokens"].numpy(), uo["out_tokens"][d]), f"layer {d}: output_tokens"
+        n0 = min(min(max(Vn, 1), M), cc)
+        k3 = Kr.call("work_deltas", {"work_scores": st["work_scores"]},
+                     {"batch_size": B, "node_count": n0, "node_top_k": K, "verify_num": Vn, "row_stride": M + K})
+        assert _same(k3["work_deltas"].numpy(), uo["work_deltas"][d]), f"layer {d}: work_deltas"
+        cc += C
+        parents.append(k1["parent_indices_in_layer"])
+        if d + 1 == len(widths):
+            break
+        Wn = widths[d + 1]
+        fr = glue.frontier_handoff(output_tokens=k2["output_tokens"], output_scores=k2["output_scores"],
+                                   output_hidden_states=k1["output_hidden_states"],
+                                   cache_topk_indices=k1["cache_topk_indices"], output_tree_mask=k2["output_tree_mask"],
+                                   Ic=Ic, W_next=Wn)
+        last, topk_idx, mask, Ic = fr.last_layer_scores, fr.topk_indexs, fr.input_tree_mask, fr.Ic
+        fed.append(Wn)
+        t4, p4 = glue.draft_mask_inputs(widths=fed, parents=parents, seq_lens=T(a["seq_lens"]),
+                                        req_pool_indices=T(a["req_pool_indices"]), req_to_token=T(a["req_to_token"]),
+                                        tree_cache_locs=T(a["draft_cache_locs"]), write_bool_mask=False)
+        k4 = Kr.call("tree_mask", t4, p4)
+        for n in ("qo_indptr", "kv_indptr", "mask_indptr_bits", "mask_indptr_bytes"):
+            assert np.array_equal(k4[n].numpy(), uo[n][d][: B + 1]), f"layer {d}: K4 {n}"
+        nkv, nb = int(uo["kv_indptr"][d][B]), int(uo["mask_indptr_bytes"][d][B])
+        assert np.array_equal(k4["kv_indices"].numpy()[:nkv], uo["kv_indices"][d][:nkv])
+        assert np.array_equal(k4["positions"].numpy().ravel(), uo["positions"][d][: B * Wn])
+        assert np.array_equal(k4["packed_mask"].numpy()[:nb], uo["packed_mask"][d][:nb])
+    nn = min(cc, N)
+    for k in ("cumu_tokens", "cumu_scores", "cumu_deltas", "prev_indexs", "next_indexs", "side_indexs"):
+        assert _same(st[k].numpy()[:, :nn], uo[k][:, :nn]), f"final state {k}"
+    vs = glue.select_verify_set(cumu_tokens=st["cumu_tokens"], cumu_scores=st["cumu_scores"],
+                                prev_indexs=st["prev_indexs"], cc=cc, verify_num=Vn, M=M)
+    Q = vs.Q
+    assert Q == uo["cc_out"][1]
+    for ref, mine in ((vs.node_ids, "vt_node_ids"), (vs.candidates, "vt_candidates"), (vs.tree_parent, "vt_tree_parent"),
+                      (vs.retrive_next_token, "vt_next_token"), (vs.retrive_next_sibling, "vt_next_sibling"),
+                      (vs.retrive_index, "vt_retrive_index")):
+        assert np.array_equal(ref.numpy(), uo[mine].ravel()[: B * Q].reshape(B, Q)), mine

@@ -449,6 +449,18 @@ def test_k6_hand_case_values():
     assert out["accept_index"][0, 1] == 3  # tokens -1 and 7 skipped even with threshold_single = 0
 
 
+def test_k6_rej_state_does_not_leak_between_calls():
+    """Rej lives in an on-chip bitmap that persists across calls; it must be empty again after each request."""
+    first = next(c for c in _k6_hand_cases() if c.case_id.endswith("star_reject_all"))  # Rej = {0, 2} at the end
+    out = _csim().run("reject_sample", first.inputs, first.params)
+    assert out["accept_length"].tolist() == [0]
+    probs = np.zeros((1, 1, 7), F32)
+    probs[0, 0, 0], probs[0, 0, 2] = 0.25, 0.75
+    fresh = _k6_case("fresh", 1, 1, 1, 7, [[-1]], [[0]], probs, [0], [[0.0]], [0.0])
+    out = _csim().run("reject_sample", fresh.inputs, fresh.params)
+    assert out["predicts"].tolist() == [0]  # a leaked Rej {0, 2} would give R_q = 0 and the fallback 2
+
+
 # ---- K7
 
 

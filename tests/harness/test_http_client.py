@@ -118,3 +118,16 @@ def test_http_contract_writes_reports(server, contract, tmp_path):
     res = run_http_contract(contract, server.url, tmp_path, kind="vllm", points=["b1"], runs=5, timeout=120)
     assert len(res["runs"]) == 5
     assert (tmp_path / "http_summary.md").read_text().count("| b1 |") == 1
+
+
+def test_phased_profile_is_bounded(server, contract):
+    from types import SimpleNamespace
+
+    from eagle4.workload.http_client import run_http_phases
+
+    texts = [p["text"] for p in contract.load_prompts()]
+    phases = [SimpleNamespace(duration_s=0.3, concurrency=1), SimpleNamespace(duration_s=0.3, concurrency=3)]
+    res = run_http_phases(server.url, texts, phases, 8, kind="vllm", timeout=60, max_requests=12)
+    assert 2 <= len(res["results"]) <= 12
+    assert res["failures"] == 0
+    assert set(res["phases"]) == {0, 1}

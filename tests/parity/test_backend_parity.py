@@ -23,7 +23,7 @@ def _params():
     return [pytest.param(b, c, id=f"{b}-{c.case_id}", marks=[m]) for b, m in BACKEND_MARKS.items() for c in cases]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _backend(name: str, kernel_src: str | None):
     opts = {"kernel_src": kernel_src} if name == "cuda" and kernel_src else {}
     backend = get_backend(name, **opts)

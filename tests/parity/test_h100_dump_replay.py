@@ -28,7 +28,7 @@ def test_h100_goldens_are_committed():
     assert "H100" in json.dumps(meta), "the dump manifest does not name an H100"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _backend(name):
     b = get_backend(name)
     b.require()

@@ -24,12 +24,14 @@
 #ifndef E4F_MAX_H
 #define E4F_MAX_H 4096     // hidden size
 #endif
+#define E4F_MAX_ROWS (E4F_MAX_B * E4F_MAX_K)  // frontier hidden rows held on-chip (one weight pass per layer)
 #ifndef E4F_MAX_VH
 #define E4F_MAX_VH 32768   // hot vocabulary: one logits tile row kept on-chip
 #endif
 #ifndef E4F_LM_ROWS
 #define E4F_LM_ROWS 256    // LM-head rows per weight pass (B*W tile; larger batches re-stream the weights)
 #endif
+#define E4F_MAX_ROWS (E4F_MAX_B * E4F_MAX_K)  // frontier hidden rows held on-chip (one weight pass per layer)
 #ifndef E4F_MAX_V
 #define E4F_MAX_V 262144   // verify vocabulary: one logits row kept on-chip by fused K5
 #endif

@@ -63,21 +63,28 @@ inline float w_to_f(float w) { return w; }
 // ---- draft LM head: logits[r, v] = scale_v * sum_h w[v, h] * x[r, h] ------------------------
 // The weight row v is read ONCE and applied to all R on-chip hidden rows (weights streamed).
 // wrow: on-chip buffer of H floats.
+// one logit: sequential f32 accumulation over h, then the per-row scale (int8)
+inline float lm_dot(const float* wrow, const float* x, int64_t H, bool use_scale, float sc) {
+  float acc = 0.0f;
+  for (int64_t h = 0; h < H; ++h) {
+    const float prod = wrow[h] * x[h];
+    acc = acc + prod;
+  }
+  if (use_scale) acc = acc * sc;
+  return acc;
+}
+template <typename WT, typename PW>
+inline float load_wrow(PW w, int64_t v, int64_t H, float* wrow) {
+  for (int64_t h = 0; h < H; ++h) wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
+  return 0.0f;
+}
 template <typename WT, typename PW, typename PS, typename PL>
 void lm_head(PW w, PS scales, bool use_scale, const float* x, int64_t R, int64_t H, int64_t V, PL logits,
              int64_t logit_stride, float* wrow) {
   for (int64_t v = 0; v < V; ++v) {
-    for (int64_t h = 0; h < H; ++h) wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
+    load_wrow<WT>(w, v, H, wrow);
     const float sc = use_scale ? static_cast<float>(scales[v]) : 1.0f;
-    for (int64_t r = 0; r < R; ++r) {
-      float acc = 0.0f;
-      for (int64_t h = 0; h < H; ++h) {
-        const float prod = wrow[h] * x[r * H + h];
-        acc = acc + prod;
-      }
-      if (use_scale) acc = acc * sc;
-      logits[r * logit_stride + v] = acc;
-    }
+    for (int64_t r = 0; r < R; ++r) logits[r * logit_stride + v] = lm_dot(wrow, x + r * H, H, use_scale, sc);
   }
 }
 
@@ -89,15 +96,15 @@ struct RowStats {
   int64_t amax;
 };
 inline bool greedy_temp(float t) { return t < 1e-6f; }
-// exp used by K5/K6. Variant 0 (every synthesized design): expf. Variant 1 (testbench only): exp
-// evaluated in double and rounded to f32, standing in for another platform's exp (CUDA, torch) in
-// the K5 -> K6 agreement measurement (§9.2 caveat).
+// exp used by K5/K6. Variant 0 (every synthesized design): expf. Variant 1 (testbench only):
+// exp2f(x * log2(e)) in f32, the few-ulp formulation of fast GPU / HLS exp cores, standing in for
+// another platform's exp in the K5 -> K6 agreement measurement (§9.2 caveat).
 inline int& exp_variant() {
   static int v = 0;
   return v;
 }
 inline float exp_f(float x) {
-  return exp_variant() == 1 ? static_cast<float>(std::exp(static_cast<double>(x))) : std::exp(x);
+  return exp_variant() == 1 ? std::exp2(x * 1.44269504f) : std::exp(x);
 }
 
 template <typename PR>

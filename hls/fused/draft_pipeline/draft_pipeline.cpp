@@ -30,9 +30,9 @@ struct State {
 };
 static State st;
 // LM-head tile: hidden rows (raw bits for the K1 gather + f32 for the dot products) and logits
-static uint32_t hid_bits[E4F_LM_ROWS * E4F_MAX_H];
-static float hid_f[E4F_LM_ROWS * E4F_MAX_H];
-static float logits[E4F_LM_ROWS][E4F_MAX_VH];
+static uint32_t hid_bits[E4F_MAX_ROWS * E4F_MAX_H];  // HW: the raw 16-bit words only, converted on the fly
+static float hid_f[E4F_MAX_ROWS * E4F_MAX_H];
+static float logits[E4F_LM_ROWS][E4F_MAX_VH];  // the on-chip logits tile (rows [0, LM_ROWS) of the layer)
 static float wrow[E4F_MAX_H];
 
 struct CandRec {  // one request's W*K sampled candidates (LM head top-K)
@@ -50,25 +50,50 @@ struct WorkRec {
   int64_t n0;
 };
 
-// ---- stage 1: LM head + softmax + top-K (rows of requests [b0, b0+nb)) ---------------------
+// ---- stage 0: LM head, ONE weight pass per layer for all B*W frontier rows -------------------
+// Rows [0, LM_ROWS) keep their logits in the on-chip tile; rows beyond it (large batches) spill
+// their logits to an HBM scratch buffer (4 B written + 4 B read per logit), which costs less than
+// streaming the weights again whenever (R - LM_ROWS) * 8 < H * E_w.
 template <typename HT, typename WT>
-void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> lms, const DraftCfg& c, int64_t W,
-                   int64_t b0, int64_t nb, EAGLE4_STREAM(CandRec, 4) & cand_s) {
-  const int64_t R = nb * W, H = c.H, V = c.Vt;
+void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> lms, Port<float> spill,
+                   const DraftCfg& c, int64_t W) {
+  const int64_t R = c.B * W, H = c.H, V = c.Vt;
   for (int64_t r = 0; r < R; ++r)
     for (int64_t h = 0; h < H; ++h) {
-      const HT bits = hidden[(b0 * W + r) * H + h];
+      const HT bits = hidden[r * H + h];
       hid_bits[r * H + h] = bits;
       hid_f[r * H + h] = hid_to_f(bits, c.hid_code);
     }
-  lm_head<WT>(lmw, lms, c.use_scale != 0, hid_f, R, H, V, &logits[0][0], int64_t(E4F_MAX_VH), wrow);
+  for (int64_t v = 0; v < V; ++v) {
+    load_wrow<WT>(lmw, v, H, wrow);
+    const float sc = c.use_scale ? static_cast<float>(lms[v]) : 1.0f;
+    for (int64_t r = 0; r < R; ++r) {
+      const float x = lm_dot(wrow, hid_f + r * H, H, c.use_scale != 0, sc);
+      if (r < E4F_LM_ROWS)
+        logits[r][v] = x;
+      else
+        spill[(r - E4F_LM_ROWS) * V + v] = x;
+    }
+  }
+}
+
+// ---- stage 1: softmax + top-K per frontier row (requests [b0, b0+nb)) ------------------------
+void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b0, int64_t nb,
+                      EAGLE4_STREAM(CandRec, 4) & cand_s) {
+  const int64_t V = c.Vt;
+  static float row[E4F_MAX_VH];
   static float prob_row[E4F_MAX_VH];
   for (int64_t bl = 0; bl < nb; ++bl) {
     CandRec rec;
     for (int64_t w = 0; w < W; ++w) {
-      const float* lr = logits[bl * W + w];
-      const RowStats rs = row_stats(lr, V, 1.0f, false);
-      for (int64_t v = 0; v < V; ++v) prob_row[v] = proba(lr[v], 1.0f, rs);
+      const int64_t r = (b0 + bl) * W + w;
+      if (r < E4F_LM_ROWS) {
+        for (int64_t v = 0; v < V; ++v) row[v] = logits[r][v];
+      } else {
+        for (int64_t v = 0; v < V; ++v) row[v] = spill[(r - E4F_LM_ROWS) * V + v];
+      }
+      const RowStats rs = row_stats(row, V, 1.0f, false);
+      for (int64_t v = 0; v < V; ++v) prob_row[v] = proba(row[v], 1.0f, rs);
       topk_row(prob_row, V, static_cast<int>(c.K), &rec.p[w * c.K], &rec.t[w * c.K]);
     }
     cand_s.write(rec);
@@ -91,7 +116,7 @@ void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<
       if (p < 0) p = 0;
       if (p > W - 1) p = W - 1;
       for (int64_t h = 0; h < c.H; ++h)
-        out_hidden[(b * c.K + r) * c.H + h] = static_cast<HT>(hid_bits[(bl * W + p) * c.H + h]);
+        out_hidden[(b * c.K + r) * c.H + h] = static_cast<HT>(hid_bits[(b * W + p) * c.H + h]);
     }
     k1_s.write(o);
   }
@@ -162,7 +187,7 @@ using namespace draft;
 // phase 0: tree init; phase 1: one draft layer (d = st.layer + 1); phase 2: finalize.
 template <typename HT, typename WT>
 int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WT> lmw,
-                       Port<const float> lms, Port<const int64_t> hot, int64_t W, int64_t Wn, int64_t Vn,
+                       Port<const float> lms, Port<float> spill, Port<const int64_t> hot, int64_t W, int64_t Wn, int64_t Vn,
                        Port<const int64_t> seq_lens, Port<const int64_t> pool, Port<const int32_t> r2t,
                        Port<const int64_t> locs, Port<HT> out_hidden, Port<int64_t> out_tokens,
                        Port<float> work_deltas, Port<int32_t> qo, Port<int32_t> kvptr, Port<int32_t> kvidx,
@@ -174,6 +199,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
 #pragma HLS INTERFACE m_axi port = hidden bundle = gmem0
 #pragma HLS INTERFACE m_axi port = lmw bundle = gmem1 max_read_burst_length = 256
 #pragma HLS INTERFACE m_axi port = out_hidden bundle = gmem2
+#pragma HLS INTERFACE m_axi port = spill bundle = gmem3
 #pragma HLS INTERFACE s_axilite port = return
   if (phase == 0) {  // §8.1 step 0 (D13): node 0 = root, cc = 1, Ic = 1
     for (int64_t b = 0; b < c.B; ++b) {
@@ -195,8 +221,9 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
     st.layer += 1;
     float total[E4F_MAX_K + 1];
     for (int64_t w = 0; w <= c.K; ++w) total[w] = 0.0f;
-    const int64_t tile = E4F_LM_ROWS / W;  // requests per LM-head weight pass
+    const int64_t tile = 16;  // requests per dataflow block of the per-request stages
     const int64_t cc0 = st.cc;
+    stage_lm_head<HT, WT>(hidden, lmw, lms, spill, c, W);
     for (int64_t b0 = 0; b0 < c.B; b0 += tile) {
       const int64_t nb = (c.B - b0 < tile) ? c.B - b0 : tile;
 #pragma HLS DATAFLOW
@@ -204,7 +231,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
       EAGLE4_STREAM(K1Out, 4) k1_s;
       EAGLE4_STREAM(WorkRec, 4) work_s;
       EAGLE4_STREAM(FrontRec, 4) front_s;
-      stage_lm_head<HT, WT>(hidden, lmw, lms, c, W, b0, nb, cand_s);
+      stage_candidates(spill, c, W, b0, nb, cand_s);
       stage_k1<HT>(cand_s, hot, out_hidden, c, W, Wn, b0, nb, k1_s);
       stage_k2(k1_s, c, W, Vn, b0, nb, work_s, front_s);
       stage_k3(work_s, c, Vn, nb, total);
@@ -281,14 +308,15 @@ const char* kFusedPorts =
     "root_token,draft_hidden,lm_weight,lm_scale,hot_token_id,widths,verify_nums,seq_lens,req_pool_indices,"
     "req_to_token,draft_cache_locs,out_hidden,out_tokens,work_deltas,qo_indptr,kv_indptr,kv_indices,positions,"
     "mask_indptr_bits,mask_indptr_bytes,packed_mask,cumu_tokens,cumu_scores,cumu_deltas,prev_indexs,next_indexs,"
-    "side_indexs,vt_candidates,vt_retrive_index,vt_next_token,vt_next_sibling,vt_tree_parent,vt_node_ids,cc_out";
+    "side_indexs,vt_candidates,vt_retrive_index,vt_next_token,vt_next_sibling,vt_tree_parent,vt_node_ids,cc_out,"
+    "lm_spill";
 
 template <typename HT, typename WT>
 int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter* cnt) {
 #define P_(T, i) PORT_ARG(x.ptr<T>(i), cnt, i)
   Port<const int64_t> widths = P_(const int64_t, D_WIDTHS), vns = P_(const int64_t, D_VNS);
   draft_pipeline_top<HT, WT>(0, P_(const int64_t, D_ROOT), Port<const HT>(), Port<const WT>(), Port<const float>(),
-                             Port<const int64_t>(), 0, 0, 0, Port<const int64_t>(), Port<const int64_t>(),
+                             Port<float>(), Port<const int64_t>(), 0, 0, 0, Port<const int64_t>(), Port<const int64_t>(),
                              Port<const int32_t>(), Port<const int64_t>(), Port<HT>(), Port<int64_t>(),
                              Port<float>(), Port<int32_t>(), Port<int32_t>(), Port<int32_t>(), Port<int64_t>(),
                              Port<int32_t>(), Port<int32_t>(), Port<uint8_t>(), Port<int64_t>(), Port<float>(),
@@ -300,7 +328,7 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
     const int64_t W = widths[d];
     const int64_t Wn = (d + 1 < c.D) ? static_cast<int64_t>(widths[d + 1]) : 0;
     const int64_t Vn = vns[d];
-    if (W < 1 || W * c.K > E4F_MAX_C || (W > c.K && d > 0) || W > E4F_LM_ROWS || (d == 0 && W != 1))
+    if (W < 1 || W * c.K > E4F_MAX_C || (W > c.K && d > 0) || (d == 0 && W != 1))
       return x.fail(eagle4::capi::E_PRECONDITION, "widths[%lld]=%lld invalid", (long long)d, (long long)W);
     if (Wn > 0 && (Wn > c.K || st.Ic - 1 + Wn > c.I))
       return x.fail(eagle4::capi::E_BOUND, "input_count-1 = %lld exceeds max_input_size %lld",
@@ -308,7 +336,7 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
     const int64_t kvoff = d * c.capkv, pkoff = d * c.cappack, b1 = d * (c.B + 1);
     draft_pipeline_top<HT, WT>(
         1, Port<const int64_t>(), P_(const HT, D_HIDDEN) + d * rowsH, P_(const WT, D_LMW), P_(const float, D_LMS),
-        P_(const int64_t, D_HOT), W, Wn, Vn, P_(const int64_t, D_SEQ), P_(const int64_t, D_POOL),
+        P_(float, D_SPILL), P_(const int64_t, D_HOT), W, Wn, Vn, P_(const int64_t, D_SEQ), P_(const int64_t, D_POOL),
         P_(const int32_t, D_R2T), P_(const int64_t, D_LOCS), P_(HT, D_OUT_HIDDEN) + d * rowsH,
         P_(int64_t, D_OUT_TOKENS) + d * c.B * c.K, P_(float, D_WORK_DELTAS) + d * (c.K + 1), P_(int32_t, D_QO) + b1,
         P_(int32_t, D_KVPTR) + b1, P_(int32_t, D_KVIDX) + kvoff, P_(int64_t, D_POS) + d * c.B * c.K,
@@ -317,7 +345,8 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
         Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), c);
   }
   draft_pipeline_top<HT, WT>(
-      2, Port<const int64_t>(), Port<const HT>(), Port<const WT>(), Port<const float>(), Port<const int64_t>(), 0, 0,
+      2, Port<const int64_t>(), Port<const HT>(), Port<const WT>(), Port<const float>(), Port<float>(),
+      Port<const int64_t>(), 0, 0,
       0, Port<const int64_t>(), Port<const int64_t>(), Port<const int32_t>(), Port<const int64_t>(), Port<HT>(),
       Port<int64_t>(), Port<float>(), Port<int32_t>(), Port<int32_t>(), Port<int32_t>(), Port<int64_t>(),
       Port<int32_t>(), Port<int32_t>(), Port<uint8_t>(), P_(int64_t, D_CTOK), P_(float, D_CSC), P_(int64_t, D_CDEL),
@@ -352,6 +381,9 @@ extern "C" int eagle4_fused_draft_step(EAGLE4_CAPI_PARAMS) {
   if (e4f::parse_draft_cfg(iscalars, c) != 0)
     return x.fail(eagle4::capi::E_BOUND, "a size exceeds a compile-time bound of e4f_bounds.h");
   (void)fscalars;
+  const int64_t max_rows = c.B * c.K;
+  if (max_rows > E4F_LM_ROWS && (!x.present(e4f::D_SPILL) || x.numel(e4f::D_SPILL) < (max_rows - E4F_LM_ROWS) * c.Vt))
+    return x.fail(eagle4::capi::E_ARG, "lm_spill must hold (B*K - %d) * Vt floats", E4F_LM_ROWS);
   const int eh = elem_bytes[e4f::D_HIDDEN];
   if (eh == 2) {
     if (c.w_code == 1) return e4f::run_fused<uint16_t, int8_t>(x, c, counters);

@@ -140,6 +140,12 @@ int run(const eagle4::capi::Ctx& x, const DraftCfg& c, int k5_passes, bool mater
         }
       }
     }
+    if (x.present(D_DBG_TOPK_P)) {  // testbench tap (not counted): the external top-K of every layer
+      for (int64_t i = 0; i < B * C; ++i) {
+        x.ptr<float>(D_DBG_TOPK_P)[(d * B + i / C) * E4F_MAX_C + i % C] = topk_p[i];
+        x.ptr<int64_t>(D_DBG_TOPK_T)[(d * B + i / C) * E4F_MAX_C + i % C] = topk_t[i];
+      }
+    }
     // ---- K1 ----
     curr.assign(B * C, 0.0f);
     sort_s.assign(B * C, 0.0f);

@@ -182,10 +182,12 @@ inline int run_main(const KernelAbi& abi, int argc, char** argv, CompareHook hoo
     total_bad += bad;
   }
   std::printf("%s: %s %s\n", prog.c_str(), total_bad ? "FAIL" : "PASS", case_id.c_str());
+#ifdef EAGLE4_CSIM_COUNTERS
   for (size_t i = 0; i < nt; ++i)
     if (ptrs[i])
       std::printf("  port %-28s read %10llu B  written %10llu B\n", abi.tensors[i].c_str(),
                   (unsigned long long)counters[i].bytes_read, (unsigned long long)counters[i].bytes_written);
+#endif
   return total_bad ? 1 : 0;
 }
 

@@ -129,10 +129,26 @@ def kernel_sources(key: str) -> list[Path]:
     return [p for p in (d / f"{key}.cpp", d / f"{key}_capi.cpp") if p.is_file()]
 
 
-def _hash_files(h, files):
-    for f in sorted(set(files)):
-        h.update(f"\0{f.relative_to(HLS_DIR) if f.is_relative_to(HLS_DIR) else f}\0".encode())
-        h.update(f.read_bytes())
+def snapshot_sources(files) -> dict[str, bytes]:
+    """Read every source once: {path relative to hls/: bytes}. The build hashes and compiles this
+    snapshot, so an edit landing mid-build (several engineers share the tree) can never end up in a
+    cache entry keyed by other contents."""
+    return {str(f.relative_to(HLS_DIR)): f.read_bytes() for f in sorted(set(files))}
+
+
+def materialize(snapshot: dict[str, bytes], dest: Path) -> Path:
+    """Write a snapshot under ``dest`` (the layout of hls/); returns ``dest``."""
+    for rel, data in snapshot.items():
+        p = dest / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    return dest
+
+
+def _hash_snapshot(h, snapshot: dict[str, bytes]):
+    for rel in sorted(snapshot):
+        h.update(f"\0{rel}\0".encode())
+        h.update(snapshot[rel])
 
 
 def _header_files(include_tb: bool) -> list[Path]:
@@ -165,17 +181,22 @@ def cxx_version(cxx: str) -> str:
     return _CXX_VERSION[cxx]
 
 
-def include_flags() -> list[str]:
+def include_flags(hls_root: Path | None = None) -> list[str]:
     ap = hls4ml_ap_types()
-    return [f"-I{INCLUDE_DIR}"] + ([f"-I{ap}"] if ap else [])
+    inc = (hls_root / "include") if hls_root is not None else INCLUDE_DIR
+    return [f"-I{inc}"] + ([f"-I{ap}"] if ap else [])
 
 
-def build_digest(kind: str, files, flags) -> str:
+def build_digest(kind: str, snapshot, flags) -> str:
+    """sha256 key of a build: kind, flags, compiler version, ap_types location and every source
+    (``snapshot``: a snapshot_sources() dict, or a list of files under hls/)."""
+    if not isinstance(snapshot, dict):
+        snapshot = snapshot_sources(snapshot)
     cxx = find_cxx() or "g++"
     h = hashlib.sha256()
     h.update(json.dumps({"kind": kind, "flags": list(flags), "cxx": cxx_version(cxx),
                          "ap_types": str(hls4ml_ap_types())}).encode())
-    _hash_files(h, files)
+    _hash_snapshot(h, snapshot)
     return h.hexdigest()[:32]
 
 
@@ -209,10 +230,11 @@ def cached_build(root: Path, digest: str, builder) -> tuple[Path, bool]:
     return final, False
 
 
-def _compile(cxx: str, flags, src: Path, obj: Path) -> tuple[Path, int, str]:
-    cmd = [cxx, *flags, *include_flags(), "-c", str(src), "-o", str(obj)]
+def _compile(cxx: str, flags, src: Path, obj: Path, hls_root: Path) -> tuple[Path, int, str]:
+    cmd = [cxx, *flags, *include_flags(hls_root), "-c", str(src), "-o", str(obj)]
     p = subprocess.run(cmd, capture_output=True, text=True)
-    return src, p.returncode, (" ".join(cmd) + "\n" + p.stdout + p.stderr) if p.returncode else p.stderr
+    out = (" ".join(cmd) + "\n" + p.stdout + p.stderr) if p.returncode else p.stderr
+    return src, p.returncode, out.replace(str(hls_root), str(HLS_DIR))  # messages name the real files
 
 
 def build_library(cache_dir=None, sanitize: bool = False, jobs: int | None = None) -> tuple[Path, dict, bool]:
@@ -230,19 +252,22 @@ def build_library(cache_dir=None, sanitize: bool = False, jobs: int | None = Non
     files = _header_files(include_tb=False)
     for k in keys:
         files += _kernel_folder_files(k, include_tb=False)
-    digest = build_digest("lib", files, flags + list(keys))
+    snap = snapshot_sources(files)
+    digest = build_digest("lib", snap, flags + list(keys))
     root = cache_root(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
 
     def builder(tmp: Path):
         t0 = time.time()
         jobs_ = jobs or os.cpu_count() or 2
-        work = [(k, s) for k in keys for s in kernel_sources(k)]
+        src_root = materialize(snap, tmp / "src")
+        work = [(k, src_root / s.relative_to(HLS_DIR)) for k in keys for s in kernel_sources(k)
+                if str(s.relative_to(HLS_DIR)) in snap]
         errors: dict[str, str] = {}
         warnings: dict[str, str] = {}
         objs: dict[str, list[Path]] = {k: [] for k in keys}
         with ThreadPoolExecutor(max_workers=jobs_) as ex:
-            futs = [(k, ex.submit(_compile, cxx, flags, s, tmp / f"{s.stem}.o")) for k, s in work]
+            futs = [(k, ex.submit(_compile, cxx, flags, s, tmp / f"{s.stem}.o", src_root)) for k, s in work]
             for k, fut in futs:
                 src, rc, out = fut.result()
                 if rc:
@@ -283,7 +308,8 @@ def _rows_of(kernel: str, case_id: str, port_bytes: dict) -> list[dict]:
 
 
 def write_port_bytes_csv(rows, path) -> Path:
-    """Write rows (dicts with PORT_BYTES_COLUMNS; provenance defaults to 'csim') to a fresh CSV."""
+    """Write rows (dicts keyed by PORT_BYTES_COLUMNS, or tuples in that order; provenance defaults to
+    'csim') to a fresh CSV at ``path`` (atomically replaced)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
@@ -291,6 +317,8 @@ def write_port_bytes_csv(rows, path) -> Path:
         w = csv.DictWriter(f, fieldnames=PORT_BYTES_COLUMNS)
         w.writeheader()
         for r in rows:
+            if not isinstance(r, dict):  # a (kernel, case_id, port, bytes_read, bytes_written[, provenance]) tuple
+                r = dict(zip(PORT_BYTES_COLUMNS, r, strict=False))
             w.writerow({**{"provenance": "csim"}, **r})
     os.replace(tmp, path)
     return path

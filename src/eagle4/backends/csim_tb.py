@@ -30,6 +30,8 @@ from eagle4.backends.csim import (
     find_cxx,
     include_flags,
     kernel_sources,
+    materialize,
+    snapshot_sources,
     tools_missing,
 )
 from eagle4.spec import kernel_spec
@@ -51,8 +53,11 @@ def has_testbench(key: str) -> bool:
     return testbench_source(kernel_spec(key).key).is_file()
 
 
-def build_testbench(key: str, *, sanitize: bool = True, cache_dir=None) -> Path:
-    """Build (or find) ``tb_<key>``; raises CsimBuildError with the compiler output on failure."""
+def build_testbench(key: str, *, sanitize: bool = True, counters: bool = True, cache_dir=None) -> Path:
+    """Build (or find) ``tb_<key>``; raises CsimBuildError with the compiler output on failure.
+
+    ``counters=False`` builds the ports as raw pointers (no ``EAGLE4_CSIM_COUNTERS``), as Vitis's own
+    ``csim_design`` compiles the sources through hls/tcl/run_hls.tcl."""
     key = kernel_spec(key).key
     missing = tools_missing()
     if missing:
@@ -60,15 +65,17 @@ def build_testbench(key: str, *, sanitize: bool = True, cache_dir=None) -> Path:
     src = testbench_source(key)
     if not src.is_file():
         raise FileNotFoundError(f"no testbench {src}")
-    flags = [f.replace("-O2", "-O1") for f in BASE_FLAGS] + (list(TB_SANITIZE_FLAGS) if sanitize else [])
-    files = _header_files(include_tb=True) + _kernel_folder_files(key, include_tb=True)
-    digest = build_digest(f"tb_{key}", files, flags)
+    flags = [f.replace("-O2", "-O1") for f in BASE_FLAGS if counters or f != "-DEAGLE4_CSIM_COUNTERS"]
+    flags += list(TB_SANITIZE_FLAGS) if sanitize else []
+    snap = snapshot_sources(_header_files(include_tb=True) + _kernel_folder_files(key, include_tb=True))
+    digest = build_digest(f"tb_{key}", snap, flags)
     cxx = find_cxx()
-    exe_name = f"tb_{key}"
+    exe_name = f"tb_{key}" if counters else f"tb_{key}_raw_ports"
 
     def builder(tmp: Path):
-        cmd = [cxx, *flags, *include_flags(), str(src), *[str(s) for s in kernel_sources(key)],
-               "-o", str(tmp / exe_name)]
+        src_root = materialize(snap, tmp / "src")  # compile exactly what was hashed
+        sources = [src_root / s.relative_to(HLS_DIR) for s in (src, *kernel_sources(key))]
+        cmd = [cxx, *flags, *include_flags(src_root), *[str(s) for s in sources], "-o", str(tmp / exe_name)]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode:
             raise CsimBuildError(f"building {exe_name} failed:\n{' '.join(cmd)}\n{p.stdout}{p.stderr}")
@@ -93,9 +100,9 @@ class TbResult:
         return "\n".join(line for line in text.splitlines() if any(m in line for m in SANITIZER_MARKERS))
 
 
-def run_testbench(key: str, dump: str | os.PathLike, *, sanitize: bool = True, cache_dir=None,
-                  timeout: float = 300) -> TbResult:
-    exe = build_testbench(key, sanitize=sanitize, cache_dir=cache_dir)
+def run_testbench(key: str, dump: str | os.PathLike, *, sanitize: bool = True, counters: bool = True,
+                  cache_dir=None, timeout: float = 300) -> TbResult:
+    exe = build_testbench(key, sanitize=sanitize, counters=counters, cache_dir=cache_dir)
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if sanitize:

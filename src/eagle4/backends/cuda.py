@@ -259,7 +259,8 @@ class CudaBackend(Backend):
         dev = self.torch_device
         tensors = {k: dt.to_torch(v, dev) for k, v in inputs.items()}
         out = self.call(spec.key, tensors, params)
-        torch.cuda.synchronize(dev)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
         return {k: dt.to_numpy(v) for k, v in out.items()}
 
     # -- provenance ---------------------------------------------------------------------------

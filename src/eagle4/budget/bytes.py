@@ -134,6 +134,16 @@ class BytesResult:
             return sum(v for k, v in bc.comp.items() if bc.prov.get(k) == "csim")
         return p0(self.unfused) / max(p0(self.fused), 1e-30)
 
+    def summary_lines(self) -> list[str]:
+        u, f = self.unfused, self.fused
+        out = [f"bytes/token: unfused {u.bytes_per_token / 2**20:.3f} MiB, fused {f.bytes_per_token / 2**20:.3f} MiB, "
+               f"ratio {self.ratio:.3f}x (counted parts only {self.ratio_p0():.3f}x); accept lengths "
+               f"{self.trace.accept_provenance} (mean {self.trace.mean_accept:.3f}), prefix L={self.trace.prefix_len}"]
+        for comp, fb, ub in self.top_contributors(2):
+            out.append(f"fused top contributor {comp}: {fb / 2**20:.3f} MiB/token (unfused {ub / 2**20:.3f}) "
+                       f"[{f.prov.get(comp)}]")
+        return out
+
     def top_contributors(self, n: int = 2) -> list[tuple[str, float, float]]:
         """Components of the fused backend with the largest bytes/token: (component, fused B/tok, unfused B/tok)."""
         f = self.fused
@@ -159,7 +169,7 @@ def _component(chain: str, port: str, step: str) -> str:
     if step == "draft":
         if port in ("lm_weight", "lm_scale"):
             return "draft_lm_head_weights"
-        if port == "draft_hidden":
+        if port in ("draft_hidden", "lm_spill"):
             return "draft_lm_head_logits_topk"
         if port in ("qo_indptr", "kv_indptr", "kv_indices", "positions", "mask_indptr_bits", "mask_indptr_bytes",
                     "packed_mask", "seq_lens", "req_pool_indices", "req_to_token", "draft_cache_locs"):
@@ -218,7 +228,7 @@ def count_trace(contract, *, root=None, progress=None) -> BytesResult:
                 Vt_full = m.hot_vocab_size if use_hot else m.vocab_size
                 v0 = cs.hot_vocab if use_hot else cs.vocab
 
-                def run_d(h, v, B=B, decl=decl, use_hot=use_hot):
+                def run_d(h, v, B=B, decl=decl, use_hot=use_hot, backend=backend):
                     s = fc.DraftShape(B=B, K=K, widths=widths, H=h, Vt=v, V=max(v + 1, cs.vocab) if use_hot else 0,
                                       N=N, M=M, I=I, L=L, verify_num=dec["Vn"], use_hot=use_hot,
                                       hidden_dtype=m.hidden_dtype, weight_dtype=decl.lm_head_dtype, seed=B)
@@ -253,7 +263,7 @@ def count_trace(contract, *, root=None, progress=None) -> BytesResult:
             # ---------------- verify step ------------------------------------------------------
             temps = cyc.temperatures
 
-            def run_v(h, v, B=B, cyc=cyc, decl=decl):
+            def run_v(h, v, B=B, cyc=cyc, decl=decl, backend=backend, temps=temps):
                 s = fc.VerifyShape(B=B, Q=Q, S=S, V=v, H=h, L=L, hidden_dtype=m.hidden_dtype, temperatures=temps,
                                    threshold_single=dec["threshold_single"], threshold_acc=dec["threshold_acc"],
                                    seed=1000 + cyc.index)
@@ -286,7 +296,7 @@ def count_trace(contract, *, root=None, progress=None) -> BytesResult:
             res[backend].tokens_by_batch[B] += cyc.tokens
             res[backend].cycles_by_batch[B] += 1
     # per-call averages (per cycle)
-    for (backend, B, comp), pc in per_call.items():
+    for (backend, B, _comp), pc in per_call.items():
         n = res[backend].cycles_by_batch[B]
         pc["B_in"] /= n
         pc["B_out"] /= n

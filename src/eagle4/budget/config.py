@@ -75,7 +75,8 @@ class FpgaSection(_M):
         107.9, gt=0, description="public V80 synthesis of a comparable CostDraftTree orchestrator: 9.27 ns")
     fclk_sweep_mhz: list[float] = Field(default_factory=lambda: [100.0, 200.0, 300.0])
     ii_target: int = Field(1, ge=1, description="declared initiation interval of the inner loops (model)")
-    lanes: int = Field(16, ge=1, description="elements processed per cycle per stage at II (model)")
+    lanes: int = Field(256, ge=1, description="elements processed per cycle per stage at II (model)")
+    axi_bytes_per_cycle: int = Field(1024, ge=1, description="m_axi width of one stage: ports x 64 B (model)")
     lm_head_macs_per_cycle: int = Field(4096, ge=1, description="MAC array of the draft LM head (model; V80 DSP58s)")
     ctrl_cycles_per_call: int = Field(300, ge=0, description="control/launch overhead per kernel call (model)")
     synth_reports_dir: str = "reports/synth"

@@ -33,8 +33,10 @@ DRAFT_TENSORS = (
     "req_pool_indices", "req_to_token", "draft_cache_locs", "out_hidden", "out_tokens", "work_deltas", "qo_indptr",
     "kv_indptr", "kv_indices", "positions", "mask_indptr_bits", "mask_indptr_bytes", "packed_mask", "cumu_tokens",
     "cumu_scores", "cumu_deltas", "prev_indexs", "next_indexs", "side_indexs", "vt_candidates", "vt_retrive_index",
-    "vt_next_token", "vt_next_sibling", "vt_tree_parent", "vt_node_ids", "cc_out")
-DRAFT_OUTPUTS = DRAFT_TENSORS[11:]
+    "vt_next_token", "vt_next_sibling", "vt_tree_parent", "vt_node_ids", "cc_out", "lm_spill", "dbg_topk_p",
+    "dbg_topk_t")
+DRAFT_OUTPUTS = DRAFT_TENSORS[11:34]
+LM_ROWS = 256  # E4F_LM_ROWS of hls/fused/common/e4f_bounds.h
 VERIFY_TENSORS = (
     "seq_lens", "req_pool_indices", "req_to_token", "out_cache_loc", "tree_parent", "logits", "temperatures",
     "candidates", "retrive_index", "retrive_next_token", "retrive_next_sibling", "coins", "final_coins", "remaining",
@@ -246,6 +248,7 @@ def make_draft_inputs(s: DraftShape) -> dict[str, np.ndarray]:
     for n in DRAFT_TENSORS[27:33]:
         a[n] = np.full((B, s.M), -2, np.int64)
     a["cc_out"] = np.zeros(2, np.int64)
+    a["lm_spill"] = np.zeros(max(1, (B * K - LM_ROWS) * Vt), np.float32)  # HBM scratch of the fused LM head
     return a
 
 
@@ -258,9 +261,13 @@ def _draft_iscalars(s: DraftShape, a) -> list[int]:
 
 
 def run_draft(chain: str, s: DraftShape, inputs: dict[str, np.ndarray], *, k5_passes: int = 2,
-              k4_materialize: bool = True):
-    """Run one draft step; returns (outputs, {port: (read, written)})."""
+              k4_materialize: bool = True, debug: bool = False):
+    """Run one draft step; returns (outputs, {port: (read, written)}). ``debug`` (unfused only): also
+    return ``dbg_topk_p/t [D, B, 64]``, every layer's external top-K (uncounted testbench taps)."""
     a = {k: np.array(v, copy=True) for k, v in inputs.items()}
+    if debug:
+        a["dbg_topk_p"] = np.full((s.D, s.B, 64), np.nan, np.float32)
+        a["dbg_topk_t"] = np.full((s.D, s.B, 64), -1, np.int64)
     isc = _draft_iscalars(s, a)
     if chain == "fused":
         counts = _call("eagle4_fused_draft_step", DRAFT_TENSORS, a, isc, [0.0], "eagle4_fused_draft_ports")
@@ -269,7 +276,10 @@ def run_draft(chain: str, s: DraftShape, inputs: dict[str, np.ndarray], *, k5_pa
                        "eagle4_unfused_draft_ports")
     else:
         raise ValueError(f"chain must be 'fused' or 'unfused', got {chain!r}")
-    return {k: a[k] for k in DRAFT_OUTPUTS}, counts
+    outs = {k: a[k] for k in DRAFT_OUTPUTS}
+    if debug:
+        outs.update(dbg_topk_p=a["dbg_topk_p"], dbg_topk_t=a["dbg_topk_t"])
+    return outs, counts
 
 
 # ---------------------------------------------------------------------------------------------

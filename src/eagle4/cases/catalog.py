@@ -15,7 +15,7 @@ from eagle4.spec import KERNEL_ORDER, kernel_spec
 SOURCES = (*KERNEL_ORDER, "chain")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(source: str) -> tuple[Case, ...]:
     mod = importlib.import_module(f"eagle4.cases.{source}")
     cases = tuple(mod.cases())

@@ -61,11 +61,12 @@ def ledger_rows(reports_dir) -> list[dict]:
     return read_rows(p) if p.is_file() else []
 
 
-def consecutive_green(reports_dir, gate: str, contract_sha256: str) -> int:
-    """How many of the most recent ledger entries of ``gate`` (same contract) are PASS, in a row."""
+def consecutive_green(reports_dir, gate: str, contract_sha256: str, hw: str | None = None) -> int:
+    """How many of the most recent ledger entries of ``gate`` (same contract, and same --hw mode when
+    given) are PASS, in a row."""
     n = 0
     for r in reversed(ledger_rows(reports_dir)):
-        if r["gate"] != gate or r["contract_sha256"] != contract_sha256:
+        if r["gate"] != gate or r["contract_sha256"] != contract_sha256 or (hw and r.get("hw") != hw):
             continue
         if r["status"] != "PASS":
             break
@@ -103,10 +104,10 @@ def evaluate_gate(g: GateSpec, ctx: Ctx, *, previous: dict[str, GateResult] | No
     # ordering rule: prerequisites green N consecutive times in the ledger
     blocked = []
     for a in g.after:
-        n = consecutive_green(ctx.reports_dir, a, ctx.contract_sha256)
+        n = consecutive_green(ctx.reports_dir, a, ctx.contract_sha256, ctx.mode)
         if n < g.after_consecutive:
-            blocked.append(f"needs {a} green {g.after_consecutive} consecutive times in reports/{LEDGER} before "
-                           f"this gate may run; the ledger has {n}")
+            blocked.append(f"needs {a} green {g.after_consecutive} consecutive times (--hw={ctx.mode}) in "
+                           f"reports/{LEDGER} before this gate may run; the ledger has {n}")
     if blocked:
         res.status = "BLOCKED"
         res.reasons += blocked
@@ -149,9 +150,12 @@ def evaluate_gate(g: GateSpec, ctx: Ctx, *, previous: dict[str, GateResult] | No
     ok = _OPS[g.op](m.value, g.threshold)
     if g.kind == "report":
         res.status = "REPORT"
-        band = g.report_band or [g.threshold, g.threshold]
-        where = "below" if m.value < band[0] else ("within" if m.value <= band[1] else "above")
-        res.reasons.append(f"stretch (report only): {m.value:.3f} is {where} the {band[0]:g}-{band[1]:g} band")
+        msg = f"report only: {m.value:.4g} {'meets' if ok else 'misses'} {g.op} {g.threshold:g}"
+        if g.report_band:
+            lo, hi = g.report_band
+            where = "below" if m.value < lo else ("within" if m.value <= hi else "above")
+            msg += f"; {where} the {lo:g}-{hi:g} band"
+        res.reasons.append(msg)
         return res
     res.status = "PASS" if ok else "FAIL"
     if not ok:

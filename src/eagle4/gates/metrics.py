@@ -120,11 +120,17 @@ def throughput(gate, ctx: Ctx, run: str | None = None) -> Metric:
 
 
 def mean_acceptance_length(gate, ctx: Ctx) -> Metric:
+    """Mean tokens committed per verify step per request (accepted draft tokens + 1 bonus), the e2e
+    driver's definition (``tokens_committed``; ``accept_length + 1`` when only that column exists)."""
     rel = "reports/acceptance_lengths.csv"
-    rows = _artifact(ctx, rel, "the e2e driver writes one row per request and verify step")
-    v = [float(r["accept_length"]) for r in rows if r.get("accept_length") not in (None, "")]
+    rows = _artifact(ctx, rel, "the e2e driver (`eagle4 workload run`) writes one row per request and verify step")
+    _check_contract(rows, rel, ctx)
+    if "tokens_committed" in rows[0]:
+        v = [float(r["tokens_committed"]) for r in rows if r.get("tokens_committed") not in (None, "")]
+    else:
+        v = [float(r["accept_length"]) + 1 for r in rows if r.get("accept_length") not in (None, "")]
     if not v:
-        raise MissingMetric(f"{rel} has no accept_length values")
+        raise MissingMetric(f"{rel} has no tokens_committed / accept_length values")
     return Metric(sum(v) / len(v), sorted({r["provenance"] for r in rows}), rel, {"n": len(v)})
 
 

@@ -66,6 +66,10 @@ def load_draft(model_dir: str | Path, target: LlamaModel | None = None, *, dtype
                   "norm.weight": target.model.norm.weight, "lm_head.weight": target.lm_head.weight}
         for k, v in shared.items():
             state.setdefault(k, v.detach().to(torch.float32))
+    for i, layer in enumerate(model.layers):
+        # EAGLE-1 checkpoints drop the first layer's input_layernorm (the fc output feeds attention directly)
+        if f"layers.{i}.input_layernorm.weight" not in state and i == 0:
+            layer.input_layernorm = nn.Identity()
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise ValueError(f"{d}: draft weights do not match the EAGLE layout: missing {missing[:5]}, "

@@ -297,8 +297,37 @@ class LlamaModel(nn.Module):
         return x, self.logits(x)
 
 
+_ST_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
+              "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+              "BOOL": torch.bool}
+
+
+def _load_safetensors_plain(path: str) -> dict[str, torch.Tensor]:
+    """Minimal reader of the safetensors format (8-byte header length, JSON header, raw little-endian
+    data), used only where the ``safetensors`` package is not installed."""
+    import struct
+
+    raw = Path(path).read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8: 8 + n])
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        buf = bytearray(raw[base + a: base + b])
+        dt = _ST_DTYPES[info["dtype"]]
+        t = torch.frombuffer(buf, dtype=torch.uint8) if b > a else torch.empty(0, dtype=torch.uint8)
+        out[name] = t.view(dt).reshape(info["shape"]).clone()
+    return out
+
+
 def read_safetensors_dir(model_dir: str | Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
+    try:
+        from safetensors.torch import load_file
+    except ImportError:  # e.g. a GPU box without pip access: the format is simple enough to read here
+        load_file = _load_safetensors_plain
 
     d = Path(model_dir)
     idx = d / "model.safetensors.index.json"

@@ -3,12 +3,13 @@
 ``python -m eagle4.perf.kernel_bench run --run-index I --out raw_I.csv`` measures every operating
 point once in this process (one *run*) and writes one CSV row per (kernel, point, impl, mode):
 
-* ``impl=cuda, mode=eager``: CUDA events around each of many back-to-back launches of the op
-  (host launch overhead included, as a caller sees it); median, p10 and p90 over the launches;
+* ``impl=cuda, mode=eager``: back-to-back launches of the op from Python, in batches each timed by
+  one CUDA event pair (host launch overhead included, as a caller sees it); per-launch time =
+  batch time / launches; median, p10 and p90 over the batches;
 * ``impl=cuda, mode=graph``: a CUDA graph of ``g`` launches replayed many times; per-launch time
   = replay time / g (launch gaps removed; the GPU execution time);
 * ``impl=torch_eager_ref, mode=eager``: the PyTorch reference (``eagle4.kernels``) on the same
-  GPU tensors, fewer launches (it is slow by design), at batch 1 only.
+  GPU tensors, events around each call, fewer calls (it is slow by design), at batch 1 only.
 
 Independence between runs comes from separate processes (``scripts/bench_h100_kernels.sh`` starts
 ``--runs`` of them); ``summarize`` merges the raw files into the summary (median over runs and the
@@ -37,7 +38,7 @@ from eagle4.perf import bytes_model as bm
 REPO = Path(__file__).resolve().parents[3]
 
 RAW_FIELDS = ["kernel", "label", "impl", "mode", "point", "B", "W", "K", "H", "Q", "V", "L", "dtype", "run_index",
-              "median_us", "p10_us", "p90_us", "mean_us", "n_launches", "graph_launches", "device", "driver", "torch",
+              "median_us", "p10_us", "p90_us", "mean_us", "n_launches", "launches_per_sample", "device", "driver", "torch",
               "cuda", "git_commit", "contract_hash", "provenance", "timestamp_utc"]
 
 BATCHES = (1, 8, 32, 128)
@@ -223,7 +224,7 @@ def _pct(x, q):
 
 
 def time_eager(fn, n: int, warmup: int = 3) -> list[float]:
-    """Per-launch µs from CUDA events around each of ``n`` back-to-back launches."""
+    """Per-call µs from CUDA events around each of ``n`` calls (used for the slow reference)."""
     import torch
 
     for _ in range(warmup):
@@ -236,6 +237,24 @@ def time_eager(fn, n: int, warmup: int = 3) -> list[float]:
         e.record()
     torch.cuda.synchronize()
     return [s.elapsed_time(e) * 1e3 for s, e in ev]
+
+
+def time_eager_batches(fn, per_batch: int, batches: int, warmup: int = 20) -> list[float]:
+    """Per-launch µs of back-to-back eager launches: each of ``batches`` batches of ``per_batch``
+    launches is timed by one event pair (host launch overhead included, averaged within a batch)."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(batches)]
+    for s, e in ev:
+        s.record()
+        for _ in range(per_batch):
+            fn()
+        e.record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1e3 / per_batch for s, e in ev]
 
 
 def time_graph(fn, per_graph: int, replays: int) -> list[float]:
@@ -315,7 +334,7 @@ def run_points(points: list[Point], run_index: int, eager_ref_batches=(1,), log=
              "dtype": q.get("dtype", "float32"), "run_index": run_index,
              "median_us": f"{float(np.median(times)):.4f}", "p10_us": f"{_pct(times, 10):.4f}",
              "p90_us": f"{_pct(times, 90):.4f}", "mean_us": f"{float(np.mean(times)):.4f}", "n_launches": n,
-             "graph_launches": g, "timestamp_utc": stamp, **env}
+             "launches_per_sample": g or 1, "timestamp_utc": stamp, **env}
         rows.append(r)
         return r
 
@@ -324,10 +343,11 @@ def run_points(points: list[Point], run_index: int, eager_ref_batches=(1,), log=
         op = backend.op(p.kernel)
         args = abi_args(p.kernel, tensors, params)
         fn = lambda: op(*args)  # noqa: E731
-        probe = time_eager(fn, 5, warmup=2)
+        probe = time_eager(fn, 5, warmup=5)
         t0 = max(float(np.median(probe)), 1.0)
-        n = int(min(400, max(30, 40000 / t0)))
-        r = row(p, "cuda", "eager", time_eager(fn, n), n)
+        per_batch = int(min(100, max(5, 3000 / t0)))
+        batches = 25
+        r = row(p, "cuda", "eager", time_eager_batches(fn, per_batch, batches), per_batch * batches, per_batch)
         per_graph = int(min(50, max(2, 4000 / t0)))
         replays = int(min(40, max(10, 200000 / (t0 * per_graph))))
         rg = row(p, "cuda", "graph", time_graph(fn, per_graph, replays), per_graph * replays, per_graph)

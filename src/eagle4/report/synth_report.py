@@ -141,7 +141,7 @@ def parse_summary_report(text: str, source: str) -> dict:
     if top_row is None or len(header_rows) < 2:
         raise SynthReportError(f"{source}: summary report without its Performance & Resource Estimates table")
     # column names are split over two header lines; join them
-    names = [(a + " " + b).strip().lower() for a, b in zip(header_rows[0], header_rows[1])]
+    names = [(a + " " + b).strip().lower() for a, b in zip(header_rows[0], header_rows[1], strict=False)]
 
     def cell(pred):
         for i, n in enumerate(names):

@@ -256,7 +256,7 @@ class LocalEngine:
             on_step(t_now, {b: [int(first[b])] for b in range(B)})
 
         # ---- draft prefill (extend over the prompt): inputs (x_{p+1}, h_p)
-        with prof.timed("draft_extend"):
+        with prof.timed("draft_prefill"):
             shifted = np.concatenate([np.concatenate([np.asarray(x[1:], I64), [int(first[b])]])
                                       for b, x in enumerate(prompts)])
             meta = causal_meta([np.zeros(0, I64)] * B, slots, offs, self.device)

@@ -201,6 +201,47 @@ def run_http_point(base_url: str, prompts: list, batch: int, max_tokens: int, *,
             "counter_source": after.get("source") or "none"}
 
 
+def run_http_phases(base_url: str, prompts: list, phases, max_tokens: int, *, kind="auto", model=None,
+                    temperature=0.0, timeout=300.0, max_requests: int = 10_000) -> dict:
+    """Batch profile over time: for each phase, ``concurrency`` workers each issue requests back to
+    back until the phase's ``duration_s`` has elapsed (a request started in a phase finishes even
+    past its end). Bounded by ``max_requests`` in all."""
+    before = read_counters(base_url, kind)
+    t0 = time.perf_counter()
+    results: list[tuple[int, HttpRequestResult]] = []
+    lock = threading.Lock()
+    issued = [0]
+
+    def worker(phase_idx, deadline, wid):
+        k = wid
+        while time.perf_counter() < deadline:
+            with lock:
+                if issued[0] >= max_requests:
+                    return
+                issued[0] += 1
+            (r,) = run_batch(base_url, [prompts[k % len(prompts)]], max_tokens, model=model,
+                             temperature=temperature, timeout=timeout)
+            with lock:
+                results.append((phase_idx, r))
+            k += len(prompts) // 2 + 1
+
+    for i, ph in enumerate(phases):
+        deadline = time.perf_counter() + float(ph.duration_s)
+        ts = [threading.Thread(target=worker, args=(i, deadline, w), daemon=True) for w in range(ph.concurrency)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(timeout=float(ph.duration_s) + timeout + 5)
+    wall = time.perf_counter() - t0
+    after = read_counters(base_url, kind)
+    ok = [r for _, r in results if r.ok]
+    return {"results": [r for _, r in results], "phases": [i for i, _ in results], "wall_s": wall,
+            "failures": len(results) - len(ok),
+            "tokens_per_s": sum(r.output_tokens for r in ok) / wall if wall > 0 else float("nan"),
+            "acceptance_length": acceptance_from_deltas(before, after),
+            "counter_source": after.get("source") or "none"}
+
+
 def run_http_contract(contract, base_url: str, out_dir, *, model=None, kind="auto", points=None, runs=None,
                       prefix="http", timeout=300.0) -> dict:
     """Every operating point (or ``points``), ``runs`` runs each, against a live server; CSV + summary."""
@@ -213,15 +254,26 @@ def run_http_contract(contract, base_url: str, out_dir, *, model=None, kind="aut
     n_out = contract.prompts.output_tokens
     temp = contract.decode.temperatures[0]
     pts = [contract.operating_point(p) for p in points] if points else list(contract.operating_points)
+    phased = contract.batch_profile.mode == "phases"
+    if phased:  # one pseudo operating point: the profile over time
+        from types import SimpleNamespace
+
+        pts = [SimpleNamespace(name="profile", batch=max(ph.concurrency for ph in contract.batch_profile.phases))]
     n_runs = runs or contract.runs.runs
     rows, runrows = [], []
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     for p in pts:
+        def once():
+            if phased:
+                return run_http_phases(base_url, texts, contract.batch_profile.phases, n_out, kind=kind, model=model,
+                                       temperature=temp, timeout=timeout)
+            return run_http_point(base_url, texts, p.batch, n_out, kind=kind, model=model, temperature=temp,
+                                  timeout=timeout)
+
         for w in range(contract.runs.warmup):
-            run_http_point(base_url, texts, p.batch, n_out, kind=kind, model=model, temperature=temp, timeout=timeout)
+            once()
         for i in range(n_runs):
-            res = run_http_point(base_url, texts, p.batch, n_out, kind=kind, model=model, temperature=temp,
-                                 timeout=timeout)
+            res = once()
             runrows.append({"contract_sha256": contract.sha256, "point": p.name, "batch": p.batch, "run_index": i,
                             "wall_s": res["wall_s"], "tokens_per_s": res["tokens_per_s"], "failures": res["failures"],
                             "acceptance_length": res["acceptance_length"], "counter_source": res["counter_source"],

@@ -10,6 +10,9 @@ Outputs in ``out_dir``:
   length, provenance, device, commit, contract hash);
 * ``e2e_runs.csv``: one row per run (batch throughput, wall time, mean acceptance);
 * ``e2e_profile.csv``: time per kernel / model forward / host region inside the loop, per run;
+* ``acceptance_lengths.csv``: one row per request and verify step: ``accept_length`` = accepted
+  draft tokens (K6's ``accept_length``, untruncated), ``tokens_committed`` = accept_length + 1
+  (read by ``eagle4.workload.trace`` as the measured acceptance distribution);
 * ``e2e_summary.md``: p50/p99 of TTFT and ITL, tokens/s with CoV, acceptance, top hotspots.
 """
 
@@ -36,6 +39,8 @@ RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index",
 RUN_FIELDS = ["contract_sha256", "point", "batch", "run_index", "seed", "wall_s", "output_tokens",
               "tokens_per_s", "mean_acceptance_length", "verify_steps", "backend", "provenance", "device",
               "model_device", "commit", "timestamp"]
+ACCEPT_FIELDS = ["contract_sha256", "point", "batch", "run_index", "request_index", "step", "accept_length",
+                 "tokens_committed", "provenance"]
 PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "kind", "seconds", "calls",
                   "share_of_step", "step_seconds", "steps"]
 
@@ -111,7 +116,10 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
            "model_device": model_device, "commit": commit, "timestamp": now}
     prof = [{"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
              **r, "step_seconds": eng.profile.step_time, "steps": eng.profile.steps} for r in eng.profile.table()]
-    return {"rows": rows, "run": run, "profile": prof}
+    accepts = [{"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
+                "request_index": i, "step": k, "accept_length": a - 1, "tokens_committed": a, "provenance": "measured"}
+               for i, r in enumerate(res) for k, a in enumerate(r.accept_lengths)]
+    return {"rows": rows, "run": run, "profile": prof, "accepts": accepts}
 
 
 def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
@@ -196,12 +204,19 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
 
     if isinstance(contract, (str, Path)):
         contract = load_contract(contract)
+    if contract.batch_profile.mode != "static":
+        raise ValueError(f"batch_profile.mode = {contract.batch_profile.mode!r}: the local engine runs static batches "
+                         "only; drive a server with `eagle4 workload http` for a phased profile")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     n_runs = runs or contract.runs.runs
+    if n_runs < 5:
+        raise ValueError(f"runs = {n_runs}: at least 5 independent runs per operating point are required")
+    if threads is None and device == "cpu":
+        threads = 1  # one torch thread per run process: no spin-wait contention on shared CPUs
     pts = [contract.operating_point(p).name for p in points] if points else [p.name for p in contract.operating_points]
     commit = git_commit()
-    raw, runrows, prof = [], [], []
+    raw, runrows, prof, accepts = [], [], [], []
     for p in pts:
         for i in range(n_runs):
             if isolate:
@@ -215,13 +230,16 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
             raw += res["rows"]
             runrows.append(res["run"])
             prof += res["profile"]
+            accepts += res.get("accepts", [])
             log(f"{p} run {i}: {res['run']['tokens_per_s']:.1f} tok/s, acceptance "
                 f"{res['run']['mean_acceptance_length']:.3f}, wall {res['run']['wall_s']:.2f}s")
     paths = {"raw": out / f"{prefix}_raw.csv", "runs": out / f"{prefix}_runs.csv",
-             "profile": out / f"{prefix}_profile.csv", "summary": out / f"{prefix}_summary.md"}
+             "profile": out / f"{prefix}_profile.csv", "summary": out / f"{prefix}_summary.md",
+             "accepts": out / "acceptance_lengths.csv"}
     _write_csv(paths["raw"], RAW_FIELDS, raw)
     _write_csv(paths["runs"], RUN_FIELDS, runrows)
     _write_csv(paths["profile"], PROFILE_FIELDS, prof)
+    _write_csv(paths["accepts"], ACCEPT_FIELDS, accepts)
     stats = summarize(raw, runrows, prof, cov_max=contract.runs.cov_max)
     paths["summary"].write_text(render_summary(stats, contract_sha=contract.sha256, cov_max=contract.runs.cov_max,
                                                commit=commit))

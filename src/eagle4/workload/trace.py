@@ -125,11 +125,16 @@ def contract_sha256(contract) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()).hexdigest()
 
 
-def _measured_accepts(path: Path) -> list[int] | None:
+def _measured_accepts(path: Path, sha: str | None = None) -> list[int] | None:
+    """Accepted draft tokens per request and verify step from the e2e driver's CSV (rows of this
+    contract only, provenance 'measured'); None when there are none."""
     if not path.is_file():
         return None
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
+    if sha and rows and "contract_sha256" in rows[0]:
+        rows = [r for r in rows if r.get("contract_sha256") == sha]
+    rows = [r for r in rows if r.get("provenance", "measured") == "measured"]
     vals = [int(float(r["accept_length"])) for r in rows if r.get("accept_length") not in (None, "")]
     return vals or None
 
@@ -161,7 +166,7 @@ def build_trace(contract, *, root: str | Path | None = None) -> Trace:
     root = Path(root) if root else Path(d.get("root_dir") or Path(__file__).resolve().parents[3])
     measured = None
     if tr.accept_source in ("auto", "measured"):
-        measured = _measured_accepts(root / tr.measured_csv)
+        measured = _measured_accepts(root / tr.measured_csv, contract_sha256(contract))
         if measured is None and tr.accept_source == "measured":
             raise FileNotFoundError(f"[trace].accept_source = 'measured' but {tr.measured_csv} is missing")
     rng = np.random.default_rng(tr.seed)

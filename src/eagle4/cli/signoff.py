@@ -1,0 +1,171 @@
+"""`eagle4 signoff`: the main job. Runs the contract end to end on the hardware present, writes
+the artifact pack to reports/ and prints the MLPerf-style VALID/INVALID summary.
+
+Steps (each reported; a step that cannot run here says why, it is never silently skipped):
+1. contract: load, validate, render reports/benchmark_contract.md;
+2. parity: `pytest -m parity` on every backend this --hw allows (writes the parity matrix);
+3. workload: the end-to-end speculative-decoding run on the contract's operating points;
+4. budget: bytes/token of the unfused and fused FPGA dataflow from C-sim counters, budget sheet;
+5. gates: every [[gates]] entry of the contract, recorded in the gate ledger;
+6. env manifest.
+Exit code 0 when every step ran (the verdict is printed, VALID or INVALID); with --strict, 3 when
+the verdict is INVALID; 1 when a step crashed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STEPS = ("contract", "parity", "workload", "budget", "gates")
+
+
+@dataclass
+class StepResult:
+    name: str
+    status: str  # OK, FAILED, CRASHED, NOT RUN
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def _backend_for(hw: str) -> str:
+    return {"cpu": "ref", "cuda": "cuda", "fpga": "xrt"}[hw]
+
+
+def _parity(args, reports: Path) -> StepResult:
+    cmd = [sys.executable, "-m", "pytest", "-m", "parity", f"--hw={args.hw}", f"--reports-dir={reports}",
+           "-q", "-p", "no:cacheprovider", "-n", str(args.workers)]
+    if args.workers == 0:
+        cmd[-2:] = ["-p", "no:xdist"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    tail = [ln for ln in out.stdout.splitlines() if ln.strip()][-3:]
+    status = "OK" if out.returncode == 0 else "FAILED"
+    notes = [f"pytest -m parity --hw={args.hw}: exit {out.returncode}", *tail,
+             f"matrix: {reports / 'p0_parity_matrix.md'}"]
+    return StepResult("parity", status, notes=notes)
+
+
+def _workload(args, contract, reports: Path) -> StepResult:
+    from eagle4.workload.runner import run_contract
+
+    device = "cuda" if args.hw == "cuda" else "cpu"
+    res = run_contract(contract, backend=_backend_for(args.hw) if args.hw != "fpga" else "ref", out_dir=reports,
+                       device=device, log=lambda m: print(f"  workload: {m}"))
+    notes = [f"{k}: {v}" for k, v in res.get("paths", {}).items()]
+    for s in res.get("stats", [])[:6]:
+        notes.append(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in s.items() if not isinstance(v, (list, dict)))[:300])
+    return StepResult("workload", "OK", notes=notes)
+
+
+def _budget(args, contract, reports: Path) -> StepResult:
+    from eagle4.budget import run_budget
+
+    res, rows = run_budget(contract, reports, progress=lambda m: print(f"  budget: {m}"))
+    notes = [f"wrote {reports / f}" for f in ("bytes_per_token.csv", "budget_sheet.md", "roofline.png")]
+    summary = getattr(res, "summary_lines", None)
+    if callable(summary):
+        notes += list(summary())
+    return StepResult("budget", "OK", notes=notes)
+
+
+def _gates(args, contract, reports: Path):
+    from eagle4.gates import evaluate_all, summary
+    from eagle4.workload.trace import contract_sha256
+
+    results = evaluate_all(contract, reports, hw=args.hw, record_ledger=True)
+    text = summary(results, contract_sha256=contract_sha256(contract), hw=args.hw)
+    invalid = [r for r in results if not r.valid]
+    return StepResult("gates", "OK", notes=[]), text, not invalid
+
+
+def cmd(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from eagle4.contract import load_contract
+    from eagle4.contract.render import write_markdown
+    from eagle4.report import env_manifest
+
+    console = Console()
+    reports = Path(args.reports).resolve()
+    reports.mkdir(parents=True, exist_ok=True)
+    skip = set(args.skip or [])
+    unknown = skip - set(STEPS)
+    if unknown:
+        raise ValueError(f"--skip: unknown step(s) {sorted(unknown)}; steps: {', '.join(STEPS)}")
+    results: list[StepResult] = []
+    contract = None
+    gate_text, gates_valid = "", False
+
+    def step(name, fn):
+        if name in skip:
+            results.append(StepResult(name, "NOT RUN", notes=["skipped with --skip (the verdict cannot be VALID)"]))
+            return None
+        console.rule(f"[bold]{name}")
+        t0 = time.time()
+        try:
+            r = fn()
+        except Exception as e:  # a crashed step is reported with its cause, and the run goes on
+            r = StepResult(name, "CRASHED", notes=[f"{type(e).__name__}: {e}",
+                                                   *traceback.format_exc().splitlines()[-4:]])
+        if isinstance(r, tuple):
+            r, *rest = r
+        else:
+            rest = []
+        r.seconds = time.time() - t0
+        results.append(r)
+        return rest
+
+    def _contract():
+        nonlocal contract
+        contract = load_contract(args.contract)
+        path = write_markdown(contract, reports / "benchmark_contract.md")
+        return StepResult("contract", "OK", notes=[f"{args.contract} sha256 {contract.sha256[:16]}", f"rendered {path}"])
+
+    step("contract", _contract)
+    if contract is None:
+        console.print("[red]the contract did not load; nothing else can run")
+    else:
+        step("parity", lambda: _parity(args, reports))
+        step("workload", lambda: _workload(args, contract, reports))
+        step("budget", lambda: _budget(args, contract, reports))
+        rest = step("gates", lambda: _gates(args, contract, reports))
+        if rest:
+            gate_text, gates_valid = rest
+    env_manifest.write(reports / "env_manifest.txt", {"signoff_hw": args.hw, "contract": str(args.contract)})
+
+    table = Table(title=f"eagle4 signoff --hw={args.hw}: {args.contract}")
+    for col in ("step", "status", "seconds", "notes"):
+        table.add_column(col)
+    for r in results:
+        color = {"OK": "green", "FAILED": "red", "CRASHED": "red", "NOT RUN": "yellow"}[r.status]
+        table.add_row(r.name, f"[{color}]{r.status}", f"{r.seconds:.1f}", "\n".join(r.notes[:8]))
+    console.print(table)
+    if gate_text:
+        console.print(gate_text, markup=False, highlight=False)
+    steps_ok = all(r.status == "OK" for r in results) and len(results) == len(STEPS)
+    verdict = "VALID" if steps_ok and gates_valid else "INVALID"
+    reasons = [f"step {r.name}: {r.status}" for r in results if r.status != "OK"]
+    if not gates_valid:
+        reasons.append("one or more gates INVALID (see above)")
+    console.print(f"[bold]SIGN-OFF: {verdict}" + ("" if verdict == "VALID" else " because " + "; ".join(reasons)))
+    console.print(f"artifact pack: {reports}")
+    if any(r.status == "CRASHED" for r in results):
+        return 1
+    return 3 if (args.strict and verdict != "VALID") else 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("signoff", help="the main job: contract end to end, artifact pack, VALID/INVALID summary")
+    p.add_argument("--contract", default="contracts/default.toml")
+    p.add_argument("--hw", choices=("cpu", "cuda", "fpga"), default="cpu")
+    p.add_argument("--reports", default="reports")
+    p.add_argument("--workers", type=int, default=2, help="pytest-xdist workers for the parity step (0: none)")
+    p.add_argument("--skip", nargs="*", metavar="STEP", help=f"steps to leave out: {', '.join(STEPS)}")
+    p.add_argument("--strict", action="store_true", help="exit 3 when the verdict is INVALID")
+    p.set_defaults(func=cmd)

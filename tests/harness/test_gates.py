@@ -1,0 +1,158 @@
+"""Gate schema, evaluation, ledger ordering and the VALID/INVALID summary (eagle4.gates)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from eagle4.gates import GateError, consecutive_green, evaluate_all, load_gates, summary
+from eagle4.workload.trace import contract_sha256
+
+
+def _write(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _bytes_rows(sha, unf, fus, comps):
+    rows = []
+    for backend, tot in (("unfused", unf), ("fused", fus)):
+        for comp, (bpt, prov) in comps[backend].items():
+            rows.append({"contract_sha256": sha, "backend": backend, "component": comp, "batch": "all",
+                         "bytes_per_token": bpt, "provenance": prov})
+        rows.append({"contract_sha256": sha, "backend": backend, "component": "TOTAL", "batch": "all",
+                     "bytes_per_token": tot, "provenance": "csim+computed"})
+    return rows
+
+
+def _contract(gates):
+    return {"contract": {"name": "t"}, "gates": gates}
+
+
+BYTE_GATE = {"name": "bytes_final", "metric": "bytes_per_token_ratio", "op": ">=", "threshold": 4.0,
+             "provenance": ["csim", "measured"], "artifacts": ["reports/bytes_per_token.csv"]}
+
+
+def _reports(tmp_path, c, unf=400.0, fus=100.0):
+    comps = {"unfused": {"lm": (300.0, "csim"), "drafter": (100.0, "computed")},
+             "fused": {"lm": (60.0, "csim"), "drafter": (40.0, "computed")}}
+    _write(tmp_path / "reports" / "bytes_per_token.csv", _bytes_rows(contract_sha256(c), unf, fus, comps))
+    return tmp_path / "reports"
+
+
+def test_schema_errors():
+    with pytest.raises(GateError, match="baseline"):
+        load_gates([{"name": "g", "metric": "throughput", "comparison": "ratio", "threshold": 2}])
+    with pytest.raises(GateError, match="unknown gate"):
+        load_gates([{"name": "g", "metric": "x", "threshold": 1, "after": ["nope"]}])
+    with pytest.raises(GateError, match="duplicate"):
+        load_gates([{"name": "g", "metric": "x", "threshold": 1}, {"name": "g", "metric": "x", "threshold": 1}])
+    with pytest.raises(GateError):
+        load_gates([{"name": "g", "metric": "x", "threshold": 1, "bogus": 2}])
+
+
+def test_default_contract_gates_validate():
+    gates = load_gates("contracts/default.toml")
+    names = {g.name for g in gates}
+    assert {"bytes_reduction_early", "bytes_reduction_final", "approximation_acceptance_impact"} <= names
+
+
+def test_byte_gate_pass_and_fail_with_top_contributors(tmp_path):
+    c = _contract([BYTE_GATE])
+    rep = _reports(tmp_path, c)
+    (r,) = evaluate_all(c, rep, root=tmp_path)
+    assert r.status == "PASS" and r.valid and r.value == pytest.approx(4.0)
+    rep = _reports(tmp_path, c, unf=300.0, fus=100.0)
+    (r,) = evaluate_all(c, rep, root=tmp_path)
+    assert r.status == "FAIL" and not r.valid
+    text = " ".join(r.reasons)
+    assert "top contributor: lm" in text and "top contributor: drafter" in text and "MiB/token" in text
+
+
+def test_missing_artifact_and_missing_provenance_are_invalid(tmp_path):
+    c = _contract([BYTE_GATE])
+    (r,) = evaluate_all(c, tmp_path / "reports", root=tmp_path)
+    assert r.status == "INVALID" and "missing artifact reports/bytes_per_token.csv" in " ".join(r.reasons)
+    _write(tmp_path / "reports" / "bytes_per_token.csv", [{"backend": "unfused", "component": "TOTAL", "x": 1}])
+    (r,) = evaluate_all(c, tmp_path / "reports", root=tmp_path)
+    assert r.status == "INVALID" and "provenance" in " ".join(r.reasons)
+
+
+def test_stale_artifact_from_another_contract_is_invalid(tmp_path):
+    c = _contract([BYTE_GATE])
+    rep = _reports(tmp_path, _contract([]))  # written under a different contract
+    (r,) = evaluate_all(c, rep, root=tmp_path)
+    assert r.status == "INVALID" and "produced under contract" in " ".join(r.reasons)
+
+
+def test_approximation_gate_is_invalid_until_measured(tmp_path):
+    g = {"name": "approx", "metric": "acceptance_length_impact", "op": "<=", "threshold": 0.02,
+         "provenance": ["measured"], "artifacts": ["reports/acceptance_impact.csv"]}
+    (r,) = evaluate_all(_contract([g]), tmp_path / "reports", root=tmp_path)
+    assert r.status == "INVALID" and not r.passed and "missing" in r.reasons[0]
+    _write(tmp_path / "reports" / "acceptance_impact.csv", [{"approximation": "hot+int8", "impact": 0.01,
+                                                            "provenance": "measured"}])
+    (r,) = evaluate_all(_contract([g]), tmp_path / "reports", root=tmp_path)
+    assert r.status == "PASS"
+
+
+def test_ratio_gate_spec_vs_baseline_and_acceptance(tmp_path):
+    gates = [{"name": "tput", "metric": "throughput", "comparison": "ratio", "run": "spec", "baseline": "baseline",
+              "op": ">=", "threshold": 2.0, "provenance": ["measured"], "artifacts": ["reports/throughput.csv"]},
+             {"name": "acc", "metric": "mean_acceptance_length", "op": ">=", "threshold": 3.0,
+              "provenance": ["measured"], "artifacts": ["reports/acceptance_lengths.csv"]}]
+    _write(tmp_path / "reports" / "throughput.csv",
+           [{"run": "spec", "tokens_per_s": v, "provenance": "measured"} for v in (210, 200, 205, 199, 201)]
+           + [{"run": "baseline", "tokens_per_s": v, "provenance": "measured"} for v in (100, 101, 99, 100, 98)])
+    _write(tmp_path / "reports" / "acceptance_lengths.csv",
+           [{"accept_length": a - 1, "tokens_committed": a, "provenance": "measured"} for a in (3, 4, 2, 4)])
+    r1, r2 = evaluate_all(_contract(gates), tmp_path / "reports", root=tmp_path)
+    assert r1.status == "PASS" and r1.value == pytest.approx(201 / 100)
+    assert r2.status == "PASS" and r2.value == pytest.approx(3.25)
+
+
+def test_ordering_rule_needs_three_consecutive_green_runs(tmp_path):
+    full = {"name": "full", "metric": "mean_acceptance_length", "op": ">=", "threshold": 0, "provenance": ["measured"],
+            "after": ["bytes_final"], "after_consecutive": 3, "stage": "full"}
+    c = _contract([BYTE_GATE, full])
+    rep = _reports(tmp_path, c)
+    _write(rep / "acceptance_lengths.csv", [{"accept_length": 2, "provenance": "measured"}])
+    sha = contract_sha256(c)
+    for i in range(3):
+        res = evaluate_all(c, rep, root=tmp_path, record_ledger=True)
+        assert res[1].status == "BLOCKED", i
+        assert consecutive_green(rep, "bytes_final", sha) == i + 1
+    res = evaluate_all(c, rep, root=tmp_path, record_ledger=True)
+    assert res[1].status == "PASS"
+    # a red run resets the count
+    _reports(tmp_path, c, unf=100.0, fus=100.0)
+    evaluate_all(c, rep, root=tmp_path, record_ledger=True)
+    assert consecutive_green(rep, "bytes_final", sha) == 0
+    assert evaluate_all(c, rep, root=tmp_path)[1].status == "BLOCKED"
+
+
+def test_fpga_mode_rejects_csim_and_summary_says_why(tmp_path):
+    c = _contract([dict(BYTE_GATE, signoff_provenance=["measured"]),
+                   {"name": "stretch", "metric": "bytes_per_token_ratio", "op": ">=", "threshold": 4.5,
+                    "kind": "report", "report_band": [4.5, 5.0], "provenance": ["csim"]}])
+    rep = _reports(tmp_path, c)
+    res = evaluate_all(c, rep, root=tmp_path, hw="fpga")
+    assert res[0].status == "INVALID" and "measured" in " ".join(res[0].reasons)
+    res_cpu = evaluate_all(c, rep, root=tmp_path, hw="cpu")
+    assert res_cpu[1].status == "REPORT" and res_cpu[1].valid and "below the 4.5-5 band" in res_cpu[1].reasons[0]
+    assert "misses >= 4.5" in res_cpu[1].reasons[0]
+    text = summary(res, contract_sha256=contract_sha256(c), hw="fpga")
+    assert "RESULT: INVALID" in text and "INVALID bytes_final" in text
+    assert "RESULT: VALID" in summary(res_cpu, hw="cpu")
+
+
+def test_cli_gates_exit_code(tmp_path, capsys):
+    from eagle4.cli import main
+
+    rc = main(["gates", "--contract", "contracts/default.toml", "--reports", str(tmp_path / "empty")])
+    out = capsys.readouterr().out
+    assert rc == 1 and "RESULT: INVALID" in out and "missing artifact" in out
