@@ -663,7 +663,7 @@ struct K5Stats {
 };
 
 template <typename T, int VEC>
-__global__ void __launch_bounds__(512) k5_kernel(const T* __restrict__ logits, const float* __restrict__ temps,
+__global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits, const float* __restrict__ temps,
                                                  int64_t V, int G, bool wp, float* __restrict__ probas,
                                                  int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
                                                  int64_t chunk) {
@@ -691,15 +691,16 @@ __global__ void __launch_bounds__(512) k5_kernel(const T* __restrict__ logits, c
   const bool need_exp = wp && !gr;
 
   // pass 1 (HBM): x = logit / temp into shared; max of x; argmax of raw logits.
-  // Four vector loads are issued before any is used (memory-level parallelism).
+  // U vector loads are issued before any is used (memory-level parallelism).
   float m = -INFINITY, av = -INFINITY;
   long long ai = LLONG_MAX;
   const int64_t step = (int64_t)nt * VEC;
+  constexpr int U = VEC == 8 ? 2 : 4;  // vectors in flight per thread
 #pragma unroll 1
-  for (int64_t base = (int64_t)tid * VEC; base < n; base += 4 * step) {
-    float v[4][VEC];
+  for (int64_t base = (int64_t)tid * VEC; base < n; base += U * step) {
+    float v[U][VEC];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < U; ++u) {
       const int64_t i = base + u * step;
       if (VEC > 1 && i + VEC <= n) {
         load_vec<T, VEC>(row + i, v[u]);
@@ -709,7 +710,7 @@ __global__ void __launch_bounds__(512) k5_kernel(const T* __restrict__ logits, c
       }
     }
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < U; ++u) {
       const int64_t i = base + u * step;
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {

@@ -39,6 +39,8 @@ def pytest_configure(config):
     # xdist workers from oversubscribing the cores. EAGLE4_TORCH_THREADS overrides.
     import torch
     torch.set_num_threads(int(os.environ.get("EAGLE4_TORCH_THREADS", "1")))
+    # hypothesis settings are fixed at import time of the test modules, which follows configure
+    os.environ["EAGLE4_FUZZ_EXAMPLES"] = str(config.getoption("--fuzz-examples"))
 
 
 def reports_dir(config) -> Path:

@@ -15,7 +15,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import platform
 import sys
 import time
@@ -200,7 +199,7 @@ def measure(out: Path, contract_path: str = "contracts/default.toml") -> dict:
     base = eng.generate_target_only(ids, c.prompts.output_tokens)
     acc = [a for r in res for a in r.accept_lengths]
     return {"mean_acceptance_length": float(np.mean(acc)), "verify_steps": len(acc),
-            "greedy_equal": all(r.output_ids == b for r, b in zip(res, base)),
+            "greedy_equal": all(r.output_ids == b for r, b in zip(res, base, strict=False)),
             "tokens_per_s": sum(len(r.output_ids) for r in res) / wall, "batch": len(ids),
             "output_tokens": c.prompts.output_tokens, "sample": eng.tokenizer.decode(res[0].output_ids)}
 

@@ -155,8 +155,8 @@ per_request:
   _Pragma("HLS INTERFACE m_axi port = parent_indices_in_layer offset = slave bundle = gmem2 depth = 1280")       \
   _Pragma("HLS INTERFACE m_axi port = output_tokens offset = slave bundle = gmem2 depth = 1280")                 \
   _Pragma("HLS INTERFACE m_axi port = hot_token_id offset = slave bundle = gmem1 depth = 32768")                 \
-  _Pragma("HLS INTERFACE m_axi port = input_hidden_states offset = slave bundle = gmem3 depth = 33554432 max_read_burst_length = 256") \
-  _Pragma("HLS INTERFACE m_axi port = output_hidden_states offset = slave bundle = gmem4 depth = 5242880 max_write_burst_length = 256") \
+  _Pragma("HLS INTERFACE m_axi port = input_hidden_states offset = slave bundle = gmem3 depth = 33554432 max_read_burst_length = 256 max_widen_bitwidth = 512") \
+  _Pragma("HLS INTERFACE m_axi port = output_hidden_states offset = slave bundle = gmem4 depth = 5242880 max_write_burst_length = 256 max_widen_bitwidth = 512") \
   _Pragma("HLS INTERFACE s_axilite port = batch_size")                                                           \
   _Pragma("HLS INTERFACE s_axilite port = node_top_k")                                                           \
   _Pragma("HLS INTERFACE s_axilite port = tree_width")                                                           \

@@ -8,6 +8,9 @@
 //     the walk ends within T steps (the §4.4 bound). depth(t_q) = ancestors added.
 //   * the request's flat mask is packed little bit order into its own byte segment (the last byte
 //     zero-padded); mask_bool gets the same bits when write_bool_mask.
+// The chain of the current query is a bitset over the tree tokens; each row is emitted 8 columns
+// per iteration (prefix ones or an 8-bit window of the bitset) through a shift register, so the
+// packer writes one byte per cycle even though rows are not byte-aligned.
 // Each input element is read once; nothing is written past the valid lengths (D21).
 #include "tree_mask.hpp"
 
@@ -19,7 +22,7 @@ void tree_mask_top(PORT(const int64_t) seq_lens, PORT(const int64_t) req_pool_in
                    PORT(uint8_t) packed_mask, PORT(uint8_t) mask_bool) {
 #pragma HLS INTERFACE m_axi port = seq_lens offset = slave bundle = gmem0 depth = 128
 #pragma HLS INTERFACE m_axi port = req_pool_indices offset = slave bundle = gmem0 depth = 128
-#pragma HLS INTERFACE m_axi port = req_to_token offset = slave bundle = gmem1 depth = 1048576 max_read_burst_length = 256
+#pragma HLS INTERFACE m_axi port = req_to_token offset = slave bundle = gmem1 depth = 1048576 max_read_burst_length = 256 max_widen_bitwidth = 512
 #pragma HLS INTERFACE m_axi port = tree_cache_locs offset = slave bundle = gmem0 depth = 16384
 #pragma HLS INTERFACE m_axi port = tree_parent offset = slave bundle = gmem0 depth = 16384
 #pragma HLS INTERFACE m_axi port = qo_indptr offset = slave bundle = gmem2 depth = 129
@@ -27,8 +30,8 @@ void tree_mask_top(PORT(const int64_t) seq_lens, PORT(const int64_t) req_pool_in
 #pragma HLS INTERFACE m_axi port = mask_indptr_bits offset = slave bundle = gmem2 depth = 129
 #pragma HLS INTERFACE m_axi port = mask_indptr_bytes offset = slave bundle = gmem2 depth = 129
 #pragma HLS INTERFACE m_axi port = positions offset = slave bundle = gmem2 depth = 16384
-#pragma HLS INTERFACE m_axi port = kv_indices offset = slave bundle = gmem3 depth = 1048576 max_write_burst_length = 256
-#pragma HLS INTERFACE m_axi port = packed_mask offset = slave bundle = gmem4 depth = 4194304 max_write_burst_length = 256
+#pragma HLS INTERFACE m_axi port = kv_indices offset = slave bundle = gmem3 depth = 1048576 max_write_burst_length = 256 max_widen_bitwidth = 512
+#pragma HLS INTERFACE m_axi port = packed_mask offset = slave bundle = gmem4 depth = 4194304 max_write_burst_length = 256 max_widen_bitwidth = 512
 #pragma HLS INTERFACE m_axi port = mask_bool offset = slave bundle = gmem5 depth = 33554432 max_write_burst_length = 256
 #pragma HLS INTERFACE s_axilite port = S_max
 #pragma HLS INTERFACE s_axilite port = B
@@ -38,15 +41,9 @@ void tree_mask_top(PORT(const int64_t) seq_lens, PORT(const int64_t) req_pool_in
 #pragma HLS INTERFACE s_axilite port = return
   if (B < 0 || T < 1 || T > eagle4::MAX_TREE_TOKENS || Q < 1 || Q > T) return;  // preconditions: do nothing
 
+  constexpr int VIS_WORDS = eagle4::MAX_TREE_TOKENS / 64 + 2;  // +1 spare word for the 8-bit window
   int64_t par[eagle4::MAX_TREE_TOKENS];  // tree_parent row of the request
-  int stamp[eagle4::MAX_TREE_TOKENS];    // stamp[t] == current stamp: t is on the current query's chain
-init_stamp:
-  for (int t = 0; t < T; ++t) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 1024
-    stamp[t] = 0;
-  }
-  int cur_stamp = 0;
+  uint64_t vis[VIS_WORDS];               // bit t: tree token t is on the current query's chain
   int64_t kv_off = 0, bits_off = 0, bytes_off = 0;
 
 per_request:
@@ -76,16 +73,22 @@ per_request:
       par[t] = tree_parent[row];
     }
 
-    uint8_t acc = 0;  // packing register: bit i of the byte = flat mask element 8k+i
-    int nacc = 0;
+    uint32_t acc = 0;  // packing register: bit i of the next byte = flat mask element 8k+i
+    int nacc = 0;      // bits pending in acc (< 8 between chunks)
     int64_t out_byte = bytes_off;
     int64_t flat = bits_off;
+    const int vis_words = (T + 63) / 64 + 1;
   per_query:
     for (int q = 0; q < Q; ++q) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 128
       const int tq = T - Q + q;
-      ++cur_stamp;
-      stamp[tq] = cur_stamp;
+    clear_vis:
+      for (int w = 0; w < vis_words; ++w) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 2 max = 18
+        vis[w] = 0;
+      }
+      vis[tq >> 6] |= uint64_t(1) << (tq & 63);  // self
       int depth = 0;
       int cur = tq;
     ancestor_walk:  // at most T steps: the token strictly decreases
@@ -95,26 +98,43 @@ per_request:
         const int64_t p = par[cur];
         if (p < 0 || p >= cur) break;  // -1 ends the walk; p >= t or p < -1 is invalid (D22)
         cur = static_cast<int>(p);
-        stamp[cur] = cur_stamp;
+        vis[cur >> 6] |= uint64_t(1) << (cur & 63);
         ++depth;
       }
       positions[static_cast<int64_t>(b) * Q + q] = L + depth;
-    mask_row:
-      for (int64_t c = 0; c < len; ++c) {
+    mask_row:  // 8 columns per iteration: one packed byte per cycle
+      for (int64_t c = 0; c < len; c += 8) {
 #pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 4096
-        const uint8_t bit = c < L ? 1 : (stamp[c - L] == cur_stamp ? 1 : 0);
-        if (write_bool_mask) mask_bool[flat] = bit;
-        ++flat;
-        acc = static_cast<uint8_t>(acc | (bit << nacc));
-        if (++nacc == 8) {
-          packed_mask[out_byte++] = acc;
-          acc = 0;
-          nacc = 0;
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 512
+        const int n = len - c < 8 ? static_cast<int>(len - c) : 8;  // columns in this chunk
+        const int np = L - c >= 8 ? 8 : (L - c <= 0 ? 0 : static_cast<int>(L - c));  // prefix columns
+        uint32_t chunk = (1u << np) - 1u;  // prefix columns are visible
+        if (np < 8) {  // tree columns t0, t0+1, ... from the visibility bitset
+          const int t0 = static_cast<int>(c + np - L);
+          const int w = t0 >> 6, o = t0 & 63;
+          uint64_t v = vis[w] >> o;
+          if (o > 56) v |= vis[w + 1] << (64 - o);
+          chunk |= static_cast<uint32_t>((v & 0xFFu) << np);
+        }
+        chunk &= (1u << n) - 1u;  // never past the row end
+        if (write_bool_mask) {  // debug output: 8 bool writes per chunk
+        bool_bits:
+          for (int i = 0; i < 8; ++i) {
+#pragma HLS UNROLL
+            if (i < n) mask_bool[flat + i] = static_cast<uint8_t>((chunk >> i) & 1u);
+          }
+        }
+        flat += n;
+        acc |= chunk << nacc;
+        nacc += n;
+        if (nacc >= 8) {  // at most one byte per chunk (nacc < 8 before, n <= 8)
+          packed_mask[out_byte++] = static_cast<uint8_t>(acc & 0xFFu);
+          acc >>= 8;
+          nacc -= 8;
         }
       }
     }
-    if (nacc) packed_mask[out_byte++] = acc;  // last byte of the segment, zero-padded
+    if (nacc) packed_mask[out_byte++] = static_cast<uint8_t>(acc);  // last byte of the segment, zero-padded
 
     kv_off += len;
     bits_off += seg_bits;

@@ -122,3 +122,117 @@ def test_drafter_bytes_scale_with_dtype():
     b = bb.drafter_bytes(f, f.fused, 1, 4, 100, 0)["drafter_weights"]
     assert a == 2 * b == 2 * f.model.drafter_params
     assert np.isfinite(a)
+
+
+def _sum(port_bytes):
+    return (sum(v[0] for v in port_bytes.values()), sum(v[1] for v in port_bytes.values()))
+
+
+def test_unfused_chain_counts_equal_the_hls_kernels():
+    """The unfused reference chain, configured as [fpga.unfused] of the default contract (one K5 logits
+    read, packed K4, K6 reading target_probs where it tests), moves exactly the bytes the team's unfused
+    HLS kernels (hls/<key>, eagle4.backends.csim) count on the same calls; K1 differs only by the
+    optional HLS-extension output_tokens [B,K] the csim backend allocates (not used by the chain)."""
+    torch = pytest.importorskip("torch")
+    from eagle4.backends.csim import CsimBackend
+    from eagle4.budget import fused_csim as fc
+    from eagle4.workload import tree_glue as glue
+
+    be = CsimBackend()
+    ok, why = be.available()
+    if not ok:
+        pytest.fail(f"csim backend unavailable: {why}")
+    f = fpga_section("contracts/default.toml").unfused
+    kw = dict(k5_passes=f.k5_passes, k4_materialize=f.k4_materialize_bool)
+    # ---- verify step: K4, K5, K6, K7
+    B, Q, S, V, H = 4, 16, 6, 300, 8
+    s = fc.VerifyShape(B=B, Q=Q, S=S, V=V, H=H, L=9, temperatures=[1.0, 0.0], seed=3)
+    rng = np.random.default_rng(0)
+    a = fc.make_verify_inputs(s, parents=np.stack([fc.random_tree(rng, Q, "chain") for _ in range(B)]),
+                              accept=[2, 0, 5, 1])
+    uo, ucnt = fc.run_verify("unfused", s, a, k6_sglang=f.k6_sglang_style, **kw)
+    mine = {k: _sum({p: v for p, v in ucnt.items() if p.startswith(k + "_")}) for k in ("k4", "k5", "k6", "k7")}
+    S_max = a["req_to_token"].shape[1]
+    be.run("tree_mask", {"seq_lens": a["seq_lens"], "req_pool_indices": a["req_pool_indices"],
+                         "req_to_token": a["req_to_token"], "tree_cache_locs": a["out_cache_loc"].reshape(B, Q),
+                         "tree_parent": a["tree_parent"]}, {"S_max": S_max, "B": B, "T": Q, "Q": Q,
+                                                            "write_bool_mask": False})
+    assert _sum(be.last_port_bytes) == mine["k4"]
+    o5 = be.run("logits_to_probas", {"logits": a["logits"], "temperatures": a["temperatures"]},
+                {"rows_per_req": Q, "write_probas": True})
+    assert _sum(be.last_port_bytes) == mine["k5"]
+    k6in = {n: a[n] for n in ("candidates", "retrive_index", "retrive_next_token", "retrive_next_sibling", "coins",
+                              "final_coins")}
+    k6in.update(target_probs=o5["probas"].reshape(B, Q, V), target_predict=o5["argmax_ids"].reshape(B, Q),
+                is_greedy=o5["is_greedy"])
+    o6 = be.run("reject_sample", k6in, {"threshold_single": 1.0, "threshold_acc": 1.0, "B": B, "Q": Q, "S": S, "V": V})
+    assert _sum(be.last_port_bytes) == mine["k6"]
+    assert (o6["accept_length"] == uo["accept_length"]).all() and (o6["predicts"] == uo["predicts"]).all()
+    be.run("update_verify", {"accept_index": o6["accept_index"], "accept_length": o6["accept_length"],
+                             "predicts": o6["predicts"], "finish_pos": uo["finish_pos"], "seq_lens": a["seq_lens"],
+                             "req_pool_indices": a["req_pool_indices"], "req_to_token": a["req_to_token"],
+                             "out_cache_loc": a["out_cache_loc"], "hidden_states": a["hidden_states"],
+                             "verify_node_ids": a["verify_node_ids"]}, {"B": B, "Q": Q, "S": S, "H": H, "S_max": S_max})
+    assert _sum(be.last_port_bytes) == mine["k7"]
+    # ---- draft step: K1, K2, K3, K4 (draft use) per layer
+    B, K, widths, N, M, I, Vn = 3, 8, [1, 8, 3, 5], 128, 64, 64, 40
+    s = fc.DraftShape(B=B, K=K, widths=widths, H=24, Vt=96, V=500, N=N, M=M, I=I, L=13, verify_num=Vn,
+                      hidden_dtype="bfloat16", weight_dtype="int8", seed=4)
+    a = fc.make_draft_inputs(s)
+    uo, ucnt = fc.run_draft("unfused", s, a, debug=True, **kw)
+    theirs = {k: [0, 0] for k in ("k1", "k2", "k3", "k4")}
+
+    def add(k):
+        r, w = _sum(be.last_port_bytes)
+        theirs[k][0] += r
+        theirs[k][1] += w
+        return be.last_port_bytes
+
+    st = {k: v.numpy() for k, v in glue.init_draft_state(torch.from_numpy(a["root_token"]), N=N, M=M, K=K, I=I).items()}
+    cc, Ic = 1, 1
+    last, tidx, mask = np.ones((B, 1), np.float32), np.zeros((B, 1), np.int64), np.zeros((B, 1, 0), bool)
+    parents, fed, k1_ext = [], [], 0
+    for d, W in enumerate(widths):
+        C = W * K
+        o1 = be.run("draft_tree_score", {
+            "topk_probas_sampling": np.ascontiguousarray(uo["dbg_topk_p"][d][:, :C]),
+            "topk_tokens_sampling": np.ascontiguousarray(uo["dbg_topk_t"][d][:, :C]), "last_layer_scores": last,
+            "input_hidden_states": np.ascontiguousarray(a["draft_hidden"][d][: B * W]), "hot_token_id": a["hot_token_id"]},
+            {"batch_size": B, "node_top_k": K, "tree_width": W, "cumu_count": cc, "use_hot_token_id": True})
+        k1_ext += add("k1").get("output_tokens", (0, 0))[1]
+        o2 = be.run("update_draft_state", {
+            "topk_probas": o1["curr_layer_scores"], "topk_tokens": o1["topk_tokens_sampling"],
+            "sorted_scores": o1["sort_layer_scores"], "sorted_indexs": o1["sort_layer_indices"],
+            "parent_indexs": o1["parent_indices_in_layer"], "topk_indexs": tidx, "input_tree_mask": mask,
+            **{k: st[k] for k in ("cumu_tokens", "cumu_scores", "cumu_deltas", "prev_indexs", "next_indexs",
+                                  "side_indexs", "work_scores", "sort_scores", "output_tree_mask")}},
+            {"batch_size": B, "node_top_k": K, "tree_width": W, "input_count": Ic, "cumu_count": cc, "verify_num": Vn,
+             "curr_depth": d + 1, "max_input_size": I, "max_node_count": N, "max_verify_num": M})
+        add("k2")
+        st.update({k: v for k, v in o2.items() if k in st})
+        be.run("work_deltas", {"work_scores": st["work_scores"]},
+               {"batch_size": B, "node_count": min(min(max(Vn, 1), M), cc), "node_top_k": K, "verify_num": Vn,
+                "row_stride": M + K})
+        add("k3")
+        cc += C
+        parents.append(torch.from_numpy(o1["parent_indices_in_layer"]))
+        if d + 1 == len(widths):
+            break
+        Wn = widths[d + 1]
+        fr = glue.frontier_handoff(output_tokens=torch.from_numpy(o2["output_tokens"]),
+                                   output_scores=torch.from_numpy(o2["output_scores"]),
+                                   output_hidden_states=torch.from_numpy(o1["output_hidden_states"].view(np.int16)),
+                                   cache_topk_indices=torch.from_numpy(o1["cache_topk_indices"]),
+                                   output_tree_mask=torch.from_numpy(o2["output_tree_mask"]), Ic=Ic, W_next=Wn)
+        last, tidx, mask, Ic = fr.last_layer_scores.numpy(), fr.topk_indexs.numpy(), fr.input_tree_mask.numpy(), fr.Ic
+        fed.append(Wn)
+        t4, p4 = glue.draft_mask_inputs(widths=fed, parents=parents, seq_lens=torch.from_numpy(a["seq_lens"]),
+                                        req_pool_indices=torch.from_numpy(a["req_pool_indices"]),
+                                        req_to_token=torch.from_numpy(a["req_to_token"]),
+                                        tree_cache_locs=torch.from_numpy(a["draft_cache_locs"]), write_bool_mask=False)
+        be.run("tree_mask", {k: v.numpy() for k, v in t4.items()}, p4)
+        add("k4")
+    for k in ("k1", "k2", "k3", "k4"):
+        mine = _sum({p: v for p, v in ucnt.items() if p.startswith(k + "_")})
+        want = (theirs[k][0], theirs[k][1] - (k1_ext if k == "k1" else 0))
+        assert mine == want, f"{k}: unfused chain {mine} vs hls/{k} kernels {want}"

@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from eagle4.contract import (ContractError, ContractMismatch, ensure_same_contract, load_contract,
-                             render_markdown)
+from eagle4.contract import (
+    ContractError,
+    ContractMismatch,
+    ensure_same_contract,
+    load_contract,
+    render_markdown,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "contracts" / "default.toml"

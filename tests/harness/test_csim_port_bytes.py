@@ -18,7 +18,7 @@ pytestmark = pytest.mark.csim
 def backend():
     missing = csim.tools_missing()
     if missing:
-        pytest.skip(f"csim tools missing: {missing}")
+        pytest.fail(f"the C-simulation needs {missing}: install g++ and `pip install hls4ml`", pytrace=False)
     b = CsimBackend()
     b.build()
     return b
@@ -110,6 +110,7 @@ def test_k2_bytes(backend):
     m = Ic - 1
     assert rd == 4 * B * C + 8 * B * C + 4 * B * n1 + 8 * B * K + 8 * B * K + 8 * B * W + B * K * m + 4 * B * n0
     assert wr == 44 * B * C + 8 * B * W + 12 * B * K + 4 * B * (n0 + K) + 4 * B * n1 + B * K * m
+    assert (rd, wr) == _bytes_model().k2(B, W, K, m, n0, n1)  # the spec's calculator agrees
 
 
 @pytest.mark.parametrize("write_bool", [False, True])
@@ -151,3 +152,47 @@ def test_port_bytes_csv(tmp_path):
     out = write_port_bytes_csv([("k", "c", "p", 3, 4)], tmp_path / "tuples.csv")
     assert list(csv.DictReader(out.open())) == [{"kernel": "k", "case_id": "c", "port": "p", "bytes_read": "3",
                                                  "bytes_written": "4", "provenance": "csim"}]
+
+
+def _bytes_model():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2].parent / "shared" / "spec" / "bytes_model.py"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: the shared/ folder beside the checkout must hold it", pytrace=False)
+    spec = importlib.util.spec_from_file_location("eagle4_bytes_model_ref", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_counters_match_the_spec_bytes_model(backend):
+    """Cross-check with KERNELS.md's own calculator (shared/spec/bytes_model.py) for K1 (hot), K3, K4."""
+    bm = _bytes_model()
+    # K3
+    B, n0, K = 2, 9, 6
+    ws = np.sort(np.random.default_rng(0).random((B, n0 + K)).astype(np.float32), axis=1)[:, ::-1].copy()
+    backend.run("work_deltas", {"work_scores": ws},
+                {"batch_size": B, "node_count": n0, "node_top_k": K, "verify_num": 12, "row_stride": n0 + K})
+    assert _totals(backend.last_port_bytes) == bm.k3(B, K, n0)
+    # K4, uniform prefix length
+    B, T, Q, L = 2, 16, 8, 37
+    inputs = {"seq_lens": np.full(B, L, np.int64), "req_pool_indices": np.arange(B, dtype=np.int64),
+              "req_to_token": np.arange(B * 40, dtype=np.int32).reshape(B, 40),
+              "tree_cache_locs": np.arange(B * T, dtype=np.int64).reshape(B, T),
+              "tree_parent": np.tile(np.arange(-1, T - 1), (B, 1)).astype(np.int64)}
+    backend.run("tree_mask", inputs, {"S_max": 40, "B": B, "T": T, "Q": Q, "write_bool_mask": False})
+    assert _totals(backend.last_port_bytes) == bm.k4(B, T, Q, L)
+    # K1 hot path (bytes_model counts neither output_tokens nor out-of-range hot lookups)
+    B, W, K, H = 1, 8, 8, 64
+    rng = np.random.default_rng(1)
+    inputs = {"topk_probas_sampling": rng.random((B, W * K)).astype(np.float32),
+              "last_layer_scores": rng.random((B, W)).astype(np.float32),
+              "input_hidden_states": rng.standard_normal((B * W, H)).astype(np.float16),
+              "topk_tokens_sampling": rng.integers(0, 100, (B, W * K)).astype(np.int64),
+              "hot_token_id": np.arange(100, dtype=np.int64)}
+    backend.run("draft_tree_score", inputs, {"batch_size": B, "node_top_k": K, "tree_width": W, "cumu_count": 0,
+                                             "use_hot_token_id": True})
+    rd, wr = _totals(backend.last_port_bytes)
+    assert (rd, wr - 8 * B * K) == bm.k1(B, W, K, H, 2, hot=True)

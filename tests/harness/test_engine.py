@@ -45,10 +45,10 @@ def greedy_run(contract, engine):
 
 def test_greedy_speculative_equals_target_greedy(greedy_run):
     ids, spec, base = greedy_run
-    for i, (s, b) in enumerate(zip(spec, base)):
+    for i, (s, b) in enumerate(zip(spec, base, strict=False)):
         assert len(s.output_ids) == len(b)
         if s.output_ids != b:
-            j = next(k for k, (x, y) in enumerate(zip(s.output_ids, b)) if x != y)
+            j = next(k for k, (x, y) in enumerate(zip(s.output_ids, b, strict=False)) if x != y)
             pytest.fail(f"prompt {i}: speculative output diverges from target greedy at token {j}: "
                         f"{s.output_ids[j]} != {b[j]}")
 
@@ -109,7 +109,7 @@ def test_k4_mask_drives_the_attention(contract):
     ids = eng.encode_prompts(prompts, contract.prompts.prompt_tokens)
     spec = eng.generate(ids, 24, [0.0], seed=1)
     base = eng.generate_target_only(ids, 24)
-    assert any(s.output_ids != b for s, b in zip(spec, base)), \
+    assert any(s.output_ids != b for s, b in zip(spec, base, strict=False)), \
         "breaking K4's mask did not change the output: the attention is not driven by K4"
 
 
@@ -211,3 +211,47 @@ def test_plain_safetensors_reader_matches_library():
     assert a.keys() == b.keys()
     for k in a:
         assert a[k].dtype == b[k].dtype and torch.equal(a[k].view(torch.int16), b[k].view(torch.int16))
+
+
+@pytest.mark.cuda
+def test_greedy_speculative_equals_target_greedy_on_cuda(contract):
+    """The same check with the models on the GPU and the kernels on EAGLE4_E2E_BACKEND (default
+    ``cuda``; ``ref`` runs the reference kernels on the GPU)."""
+    import os
+
+    backend = os.environ.get("EAGLE4_E2E_BACKEND", "cuda")
+    opts = {"device": "cuda"} if backend == "ref" else None
+    eng = LocalEngine.from_contract(contract, backend, device="cuda", backend_options=opts)
+    ids = eng.encode_prompts([p["text"] for p in contract.load_prompts()][:8], contract.prompts.prompt_tokens)
+    spec = eng.generate(ids, 32, [0.0], seed=1)
+    base = eng.generate_target_only(ids, 32)
+    assert [r.output_ids for r in spec] == base
+    assert np.mean([a for r in spec for a in r.accept_lengths]) >= 2.0
+
+
+class _ScheduledWidths(LocalEngine):
+    """Frontier widths 1 -> 3 -> 2 -> ... (exercises W_next < K hand-offs and ragged trees)."""
+
+    schedule = (3, 2, 4, 1)
+
+    def _policy(self, work_deltas, B):
+        self._i = getattr(self, "_i", -1) + 1
+        return min(self.schedule[self._i % len(self.schedule)], self.params.max_tree_width)
+
+
+@pytest.mark.parametrize("params", [
+    DecodeParams(node_top_k=4, tree_depth=5, verify_num=16, max_tree_width=4, max_node_count=128,
+                 max_verify_num=32, max_input_size=32),
+    DecodeParams(node_top_k=3, tree_depth=3, verify_num=5, max_tree_width=2, max_node_count=32,
+                 max_verify_num=8, max_input_size=8),
+    DecodeParams(node_top_k=1, tree_depth=4, verify_num=4, max_tree_width=1, max_node_count=16,
+                 max_verify_num=4, max_input_size=8),
+], ids=["K4-D5-ragged", "K3-D3-Vn5", "chain-K1"])
+def test_other_tree_shapes_stay_exact(contract, params):
+    torch.set_num_threads(1)
+    eng = _ScheduledWidths(contract.resolve(contract.model.target), contract.resolve(contract.model.draft), params, "ref")
+    ids = eng.encode_prompts([p["text"] for p in contract.load_prompts()][:3], contract.prompts.prompt_tokens)
+    spec = eng.generate(ids, 20, [0.0], seed=3)
+    base = eng.generate_target_only(ids, 20)
+    assert [r.output_ids for r in spec] == base
+    assert all(1 <= a <= params.S for r in spec for a in r.accept_lengths)

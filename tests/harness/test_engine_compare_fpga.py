@@ -93,3 +93,21 @@ def test_missing_baseline_is_a_clear_error(setup):
     c, d = setup
     with pytest.raises(FileNotFoundError, match="bench_h100_e2e.sh"):
         compare(c, d / "nope.csv", d, run_csim=False)
+
+
+def test_modelled_leg_is_labelled_model(setup):
+    c, d = setup
+    from eagle4.budget.config import fpga_section
+    from eagle4.budget.model import DRAFT_STAGES, VERIFY_STAGES
+
+    fclk = round(fpga_section(c).fclk_public_estimate_mhz, 2)
+    rows = [{"contract_sha256": c.sha256, "backend": "fused", "stage": st, "batch": 1, "fclk_mhz": fclk, "T_us": 10.0}
+            for st in DRAFT_STAGES + VERIFY_STAGES]
+    _write(d / "sheet.csv", ["contract_sha256", "backend", "stage", "batch", "fclk_mhz", "T_us"], rows)
+    res = compare(c, d / "h100_baseline_raw.csv", d, budget_sheet=d / "sheet.csv", run_csim=False)
+    model = [r for r in res["raw"] if r["provenance"] == "model"]
+    assert len(model) == 1 and model[0]["side"] == "fpga"
+    n_stages = len(DRAFT_STAGES + VERIFY_STAGES) - 1  # draft LM head excluded
+    # ITL_h100 * (1 - share(K*, host_*)) + T / acceptance = 2 ms * 0.6 + n*10 us / 3
+    assert model[0]["value"] == pytest.approx(0.002 * 0.6 + n_stages * 10e-6 / 3.0)
+    assert not res["signed_off"]

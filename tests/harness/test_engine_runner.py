@@ -3,7 +3,6 @@ commit; markdown summary rendered from them; the CLI subcommands."""
 
 from __future__ import annotations
 
-import csv
 import shutil
 import subprocess
 import sys

@@ -684,3 +684,30 @@ def test_port_bytes_show_the_claimed_access_pattern():
     assert pb["hidden_states"] == (n_unf * row_bytes, 0)
     n_acc = int(out["accept_indptr"][-1])
     assert pb["req_to_token"] == (0, 4 * n_acc)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_k5_other_accumulator_depths(depth, tmp_path):
+    """EAGLE4_K5_ACC_DEPTH = 1 is the reference's exact association; any power of two stays within TOL."""
+    import subprocess
+
+    from eagle4.backends import csim, csim_tb
+    from eagle4.cases.dump import save_dump
+
+    hls = csim.HLS_DIR / "logits_to_probas"
+    exe = tmp_path / f"tb_k5_depth{depth}"
+    flags = [f.replace("-O2", "-O1") for f in csim.BASE_FLAGS] + list(csim_tb.TB_SANITIZE_FLAGS)
+    cmd = [csim.find_cxx(), *flags, f"-DEAGLE4_K5_ACC_DEPTH={depth}", *csim.include_flags(),
+           str(hls / "tb_logits_to_probas.cpp"), str(hls / "logits_to_probas.cpp"),
+           str(hls / "logits_to_probas_capi.cpp"), "-o", str(exe)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    picked = [c for c in _cases("logits_to_probas") if c.params["write_probas"] and "large" not in c.tags][:6]
+    assert picked
+    env = dict(__import__("os").environ, **csim_tb.SANITIZER_ENV)
+    env.pop("LD_PRELOAD", None)
+    for case in picked:
+        path = tmp_path / (case.case_id.replace("/", "__") + ".npz")
+        save_dump(path, case, _ref().run("logits_to_probas", case.inputs, case.params), producer={"backend": "ref"})
+        r = subprocess.run([str(exe), str(path)], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, case.case_id + "\n" + r.stdout[-3000:] + r.stderr[-3000:]

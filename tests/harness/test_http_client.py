@@ -14,8 +14,13 @@ import torch
 
 from eagle4.contract import load_contract
 from eagle4.workload.engine import LocalEngine
-from eagle4.workload.http_client import (acceptance_from_deltas, read_counters, run_batch, run_http_contract,
-                                         run_http_point)
+from eagle4.workload.http_client import (
+    acceptance_from_deltas,
+    read_counters,
+    run_batch,
+    run_http_contract,
+    run_http_point,
+)
 from eagle4.workload.server import EngineServer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,6 +8,7 @@ the csim machinery itself and the four kernels K1-K4 directly.
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ GOLDENS = Path(__file__).resolve().parents[2].parent / "shared" / "goldens" / "c
 def _need_tools():
     missing = csim.tools_missing()
     if missing:
-        pytest.skip(f"csim tools missing: {missing}")
+        pytest.fail(f"the C-simulation needs {missing}: install g++ and `pip install hls4ml`", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_sanitized_library_needs_preloaded_asan(monkeypatch):
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     ok, why = CsimBackend(sanitize=True).available()
     if csim.tools_missing():
-        pytest.skip("tools missing")
+        pytest.fail("the C-simulation tools are missing (g++, hls4ml)", pytrace=False)
     assert not ok and "LD_PRELOAD" in why
 
 
@@ -138,7 +139,7 @@ def test_csim_matches_cuda_goldens(backend, fname, kernel):
 
     path = GOLDENS / fname
     if not path.is_file():
-        pytest.skip(f"{path} not present")
+        pytest.fail(f"{path} is missing: the shared/ folder beside the checkout must hold it", pytrace=False)
     case = parse_cdt_text(path, kernel)
     out = backend.run(kernel, case.inputs, case.params)
     res = compare_outputs(kernel, case.expected, out, case.inputs, case.params, case.case_id)
@@ -230,3 +231,53 @@ def test_k4_precondition_refused_with_message(backend):
         backend.call_raw("tree_mask", {**inputs, **outs}, params)
     with pytest.raises(PreconditionError, match=r"EAGLE4_MAX_TREE_TOKENS"):
         backend.call_raw("tree_mask", {**inputs, **outs}, {**params, "T": 10**6})
+
+
+def test_a_broken_kernel_is_isolated_and_reported(tmp_path):
+    """A kernel that fails to compile is left out of the library; running it raises CsimBuildError with
+    the compiler output (naming the real file), while every other kernel still runs."""
+    _need_tools()
+    import shutil
+
+    hls = tmp_path / "hls"
+    shutil.copytree(csim.HLS_DIR, hls, ignore=shutil.ignore_patterns("tb_*", "fused", "tcl"))
+    src = hls / "work_deltas" / "work_deltas.cpp"
+    src.write_text(src.read_text() + "\nthis is not C++;\n")
+    code = """
+import sys, numpy as np
+from eagle4.backends.csim import CsimBackend, CsimBuildError
+b = CsimBackend(cache_dir=sys.argv[1])
+b.build()
+assert "work_deltas" in b.build_info["errors"], b.build_info
+assert "tree_mask" in b.build_info["kernels"]
+try:
+    b.run("work_deltas", {"work_scores": np.zeros((1, 3), np.float32)},
+          {"batch_size": 1, "node_count": 1, "node_top_k": 1, "verify_num": 1, "row_stride": 3})
+    raise SystemExit("no error")
+except CsimBuildError as e:
+    assert sys.argv[2] in str(e), str(e)[:500]
+out = b.run("tree_mask", {"seq_lens": np.array([1]), "req_pool_indices": np.array([0]),
+                          "req_to_token": np.zeros((1, 2), np.int32), "tree_cache_locs": np.array([[5]]),
+                          "tree_parent": np.array([[-1]])}, {"S_max": 2, "B": 1, "T": 1, "Q": 1,
+                                                             "write_bool_mask": False})
+assert out["packed_mask"].tolist() == [3], out
+print("ok")
+"""
+    env = {**os.environ, "EAGLE4_HLS_DIR": str(hls)}
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cache"), str(src)], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert p.returncode == 0 and "ok" in p.stdout, p.stdout + p.stderr
+
+
+def test_prune_cache_keeps_the_newest_entries(tmp_path):
+    import time as _time
+
+    for i in range(4):
+        d = tmp_path / f"entry{i}"
+        d.mkdir()
+        (d / csim.LIB_NAME).write_bytes(b"")
+        (d / "build.json").write_text("{}")
+        os.utime(d / "build.json", (_time.time() - 100 + i, _time.time() - 100 + i))
+    removed = csim.prune_cache(tmp_path, keep=2)
+    assert sorted(p.name for p in removed) == ["entry0", "entry1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["entry2", "entry3"]

@@ -52,11 +52,12 @@ def _no_xdist(request):
 @pytest.mark.perf
 @pytest.mark.cpu
 @pytest.mark.slow
-def test_e2e_perf_cpu(request, tmp_path):
+def test_e2e_perf_cpu(request, tmp_path, perf_rows):
     c = load_contract(CONTRACT)
     points = os.environ.get("EAGLE4_E2E_POINTS", "b1").split(",")
     res = run_contract(c, "ref", tmp_path, points=points, runs=_runs(request.config, c), device="cpu",
                        isolate=True, prefix="e2e_cpu", threads=int(os.environ.get("EAGLE4_E2E_THREADS", "1")))
+    perf_rows.extend({"test": "e2e_cpu", **r} for r in res["runs"])
     print((tmp_path / "e2e_cpu_summary.md").read_text())
     for s in res["stats"]:
         assert s["acceptance_length_mean"] >= 2.0, f"{s['point']}: acceptance collapsed to {s['acceptance_length_mean']:.3f}"
@@ -66,11 +67,12 @@ def test_e2e_perf_cpu(request, tmp_path):
 
 @pytest.mark.perf
 @pytest.mark.cuda
-def test_e2e_perf_h100(request):
+def test_e2e_perf_h100(request, perf_rows):
     c = load_contract(CONTRACT)
     backend = os.environ.get("EAGLE4_E2E_BACKEND", "cuda")
     out = Path(os.environ.get("EAGLE4_E2E_OUT", ROOT / "reports"))
     res = run_contract(c, backend, out, runs=_runs(request.config, c), device="cuda", isolate=True,
                        prefix="h100_baseline")
+    perf_rows.extend({"test": "e2e_h100", **r} for r in res["runs"])
     print(res["paths"]["summary"].read_text())
     _check(res["stats"], c)

@@ -404,6 +404,7 @@ void select_verify(PSc scores, PTok tokens, PPrev prev, int64_t n_nodes, int64_t
 // the logit and the row's (m, s)). final_row(row, buf) fills buf[0..V) with the final row's
 // probabilities and returns nothing (unfused: an HBM row read; fused: logits row re-read).
 struct K6Out {
+  int64_t row_pred;  // greedy: target_predict of the final row (read once per visited row)
   int64_t n;
   int64_t last;
   int64_t row;
@@ -411,9 +412,9 @@ struct K6Out {
   int64_t rej[E4F_MAX_Q];
   int nrej;
 };
-template <typename FProb>
+template <typename FProb, typename PPred>
 void k6_walk(const int64_t* cand, const int64_t* ridx, const int64_t* next_tok, const int64_t* next_sib,
-             const float* coins, int64_t Q, int64_t S, int64_t V, bool greedy, const int64_t* predict_rows,
+             const float* coins, int64_t Q, int64_t S, int64_t V, bool greedy, PPred predict_rows,
              float thr_single, float thr_acc_in, FProb prob, int32_t* pred /*[Q] local*/, K6Out& o) {
   const float thr_acc = (thr_acc_in < 1e-9f) ? 1e-9f : thr_acc_in;
   for (int64_t i = 0; i < Q; ++i) pred[i] = -1;
@@ -421,6 +422,7 @@ void k6_walk(const int64_t* cand, const int64_t* ridx, const int64_t* next_tok, 
   int64_t row = 0, last = ridx[0], n = 0, cur = 0;
   o.acc_row[0] = static_cast<int32_t>(last);
   float prob_acc = 0.0f, coin = coins[0];
+  int64_t row_pred = greedy ? static_cast<int64_t>(predict_rows[0]) : 0;
   o.nrej = 0;
   for (int64_t j = 1; j < S; ++j) {
     cur = next_tok[cur];
@@ -433,7 +435,7 @@ void k6_walk(const int64_t* cand, const int64_t* ridx, const int64_t* next_tok, 
       }
       bool acc;
       if (greedy) {
-        acc = (tok == predict_rows[row]);
+        acc = (tok == row_pred);
       } else {
         const float p = prob(row, tok);
         prob_acc = prob_acc + p;
@@ -445,6 +447,7 @@ void k6_walk(const int64_t* cand, const int64_t* ridx, const int64_t* next_tok, 
         last = ridx[cur];
         o.acc_row[n] = static_cast<int32_t>(last);
         row = cur;
+        if (greedy) row_pred = predict_rows[cur];
         coin = coins[cur];
         prob_acc = 0.0f;
         o.nrej = 0;
@@ -473,6 +476,7 @@ void k6_walk(const int64_t* cand, const int64_t* ridx, const int64_t* next_tok, 
   o.n = n;
   o.last = last;
   o.row = row;
+  o.row_pred = row_pred;
 }
 inline uint64_t quant(float t) {
   if (!(t > 0.0f)) return 0;
@@ -555,6 +559,7 @@ void k7(PAI accept_index, PPred predicts, PFin finish_pos, PSeq seq_lens, PPool 
         K7Out<A, HT>& o) {
   int32_t row[E4F_MAX_S];
   int64_t k = 0, u = 0, ku = 0;
+  int32_t acc_ptr = 0, next_ptr = 0;  // running prefix sums (never read back from the output ports)
   o.accept_indptr[0] = 0;
   o.next_indptr[0] = 0;
   static uint8_t evict[E4F_MAX_B * E4F_MAX_Q];
@@ -571,13 +576,16 @@ void k7(PAI accept_index, PPred predicts, PFin finish_pos, PSeq seq_lens, PPool 
     }
     const int64_t a = cnt - 1;
     o.accept_length_out[b] = static_cast<int32_t>(a);
-    o.accept_indptr[b + 1] = static_cast<int32_t>(static_cast<int32_t>(o.accept_indptr[b]) + a + 1);
+    acc_ptr = static_cast<int32_t>(acc_ptr + a + 1);
+    o.accept_indptr[b + 1] = acc_ptr;
     const int64_t L = seq_lens[b];
     const int64_t pool = pool_idx[b];
     const bool unfinished = (fp == -1);
+    int32_t last_tok = -1;
     for (int64_t j = 0; j <= a; ++j) {
       const int32_t pos = row[j];
       const int32_t tok = predicts[pos];
+      last_tok = tok;
       o.accepted_flat[k] = pos;
       o.verified_id[k] = tok;
       if (o.has_node_ids) o.accepted_node_ids[k] = static_cast<int64_t>(node_ids[pos]);
@@ -595,10 +603,11 @@ void k7(PAI accept_index, PPred predicts, PFin finish_pos, PSeq seq_lens, PPool 
     if (unfinished) {
       o.unfinished_index[u] = b;
       o.next_accept_length[u] = static_cast<int32_t>(a);
-      o.next_indptr[u + 1] = static_cast<int32_t>(static_cast<int32_t>(o.next_indptr[u]) + a + 1);
+      next_ptr = static_cast<int32_t>(next_ptr + a + 1);
+      o.next_indptr[u + 1] = next_ptr;
       o.next_seq_lens[u] = L + a + 1;
       o.next_req_pool_indices[u] = pool;
-      o.next_root_token[u] = predicts[row[a]];
+      o.next_root_token[u] = last_tok;  // predicts[row[a]], already read
       o.next_last_flat[u] = row[a];
       ++u;
     }

@@ -205,9 +205,14 @@ int run(const eagle4::capi::Ctx& x, const DraftCfg& c, int k5_passes, bool mater
       for (int64_t b = 0; b < B; ++b) {
         float in_s[E4F_MAX_C], ss[E4F_MAX_C];
         int64_t tk[E4F_MAX_C], si[E4F_MAX_K], pa[E4F_MAX_K], ti[E4F_MAX_K];
-        for (int64_t i = 0; i < C; ++i) in_s[i] = pin[b * C + i];
+        for (int64_t i = 0; i < C; ++i) in_s[i] = (cc + i < N) ? static_cast<float>(pin[b * C + i]) : 0.0f;  // kept nodes only
         for (int64_t i = 0; i < C; ++i) tk[i] = ptk[b * C + i];
-        for (int64_t i = 0; i < C; ++i) ss[i] = pss[b * C + i];
+        {  // only the sorted scores K2 needs: [0, max(K, min(n1, C))) (as hls/update_draft_state)
+          const int64_t vnp = Vn < 1 ? 1 : (Vn > M ? M : Vn);
+          const int64_t n1 = vnp < cc + C ? vnp : cc + C;
+          const int64_t ns = n1 < C ? (n1 > K ? n1 : K) : C;
+          for (int64_t i = 0; i < C; ++i) ss[i] = (i < ns) ? static_cast<float>(pss[b * C + i]) : 0.0f;
+        }
         for (int64_t r = 0; r < K; ++r) si[r] = psi[b * C + r];
         for (int64_t r = 0; r < K; ++r) pa[r] = ppa[b * K + r];
         for (int64_t w = 0; w < W; ++w) ti[w] = pti[b * W + w];
@@ -231,8 +236,9 @@ int run(const eagle4::capi::Ctx& x, const DraftCfg& c, int k5_passes, bool mater
         auto pw = UP(work_scores.data(), U_k3_work_scores);
         auto pd = UP(x.ptr<float>(D_WORK_DELTAS) + d * (K + 1), U_k3_work_deltas);
         for (int64_t b = 0; b < B; ++b) {
-          float per[E4F_MAX_K + 1];
-          k3_req(pw + b * (M + K), n0, static_cast<int>(K), Vn, per);
+          float per[E4F_MAX_K + 1], row[E4F_MAX_M + E4F_MAX_K];
+          for (int64_t j = 0; j < n0 + K; ++j) row[j] = pw[b * (M + K) + j];  // one read of the row
+          k3_req(row, n0, static_cast<int>(K), Vn, per);
           for (int64_t w = 0; w <= K; ++w) per_total[w] = per_total[w] + per[w];
         }
         for (int64_t w = 0; w <= K; ++w) pd[w] = per_total[w];

@@ -14,7 +14,6 @@ struct ReqRec {  // one request's K6 result handed to the finish rule and K7 (on
 };
 
 static float rowbuf[E4F_MAX_V];             // one logits row (K5) / the final residual row (K6)
-static RowStats stats[E4F_MAX_B * E4F_MAX_Q];  // per-row (m, s, argmax): 16 B per row instead of 4V
 static uint8_t greedy[E4F_MAX_B];
 static int64_t locs[E4F_MAX_B * E4F_MAX_Q];   // KV slots: read once, used by K4 and K7
 static int32_t acc_idx[E4F_MAX_B * E4F_MAX_S];
@@ -50,31 +49,44 @@ void stage_k4(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<const i
   }
 }
 
-// ---- stage: K5 row statistics: ONE read of each logits row ---------------------------------
-void stage_k5(VPort<const float> logits, VPort<const float> temps, const VerifyCfg& c,
-              EAGLE4_STREAM(int64_t, 4) & req_s) {
-  for (int64_t b = 0; b < c.B; ++b) {
-    const float t = temps[b];
-    const bool g = greedy_temp(t);
-    greedy[b] = g ? 1 : 0;
-    for (int64_t q = 0; q < c.Q; ++q) {
-      const int64_t r = b * c.Q + q;
-      for (int64_t v = 0; v < c.V; ++v) rowbuf[v] = logits[r * c.V + v];
-      stats[r] = row_stats(rowbuf, c.V, t, g);
-    }
-    req_s.write(b);
+// ---- stage: K5 on demand, fused with K6 ----------------------------------------------------------
+// K6's walk only ever needs the rows it visits: the root row, then the row of each accepted child
+// (child local indices are larger than their parent's, so the rows arrive in increasing order). A
+// row is read from HBM the first time the walk touches it: ONE read into the on-chip row buffer,
+// K5's (m, s, argmax) over it, then every probability the walk tests and, for the final row, the
+// whole residual come from that buffer. Rows the walk never reaches are never read: the fused design
+// has no consumer for their probabilities (it emits neither probas nor argmax_ids). Same formulas as
+// the unfused K5 -> K6, so the results are bit-identical.
+struct LazyRow {
+  VPort<const float> logits;
+  int64_t base;  // flat row index of the request's token 0
+  int64_t V;
+  float temp;
+  bool greedy;
+  int64_t loaded;
+  RowStats st;
+  void load(int64_t row) {
+    if (row == loaded) return;
+    for (int64_t v = 0; v < V; ++v) rowbuf[v] = logits[(base + row) * V + v];
+    st = row_stats(rowbuf, V, temp, greedy);
+    loaded = row;
   }
-}
+};
+struct LazyArgmax {  // target_predict[row] for greedy requests
+  LazyRow* lr;
+  int64_t operator[](int64_t row) const {
+    lr->load(row);
+    return lr->st.amax;
+  }
+};
 
-// ---- stage: K6 with recomputed probabilities -------------------------------------------------
-void stage_k6(EAGLE4_STREAM(int64_t, 4) & req_s, VPort<const float> logits, VPort<const float> temps,
-              VPort<const int64_t> cand_p, VPort<const int64_t> ridx_p, VPort<const int64_t> ntok_p,
-              VPort<const int64_t> nsib_p, VPort<const float> coins_p, VPort<const float> fcoins_p,
-              const VerifyCfg& c, EAGLE4_STREAM(ReqRec, 4) & out_s) {
+void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const int64_t> cand_p,
+                VPort<const int64_t> ridx_p, VPort<const int64_t> ntok_p, VPort<const int64_t> nsib_p,
+                VPort<const float> coins_p, VPort<const float> fcoins_p, const VerifyCfg& c,
+                EAGLE4_STREAM(ReqRec, 4) & out_s) {
   const int64_t Q = c.Q, V = c.V;
-  for (int64_t bi = 0; bi < c.B; ++bi) {
-    const int64_t b = req_s.read();
-    int64_t cand[E4F_MAX_Q], ridx[E4F_MAX_Q], ntok[E4F_MAX_Q], nsib[E4F_MAX_Q], pred_rows[E4F_MAX_Q];
+  for (int64_t b = 0; b < c.B; ++b) {
+    int64_t cand[E4F_MAX_Q], ridx[E4F_MAX_Q], ntok[E4F_MAX_Q], nsib[E4F_MAX_Q];
     float coins[E4F_MAX_Q];
     for (int64_t i = 0; i < Q; ++i) {
       cand[i] = cand_p[b * Q + i];
@@ -82,23 +94,25 @@ void stage_k6(EAGLE4_STREAM(int64_t, 4) & req_s, VPort<const float> logits, VPor
       ntok[i] = ntok_p[b * Q + i];
       nsib[i] = nsib_p[b * Q + i];
       coins[i] = coins_p[b * Q + i];
-      pred_rows[i] = stats[b * Q + i].amax;
     }
     const float t = temps[b];
-    const bool g = greedy[b] != 0;
-    auto prob = [&](int64_t row, int64_t tok) {
-      const float x = logits[(b * Q + row) * V + tok];  // one scattered 4-byte read
-      return proba(x, t, stats[b * Q + row]);
+    const bool g = greedy_temp(t);
+    greedy[b] = g ? 1 : 0;
+    LazyRow lr{logits, b * Q, V, t, g, -1, RowStats{}};
+    auto prob = [&lr, t](int64_t row, int64_t tok) {
+      lr.load(row);
+      return proba(rowbuf[tok], t, lr.st);
     };
     ReqRec rec;
     K6Out o;
-    k6_walk(cand, ridx, ntok, nsib, coins, Q, c.S, V, g, pred_rows, c.thr_single, c.thr_acc, prob, rec.pred, o);
+    k6_walk(cand, ridx, ntok, nsib, coins, Q, c.S, V, g, LazyArgmax{&lr}, c.thr_single, c.thr_acc, prob, rec.pred, o);
     int64_t sample;
     if (g) {
-      sample = pred_rows[o.row];
+      sample = o.row_pred;
     } else {
-      const int64_t r = b * Q + o.row;
-      for (int64_t v = 0; v < V; ++v) rowbuf[v] = proba(logits[r * V + v], t, stats[r]);  // 2nd read of one row
+      lr.load(o.row);  // usually already on-chip (the row whose children were all rejected)
+      for (int64_t v = 0; v < V; ++v) rowbuf[v] = proba(rowbuf[v], t, lr.st);  // in place: the residual row
+      lr.loaded = -1;
       sample = k6_sample(rowbuf, V, o.rej, o.nrej, fcoins_p[b]);
     }
     rec.pred[o.last - ridx[0]] = static_cast<int32_t>(sample);
@@ -142,15 +156,13 @@ int verify_pipeline_top(const eagle4::capi::Ctx& x, const VerifyCfg& c, eagle4::
 #define P_(T, i) PORT_ARG(x.ptr<T>(i), cnt, i)
   if (c.V > E4F_MAX_V) return x.fail(eagle4::capi::E_BOUND, "V exceeds E4F_MAX_V");
 #pragma HLS DATAFLOW
-  EAGLE4_STREAM(int64_t, 4) req_s;
   EAGLE4_STREAM(ReqRec, 4) k6_s;
   stage_k4(P_(const int64_t, V_SEQ), P_(const int64_t, V_POOL), P_(const int32_t, V_R2T), P_(const int64_t, V_LOC),
            P_(const int64_t, V_TREE_PARENT), P_(int32_t, V_QO), P_(int32_t, V_KVPTR), P_(int32_t, V_KVIDX),
            P_(int64_t, V_POS), P_(int32_t, V_MBITS), P_(int32_t, V_MBYTES), P_(uint8_t, V_PACKED), c);
-  stage_k5(P_(const float, V_LOGITS), P_(const float, V_TEMPS), c, req_s);
-  stage_k6(req_s, P_(const float, V_LOGITS), P_(const float, V_TEMPS), P_(const int64_t, V_CAND),
-           P_(const int64_t, V_RIDX), P_(const int64_t, V_NTOK), P_(const int64_t, V_NSIB), P_(const float, V_COINS),
-           P_(const float, V_FCOINS), c, k6_s);
+  stage_k5k6(P_(const float, V_LOGITS), P_(const float, V_TEMPS), P_(const int64_t, V_CAND), P_(const int64_t, V_RIDX),
+             P_(const int64_t, V_NTOK), P_(const int64_t, V_NSIB), P_(const float, V_COINS), P_(const float, V_FCOINS), c,
+             k6_s);
   eagle4::PortCounter* no = nullptr;  // debug taps are not counted
   stage_finish(k6_s, P_(const int64_t, V_REMAINING), PORT_ARG(x.ptr<int32_t>(V_PREDICTS), no, 0),
                PORT_ARG(x.ptr<int32_t>(V_ACC_IDX), no, 0), PORT_ARG(x.ptr<int32_t>(V_ACC_LEN), no, 0),

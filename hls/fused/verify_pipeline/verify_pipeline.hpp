@@ -1,8 +1,9 @@
-// Fused verify pipeline (dataflow design): K4 (verify use) -> K5 -> K6 -> finish rule -> K7.
-// The [B,Q,V] probability tensor is never written: K5 keeps per-row (m, s, argmax) on-chip and
-// K6 recomputes p = exp(x/temp - m)/s for the entries it tests plus one residual row per request
-// (a second read of that logits row). predicts / accept_index / accept_length / finish_pos stay
-// on-chip between K6 and K7 (§9.2).
+// Fused verify pipeline (dataflow design): K4 (verify use) -> K5 on demand + K6 -> finish rule -> K7.
+// The [B,Q,V] probability tensor is never written. K5 runs only on the rows K6's walk visits (the
+// root row and the row of each accepted child): each such logits row is read ONCE into an on-chip
+// row buffer, its (m, s, argmax) computed, and every probability the walk tests plus the final
+// residual row come from that buffer (§9.2, one step further: unvisited rows are never read).
+// predicts / accept_index / accept_length / finish_pos stay on-chip between K6 and K7.
 #ifndef E4F_VERIFY_PIPELINE_HPP
 #define E4F_VERIFY_PIPELINE_HPP
 

@@ -128,7 +128,7 @@ int run(const eagle4::capi::Ctx& x, const VerifyCfg& c, int passes, bool materia
     if (sglang)
       for (int64_t i = 0; i < B * Q * V; ++i) pdr[i] = 0.0f;  // zero-fill draft_probs
     for (int64_t b = 0; b < B; ++b) {
-      int64_t cand[E4F_MAX_Q], ridx[E4F_MAX_Q], ntok[E4F_MAX_Q], nsib[E4F_MAX_Q], prow[E4F_MAX_Q];
+      int64_t cand[E4F_MAX_Q], ridx[E4F_MAX_Q], ntok[E4F_MAX_Q], nsib[E4F_MAX_Q];
       float coins[E4F_MAX_Q];
       for (int64_t i = 0; i < Q; ++i) {
         cand[i] = pc[b * Q + i];
@@ -138,18 +138,17 @@ int run(const eagle4::capi::Ctx& x, const VerifyCfg& c, int passes, bool materia
         coins[i] = pco[b * Q + i];
       }
       const bool g = static_cast<uint8_t>(pg[b]) != 0;
-      if (g)
-        for (int64_t i = 0; i < Q; ++i) prow[i] = ppred[b * Q + i];
+      auto prow_port = ppred + b * Q;  // target_predict read only at the rows the walk visits
       auto prob = [&](int64_t row, int64_t tok) -> float {
         const float p = pprob[(b * Q + row) * V + tok];
         return p;
       };
       int32_t pred[E4F_MAX_Q];
       K6Out o;
-      k6_walk(cand, ridx, ntok, nsib, coins, Q, S, V, g, prow, c.thr_single, c.thr_acc, prob, pred, o);
+      k6_walk(cand, ridx, ntok, nsib, coins, Q, S, V, g, prow_port, c.thr_single, c.thr_acc, prob, pred, o);
       int64_t sample;
       if (g) {
-        sample = prow[o.row];
+        sample = o.row_pred;
       } else {
         const int64_t r = b * Q + o.row;
         if (sglang) {

@@ -294,6 +294,28 @@ def build_library(cache_dir=None, sanitize: bool = False, jobs: int | None = Non
     return entry / LIB_NAME, info, hit
 
 
+def prune_cache(cache_dir=None, keep: int = 8) -> list[Path]:
+    """Delete all but the ``keep`` most recently built entries of each kind (library, each testbench)
+    from the cache; returns the removed directories. Manual housekeeping (every source edit makes a
+    new entry); do not run it while other processes are using the cache."""
+    removed: list[Path] = []
+    for root in (cache_root(cache_dir), cache_root(cache_dir) / "tb"):
+        if not root.is_dir():
+            continue
+        groups: dict[str, list[Path]] = {}
+        for d in root.iterdir():
+            if d.is_dir() and (d / "build.json").is_file():
+                kind = next((f.name for f in d.iterdir() if f.is_file() and f.name != "build.json"), "?")
+                groups.setdefault(kind, []).append(d)
+        for entries in groups.values():
+            entries.sort(key=lambda d: (d / "build.json").stat().st_mtime, reverse=True)
+            for d in entries[keep:]:
+                shutil.rmtree(d, ignore_errors=True)
+                Path(f"{d}.lock").unlink(missing_ok=True)
+                removed.append(d)
+    return removed
+
+
 # ---------------------------------------------------------------------------------------------
 # Port-byte records for reports/csim_port_bytes.csv
 

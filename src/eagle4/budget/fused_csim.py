@@ -1,8 +1,8 @@
 """C-simulation of the fused dataflow designs (hls/fused/) and of their unfused reference chain.
 
 ``hls/fused/{draft_pipeline,verify_pipeline}/*.cpp`` are compiled with g++ (byte counters on, the
-hls4ml ap_types headers) into one shared library cached under ``<repo>/.cache/csim/`` by the csim
-backend's cache machinery (``eagle4.backends.csim.cached_build``; the key hashes every source).
+hls4ml ap_types headers, the csim backend's flags) into one shared library cached under
+``<repo>/.cache/csim/fused-<hash>/`` (the key hashes every source, header, flag and the compiler).
 Four entry points share the uniform C ABI of ``hls/include/eagle4_capi.h``:
 
 * ``eagle4_fused_draft_step`` / ``eagle4_unfused_draft_step``: one whole draft step (init, D layers,
@@ -64,59 +64,106 @@ class FusedCsimError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------------------------
-# build / load
+# build / load (self-contained: g++ + the hls4ml ap_types headers, cached by a hash of the sources)
+
+BUILD_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-ffp-contract=off", "-fno-fast-math", "-DEAGLE4_CSIM_COUNTERS",
+               "-DEAGLE4_HLS4ML_HEADERS", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-label",
+               "-Wno-unused-variable")
+
+
+class PortCounter(ctypes.Structure):  # eagle4::PortCounter (hls/include/eagle4_port.h)
+    _fields_ = [("bytes_read", ctypes.c_uint64), ("bytes_written", ctypes.c_uint64)]
+
+
+CAPI_ARGTYPES = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32),
+                 ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_float), ctypes.POINTER(PortCounter),
+                 ctypes.c_char_p, ctypes.c_int64]
 
 
 def _sources() -> list[Path]:
     return sorted(p for p in FUSED_DIR.rglob("*") if p.suffix in (".cpp", ".hpp", ".h") and "csim_build" not in p.parts)
 
 
+def _ap_types() -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("hls4ml")
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        p = Path(loc) / "templates" / "vivado" / "ap_types"
+        if (p / "ap_int.h").is_file():
+            return p
+    return None
+
+
 _LIB = None
 
 
 def load_library():
-    """Build (cached) and load the fused csim library; returns the ctypes CDLL."""
+    """Build (cached under <repo>/.cache/csim/fused-<hash>/, or $EAGLE4_CSIM_CACHE) and load the
+    fused csim library; returns the ctypes CDLL."""
     global _LIB
     if _LIB is not None:
         return _LIB
-    from eagle4.backends import csim
+    import fcntl
+    import hashlib
+    import shutil
+    import subprocess
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
 
-    missing = csim.tools_missing()
-    if missing:
-        raise FusedCsimError(f"cannot build the fused designs: {missing}")
-    cxx = csim.find_cxx()
-    flags = list(csim.BASE_FLAGS)
-    srcs = [p for p in _sources() if p.suffix == ".cpp"]
-    files = _sources() + csim._header_files(include_tb=False)
-    digest = csim.build_digest("fused", files, flags)
-    root = csim.cache_root()
+    cxx = shutil.which(os.environ.get("CXX") or "g++")
+    ap = _ap_types()
+    if cxx is None or ap is None:
+        raise FusedCsimError("cannot build the fused designs: " + "; ".join(
+            ([] if cxx else ["g++ not found on PATH (apt-get install g++, or set CXX)"])
+            + ([] if ap else ["the hls4ml package (ap_types headers) is not installed: pip install 'hls4ml>=1.0,<1.4'"])))
+    inc = REPO / "hls" / "include"
+    headers = sorted(p for p in inc.rglob("*") if p.suffix in (".h", ".hpp") and "tb" not in p.relative_to(inc).parts[:-1])
+    h = hashlib.sha256()
+    ver = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    h.update(json.dumps({"flags": BUILD_FLAGS, "cxx": ver, "ap": str(ap)}).encode())
+    for f in _sources() + headers:
+        h.update(str(f.relative_to(REPO)).encode() + b"\0" + f.read_bytes())
+    digest = "fused-" + h.hexdigest()[:32]
+    root = Path(os.environ.get("EAGLE4_CSIM_CACHE") or REPO / ".cache" / "csim")
     root.mkdir(parents=True, exist_ok=True)
+    final = root / digest
+    if not (final / "build.json").is_file():
+        with open(root / f"{digest}.lock", "a+") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            if not (final / "build.json").is_file():
+                tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=root))
+                try:
+                    t0 = time.time()
+                    srcs = [p for p in _sources() if p.suffix == ".cpp"]
 
-    def builder(tmp: Path):
-        import subprocess
-        from concurrent.futures import ThreadPoolExecutor
+                    def comp(src):
+                        cmd = [cxx, *BUILD_FLAGS, f"-I{inc}", f"-I{ap}", "-c", str(src), "-o", str(tmp / f"{src.stem}.o")]
+                        p = subprocess.run(cmd, capture_output=True, text=True)
+                        return p.returncode, " ".join(cmd) + "\n" + p.stdout + p.stderr
 
-        t0 = time.time()
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-            res = list(ex.map(lambda s: csim._compile(cxx, flags, s, tmp / f"{s.stem}.o"), srcs))
-        errs = [out for _, rc, out in res if rc]
-        if errs:
-            raise FusedCsimError("compiling hls/fused failed:\n" + "\n".join(errs))
-        cmd = [cxx, "-shared", "-o", str(tmp / LIB_NAME), *[str(tmp / f"{s.stem}.o") for s in srcs]]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode:
-            raise FusedCsimError(f"linking failed: {p.stderr}")
-        for o in tmp.glob("*.o"):
-            o.unlink()
-        (tmp / "build.json").write_text(json.dumps({"digest": digest, "seconds": round(time.time() - t0, 2),
-                                                    "sources": [str(s.relative_to(REPO)) for s in srcs]}))
-
-    entry, _ = csim.cached_build(root, digest, builder)
-    lib = ctypes.CDLL(str(entry / LIB_NAME))
+                    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+                        res = list(ex.map(comp, srcs))
+                    errs = [out for rc, out in res if rc]
+                    if errs:
+                        raise FusedCsimError("compiling hls/fused failed:\n" + "\n".join(errs))
+                    p = subprocess.run([cxx, "-shared", "-o", str(tmp / LIB_NAME), *[str(tmp / f"{s.stem}.o") for s in srcs]],
+                                       capture_output=True, text=True)
+                    if p.returncode:
+                        raise FusedCsimError(f"linking failed: {p.stderr}")
+                    for o in tmp.glob("*.o"):
+                        o.unlink()
+                    (tmp / "build.json").write_text(json.dumps({"digest": digest, "seconds": round(time.time() - t0, 2),
+                                                                "sources": [str(s.relative_to(REPO)) for s in srcs]}))
+                    os.replace(tmp, final)
+                except BaseException:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise
+    lib = ctypes.CDLL(str(final / LIB_NAME))
     for fn in ("eagle4_fused_draft_step", "eagle4_unfused_draft_step", "eagle4_fused_verify_step",
                "eagle4_unfused_verify_step"):
         f = getattr(lib, fn)
-        f.argtypes = csim._CAPI_ARGTYPES
+        f.argtypes = CAPI_ARGTYPES
         f.restype = ctypes.c_int
     for fn in ("eagle4_fused_draft_ports", "eagle4_unfused_draft_ports", "eagle4_fused_verify_ports",
                "eagle4_unfused_verify_ports"):
@@ -131,8 +178,6 @@ def port_names(fn: str) -> list[str]:
 
 
 def _call(fn: str, names, arrays: dict, iscalars, fscalars, ports_fn: str):
-    from eagle4.backends import csim
-
     lib = load_library()
     n = len(names)
     ptrs = (ctypes.c_void_p * n)()
@@ -156,7 +201,7 @@ def _call(fn: str, names, arrays: dict, iscalars, fscalars, ports_fn: str):
             shapes[4 * i + d] = int(sh[d])
         eb[i] = a.dtype.itemsize
     ports = port_names(ports_fn)
-    cnt = (csim.PortCounter * max(len(ports), n, 1))()
+    cnt = (PortCounter * max(len(ports), n, 1))()
     isc = (ctypes.c_int64 * max(len(iscalars), 1))(*[int(v) for v in iscalars])
     fsc = (ctypes.c_float * max(len(fscalars), 1))(*[float(v) for v in fscalars])
     err = ctypes.create_string_buffer(4096)

@@ -11,7 +11,6 @@ the HTTP benchmark client and the FPGA-vs-H100 comparison.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 
 def register(sub) -> None:
@@ -59,7 +58,9 @@ def register(sub) -> None:
     f.add_argument("--h100", default="reports/h100_baseline_raw.csv")
     f.add_argument("--fpga-measured", default=None, help="CSV of measured FPGA e2e rows (provenance measured)")
     f.add_argument("--out", default="reports/")
-    f.add_argument("--points", default="b1")
+    f.add_argument("--budget-sheet", default=None, help="budget_sheet.csv of eagle4.budget (default: OUT/budget_sheet.csv)")
+    f.add_argument("--points", default=None, help="operating points (default: every point of the H100 CSV)")
+    f.add_argument("--no-csim", action="store_true", help="skip the csim correctness leg (then no sign-off)")
     f.set_defaults(func=_compare)
 
 
@@ -115,7 +116,8 @@ def _compare(a) -> int:
     from eagle4.contract import load_contract
     from eagle4.workload.compare_fpga import compare
 
-    res = compare(load_contract(a.contract), a.h100, a.out, fpga_measured=a.fpga_measured, points=_points(a.points))
+    res = compare(load_contract(a.contract), a.h100, a.out, fpga_measured=a.fpga_measured, points=_points(a.points),
+                  budget_sheet=a.budget_sheet, run_csim=not a.no_csim)
     print(res["verdict"])
     print("wrote " + ", ".join(str(p) for p in res["paths"].values()))
     return 0

@@ -13,7 +13,15 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from eagle4.models.llama import AttnMeta, DecoderLayer, KVCache, LlamaConfig, LlamaModel, RMSNorm, read_safetensors_dir
+from eagle4.models.llama import (
+    AttnMeta,
+    DecoderLayer,
+    KVCache,
+    LlamaConfig,
+    LlamaModel,
+    RMSNorm,
+    read_safetensors_dir,
+)
 
 
 class EagleDraft(nn.Module):

@@ -49,7 +49,7 @@ class LlamaConfig:
                              f"num_key_value_heads={self.num_key_value_heads}")
 
     @classmethod
-    def from_dict(cls, d: dict) -> "LlamaConfig":
+    def from_dict(cls, d: dict) -> LlamaConfig:
         names = set(cls.__dataclass_fields__)
         missing = [k for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                                "num_attention_heads") if k not in d]
@@ -63,7 +63,7 @@ class LlamaConfig:
         return cls(**{k: v for k, v in d.items() if k in names})
 
     @classmethod
-    def from_json(cls, path: str | Path) -> "LlamaConfig":
+    def from_json(cls, path: str | Path) -> LlamaConfig:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
     def to_dict(self) -> dict:
@@ -122,10 +122,10 @@ def causal_meta(prefix_slots: list[np.ndarray], new_slots: list[np.ndarray], row
     """Prefill / extend: request b has prefix KV ``prefix_slots[b]`` and ``len(new_slots[b])`` new
     tokens (flat rows ``row_offsets[b]...``) that see the prefix and causally each other."""
     B = len(new_slots)
-    kv = [np.concatenate([np.asarray(p, np.int64), np.asarray(n, np.int64)]) for p, n in zip(prefix_slots, new_slots)]
+    kv = [np.concatenate([np.asarray(p, np.int64), np.asarray(n, np.int64)]) for p, n in zip(prefix_slots, new_slots, strict=False)]
     kv_pad = _pad_stack(kv, 0, np.int64)
     qn = [len(n) for n in new_slots]
-    q_rows = _pad_stack([np.arange(o, o + n) for o, n in zip(row_offsets, qn)], -1, np.int64)
+    q_rows = _pad_stack([np.arange(o, o + n) for o, n in zip(row_offsets, qn, strict=False)], -1, np.int64)
     Qm, Lm = q_rows.shape[1], kv_pad.shape[1]
     mask = np.zeros((B, Qm, Lm), dtype=bool)
     for b in range(B):

@@ -48,7 +48,7 @@ class DecodeParams:
     stop_on_eos: bool = False
 
     @classmethod
-    def from_contract(cls, c) -> "DecodeParams":
+    def from_contract(cls, c) -> DecodeParams:
         d = c.decode
         return cls(d.node_top_k, d.tree_depth, d.verify_num, d.max_tree_width, d.max_node_count,
                    d.max_verify_num, d.max_input_size, d.threshold_single, d.threshold_acc,
@@ -188,7 +188,7 @@ class LocalEngine:
         self.paths = (str(target_dir), str(draft_dir))
 
     @classmethod
-    def from_contract(cls, contract, backend="ref", *, device="cpu", backend_options=None) -> "LocalEngine":
+    def from_contract(cls, contract, backend="ref", *, device="cpu", backend_options=None) -> LocalEngine:
         return cls(contract.resolve(contract.model.target), contract.resolve(contract.model.draft),
                    DecodeParams.from_contract(contract), backend, device=device, dtype=contract.model.dtype,
                    backend_options=backend_options)
@@ -344,6 +344,7 @@ class LocalEngine:
         topk_prev = np.zeros((B, 1), I64)
         in_mask = np.zeros((B, 1, 0), bool)
         W = 1
+        frontier_tokens = np.zeros((B, 0), I64)  # set by the hand-off before layer 2 reads it
         fed_locs, widths, parents = [], [], []  # per layer >= 2: slots [B, W], W; K1 parents per layer
         tree_slots = []
         Vn_next = Vn
@@ -522,7 +523,7 @@ class LocalEngine:
         meta = causal_meta([np.zeros(0, I64)] * B, slots, offs, self.device)
         _, logits = self.target.forward_cached(ids, pos, torch.tensor(np.concatenate(slots), device=self.device),
                                                meta, self.tcache)
-        nxt = logits[torch.tensor(np.cumsum(lens) - 1)].float().argmax(-1).cpu().numpy()
+        nxt = logits[torch.tensor(np.cumsum(lens) - 1, device=self.device)].float().argmax(-1).cpu().numpy()
         outs = [[int(t)] for t in nxt]
         L = np.asarray(lens)
         for _ in range(max_new_tokens - 1):

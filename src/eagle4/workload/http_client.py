@@ -263,14 +263,14 @@ def run_http_contract(contract, base_url: str, out_dir, *, model=None, kind="aut
     rows, runrows = [], []
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     for p in pts:
-        def once():
+        def once(p=p):
             if phased:
                 return run_http_phases(base_url, texts, contract.batch_profile.phases, n_out, kind=kind, model=model,
                                        temperature=temp, timeout=timeout)
             return run_http_point(base_url, texts, p.batch, n_out, kind=kind, model=model, temperature=temp,
                                   timeout=timeout)
 
-        for w in range(contract.runs.warmup):
+        for _ in range(contract.runs.warmup):
             once()
         for i in range(n_runs):
             res = once()

@@ -90,7 +90,7 @@ class EngineWorker(threading.Thread):
             return
         S = self.engine.params.S
         with self.lock:
-            for r, out in zip(batch, res):
+            for r, out in zip(batch, res, strict=False):
                 steps = len(out.accept_lengths)
                 self.counters["spec_decode_num_drafts"] += steps
                 self.counters["spec_decode_num_draft_tokens"] += steps * (S - 1)

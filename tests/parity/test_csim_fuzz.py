@@ -5,6 +5,8 @@ Both refusing a case counts as agreement (the preconditions must match too)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,8 +18,9 @@ from eagle4.backends.csim import CsimBackend
 from eagle4.cases import Case
 from eagle4.parity import judge, run_case
 
-pytestmark = pytest.mark.csim
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+pytestmark = [pytest.mark.csim, pytest.mark.parity]
+# --fuzz-examples (default 200) reaches here through the parity plugin
+SETTINGS = settings(max_examples=int(os.environ.get("EAGLE4_FUZZ_EXAMPLES", "200")), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                             HealthCheck.function_scoped_fixture])
 SPECIAL = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 1e-30, 0.5, 0.5], np.float32)
 
@@ -26,7 +29,7 @@ SPECIAL = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 1e-30, 0.5, 0.5], np.flo
 def backend():
     missing = csim.tools_missing()
     if missing:
-        pytest.skip(f"csim tools missing: {missing}")
+        pytest.fail(f"the C-simulation needs {missing}: install g++ and `pip install hls4ml`", pytrace=False)
     b = CsimBackend()
     b.build()
     return b
