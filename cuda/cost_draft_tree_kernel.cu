@@ -715,7 +715,8 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         if (i + k < n) {
-          if (amax_better(v[u][k], v0 + i + k, av, ai)) { av = v[u][k]; ai = v0 + i + k; }
+          // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
+          if (v[u][k] > av || ai == LLONG_MAX || (isnan(v[u][k]) && !isnan(av))) { av = v[u][k]; ai = v0 + i + k; }
           if (need_exp) {
             const float x = __fdiv_rn(v[u][k], temp);
             xs[i + k] = x;
@@ -894,7 +895,7 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   const c10::cuda::CUDAGuard guard(logits.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
   const dim3 block(512);
-  const int want = R <= 64 ? 16 : 8;  // small batches: more blocks per row to fill the GPU
+  const int want = R <= 8 ? 16 : 8;  // very few rows: more blocks per row to fill the GPU
   const bool aligned = reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 == 0;
   auto go = [&](auto kern, const auto* lp) {
     int cs = (int)std::min<int64_t>(want, std::max<int64_t>(1, (V + 4095) / 4096));
@@ -1091,7 +1092,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
       for (int k = 0; k < 4; ++k) {
         if (v + k < v1) {
           s += k6_q(x[u][k]);
-          if (amax_better(x[u][k], v + k, av, ai)) { av = x[u][k]; ai = v + k; }
+          if (x[u][k] > av || ai == LLONG_MAX || (isnan(x[u][k]) && !isnan(av))) { av = x[u][k]; ai = v + k; }
         }
       }
 #pragma unroll
@@ -1222,7 +1223,7 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   const float ta = ta_in > 1e-9f ? ta_in : 1e-9f;  // max(f32(threshold_acc), f32(1e-9))
   const c10::cuda::CUDAGuard guard(candidates.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
-  const dim3 block(512);
+  const dim3 block(B <= 16 ? 512 : 256);  // large batches: more (smaller) clusters resident per SM
   const bool vec = V % 4 == 0 && reinterpret_cast<uintptr_t>(target_probs.data_ptr()) % 16 == 0;
   auto k = vec ? k6_kernel<true> : k6_kernel<false>;
   auto smem_of = [&](int64_t chunk) {

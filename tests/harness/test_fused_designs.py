@@ -140,7 +140,7 @@ def _agreement_batch(seed: int, B=128, Q=16, S=6, V=96):
     rng = np.random.default_rng(seed)
     s = fc.VerifyShape(B=B, Q=Q, S=S, V=V, H=2, L=2, temperatures=[1.0, 0.6, 1.4, 0.0], seed=seed)
     par = np.stack([fc.random_tree(rng, Q) for _ in range(B)])
-    logits = (rng.standard_normal((B * Q, V)) * 2.5).astype(np.float32)
+    logits = (rng.standard_normal((B * Q, V)) * 4.0).astype(np.float32)
     cand = np.zeros((B, Q), np.int64)
     for b in range(B):
         for t in range(1, Q):
@@ -334,3 +334,142 @@ def test_draft_chain_against_pytorch_reference(case):
                       (vs.retrive_next_token, "vt_next_token"), (vs.retrive_next_sibling, "vt_next_sibling"),
                       (vs.retrive_index, "vt_retrive_index")):
         assert np.array_equal(ref.numpy(), uo[mine].ravel()[: B * Q].reshape(B, Q)), mine
+
+
+def _chain_scenarios():
+    chain = pytest.importorskip("eagle4.cases.chain")
+    groups: dict[str, list] = {}
+    for c in chain.cases():
+        groups.setdefault(c.case_id.split("/")[1], []).append(c)
+    return chain, groups
+
+
+def _ref(case):
+    import torch
+
+    from eagle4 import dtypes as dt
+    from eagle4 import kernels as Kr
+
+    out = Kr.call(case.kernel, {k: dt.to_torch(np.ascontiguousarray(v)) for k, v in case.inputs.items()}, case.params)
+    return {k: dt.to_numpy(v) if v.dtype == torch.bfloat16 else v.numpy() for k, v in out.items()}
+
+
+def test_fused_designs_on_the_chained_catalog():
+    """The §13 chained catalog (eagle4.cases.chain: whole draft and verify steps recorded kernel by
+    kernel): the fused draft pipeline, driven by the catalog's per-layer top-K candidates and hidden
+    rows (LM head bypassed), and the fused verify pipeline, driven by the catalog's verify inputs,
+    reproduce every reference output of every recorded call; the fused draft's verify tree equals
+    the tree the catalog's verify steps consume."""
+    chain, groups = _chain_scenarios()
+    B, K, H = chain.B, chain.K, chain.H
+    checked = 0
+    for dname, (N, M, I, Vn) in (("draft3", (128, 64, 64, 64)), ("draft4", (256, 128, 64, 128))):
+        calls = groups[dname]
+        k1s = [c for c in calls if c.kernel == "draft_tree_score"]
+        widths = [c.params["tree_width"] for c in k1s]
+        D = len(widths)
+        k4s = [c for c in calls if c.kernel == "tree_mask"]
+        last_k4 = k4s[-1].inputs
+        s = fc.DraftShape(B=B, K=K, widths=widths, H=H, Vt=16, V=0, N=N, M=M, I=I, L=1, verify_num=Vn, use_hot=False,
+                          hidden_dtype="bfloat16", weight_dtype="bfloat16")
+        a = fc.make_draft_inputs(s)
+        a["root_token"] = _chain_root(calls)
+        a["seq_lens"], a["req_pool_indices"] = last_k4["seq_lens"], last_k4["req_pool_indices"]
+        a["req_to_token"] = np.ascontiguousarray(last_k4["req_to_token"])
+        a["draft_cache_locs"] = np.ascontiguousarray(last_k4["tree_cache_locs"])
+        T = a["draft_cache_locs"].shape[1]
+        capkv, cappack = B * (int(a["seq_lens"].max()) + T), B * ((K * (int(a["seq_lens"].max()) + T) + 7) // 8)
+        for n, dt_, ln in (("kv_indices", np.int32, capkv), ("packed_mask", np.uint8, cappack)):
+            a[n] = np.full((D, ln), 0xAB if dt_ is np.uint8 else -2, dt_)
+        cp = np.zeros((D, B, 64), np.float32)
+        ct = np.zeros((D, B, 64), np.int64)
+        for d, c in enumerate(k1s):
+            W = widths[d]
+            cp[d, :, : W * K] = c.inputs["topk_probas_sampling"]
+            ct[d, :, : W * K] = c.inputs["topk_tokens_sampling"]
+            a["draft_hidden"][d, : B * W] = c.inputs["input_hidden_states"]
+        verifies = [v for v in groups if v.startswith(dname + "_")]
+        for vname in verifies:
+            vcalls = groups[vname]
+            v4 = next(c for c in vcalls if c.kernel == "tree_mask")
+            Q = v4.params["Q"]
+            fo, _ = fc.run_draft("fused", fc.replace(s, vn_final=Q), a, candidates=(cp, ct))
+            # ---- draft: every recorded K1/K2/K3/K4 call
+            refs = {c.case_id: _ref(c) for c in calls}
+            k2s = [c for c in calls if c.kernel == "update_draft_state"]
+            k3s = [c for c in calls if c.kernel == "work_deltas"]
+            for d in range(D):
+                Wn = widths[d + 1] if d + 1 < D else 0
+                r1, r2 = refs[k1s[d].case_id], refs[k2s[d].case_id]
+                if Wn:
+                    got_h = fo["out_hidden"][d].reshape(B, K, H)[:, :Wn]
+                    assert _same(got_h, r1["output_hidden_states"][:, :Wn]), f"{vname} layer {d}: K1 hidden"
+                    assert (fo["out_tokens"][d][:, :Wn] == r2["output_tokens"][:, :Wn]).all()
+                    r4 = refs[k4s[d].case_id]
+                    for n in ("qo_indptr", "kv_indptr", "mask_indptr_bits", "mask_indptr_bytes"):
+                        assert (fo[n][d][: B + 1] == r4[n]).all(), f"{vname} layer {d}: K4 {n}"
+                    nkv, nb = int(r4["kv_indptr"][B]), int(r4["mask_indptr_bytes"][B])
+                    assert (fo["kv_indices"][d][:nkv] == r4["kv_indices"][:nkv]).all()
+                    assert (fo["positions"][d][: B * Wn] == r4["positions"].ravel()).all()
+                    assert (fo["packed_mask"][d][:nb] == r4["packed_mask"][:nb]).all()
+                assert _same(fo["work_deltas"][d], refs[k3s[d].case_id]["work_deltas"]), f"{vname} layer {d}: K3"
+            cc = int(fo["cc_out"][0])
+            nn = min(cc, N)
+            rlast = refs[k2s[-1].case_id]
+            for n in ("cumu_tokens", "cumu_scores", "cumu_deltas", "prev_indexs", "next_indexs", "side_indexs"):
+                assert _same(fo[n][:, :nn], rlast[n][:, :nn]), f"{vname}: final {n}"
+            # ---- the verify tree the catalog's verify step consumes
+            v6 = next(c for c in vcalls if c.kernel == "reject_sample")
+            v5 = next(c for c in vcalls if c.kernel == "logits_to_probas")
+            v7 = next(c for c in vcalls if c.kernel == "update_verify")
+            assert int(fo["cc_out"][1]) == Q
+            tree = {k: fo[k].ravel()[: B * Q].reshape(B, Q) for k in fc.DRAFT_TENSORS[27:33]}
+            assert (tree["vt_candidates"] == v6.inputs["candidates"]).all()
+            assert (tree["vt_next_token"] == v6.inputs["retrive_next_token"]).all()
+            assert (tree["vt_next_sibling"] == v6.inputs["retrive_next_sibling"]).all()
+            assert (tree["vt_tree_parent"] == v4.inputs["tree_parent"]).all()
+            if "verify_node_ids" in v7.inputs:
+                assert (tree["vt_node_ids"] == v7.inputs["verify_node_ids"]).all()
+            # ---- fused verify on the catalog's verify inputs
+            S = v6.params["S"]
+            V = v6.params["V"]
+            vs = fc.VerifyShape(B=B, Q=Q, S=S, V=V, H=H, L=1, eos=-1, hidden_dtype="bfloat16",
+                                threshold_single=v6.params["threshold_single"], threshold_acc=v6.params["threshold_acc"])
+            va = fc.make_verify_inputs(vs, parents=v4.inputs["tree_parent"], candidates=v6.inputs["candidates"])
+            fin = v7.inputs["finish_pos"]
+            va.update(seq_lens=v4.inputs["seq_lens"], req_pool_indices=v4.inputs["req_pool_indices"],
+                      req_to_token=np.ascontiguousarray(v7.inputs["req_to_token"]),
+                      out_cache_loc=v7.inputs["out_cache_loc"], logits=np.ascontiguousarray(v5.inputs["logits"]),
+                      temperatures=v5.inputs["temperatures"], coins=v6.inputs["coins"],
+                      final_coins=v6.inputs["final_coins"], hidden_states=v7.inputs["hidden_states"],
+                      remaining=np.where(fin >= 0, fin.astype(np.int64) + 1, 1 << 40).astype(np.int64))
+            if "verify_node_ids" in v7.inputs:
+                va["verify_node_ids"] = v7.inputs["verify_node_ids"]
+            L = int(v4.inputs["seq_lens"].max())
+            va["kv_indices"] = np.full(B * (L + Q), -2, np.int32)
+            va["packed_mask"] = np.full(B * ((Q * (L + Q) + 7) // 8), 0xAB, np.uint8)
+            vo, _ = fc.run_verify("fused", vs, va)
+            r4, r6, r7 = _ref(v4), _ref(v6), _ref(v7)
+            for n in ("qo_indptr", "kv_indptr", "mask_indptr_bits", "mask_indptr_bytes"):
+                assert (vo[n] == r4[n]).all(), f"{vname}: verify K4 {n}"
+            nkv, nb = int(r4["kv_indptr"][B]), int(r4["mask_indptr_bytes"][B])
+            assert (vo["kv_indices"][:nkv] == r4["kv_indices"][:nkv]).all()
+            assert (vo["packed_mask"][:nb] == r4["packed_mask"][:nb]).all()
+            assert (vo["positions"] == r4["positions"].ravel()).all()
+            assert (vo["accept_length"] == r6["accept_length"]).all(), f"{vname}: K6 accept_length"
+            assert (vo["accept_index"] == r6["accept_index"].ravel()).all()
+            assert (vo["predicts"] == r6["predicts"]).all()
+            assert (vo["finish_pos"] == fin).all()
+            n_unf = int(r7["next_indptr"][int(r7["unfinished_count"][0])])
+            for n, ref in r7.items():
+                mine = vo["req_to_token"] if n == "req_to_token" else vo[n]
+                if n == "next_hidden":
+                    ref, mine = ref[:n_unf], mine.reshape(-1, H)[:n_unf]
+                assert _same(np.asarray(mine).ravel(), ref.ravel()), f"{vname}: K7 {n}"
+            checked += 1
+    assert checked == 5  # draft3 x {q1, q16, q64, q16_all_finished} + draft4_q128
+
+
+def _chain_root(calls):
+    k2 = next(c for c in calls if c.kernel == "update_draft_state")
+    return np.ascontiguousarray(k2.inputs["cumu_tokens"][:, 0]).astype(np.int64)

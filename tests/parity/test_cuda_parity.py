@@ -22,7 +22,7 @@ from eagle4.parity import judge, reference_outcome, run_case, self_consistency
 from eagle4.spec import KERNEL_ORDER
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _backend(kernel_src: str | None) -> CudaBackend:
     backend = CudaBackend(kernel_src=kernel_src)
     backend.require()  # BackendUnavailable names what is missing (GPU, nvcc, build log, absent ops)

@@ -77,6 +77,24 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
   }
 }
 
+// testbench mode (bypass_lm_head): only the frontier hidden rows are loaded (K1 gathers from them)
+template <typename HT>
+void load_hidden(Port<const HT> hidden, const DraftCfg& c, int64_t W) {
+  for (int64_t r = 0; r < c.B * W; ++r)
+    for (int64_t h = 0; h < c.H; ++h) hid_bits[r * c.H + h] = hidden[r * c.H + h];
+}
+void stage_candidates_in(Port<const float> cand_p, Port<const int64_t> cand_t, const DraftCfg& c, int64_t W,
+                         int64_t b0, int64_t nb, EAGLE4_STREAM(CandRec, 4) & cand_s) {
+  for (int64_t bl = 0; bl < nb; ++bl) {
+    CandRec rec;
+    for (int64_t i = 0; i < W * c.K; ++i) {
+      rec.p[i] = cand_p[(b0 + bl) * E4F_MAX_C + i];
+      rec.t[i] = cand_t[(b0 + bl) * E4F_MAX_C + i];
+    }
+    cand_s.write(rec);
+  }
+}
+
 // ---- stage 1: softmax + top-K per frontier row (requests [b0, b0+nb)) ------------------------
 void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b0, int64_t nb,
                       EAGLE4_STREAM(CandRec, 4) & cand_s) {
@@ -195,7 +213,8 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
                        Port<int64_t> ctok, Port<float> csc, Port<int64_t> cdel, Port<int64_t> cprev,
                        Port<int64_t> cnext, Port<int64_t> cside, Port<int64_t> vt_cand, Port<int64_t> vt_ridx,
                        Port<int64_t> vt_ntok, Port<int64_t> vt_nsib, Port<int64_t> vt_parent, Port<int64_t> vt_node,
-                       Port<int64_t> cc_out, const DraftCfg& c) {
+                       Port<int64_t> cc_out, Port<const float> cand_p, Port<const int64_t> cand_t,
+                       const DraftCfg& c) {
 #pragma HLS INTERFACE m_axi port = hidden bundle = gmem0
 #pragma HLS INTERFACE m_axi port = lmw bundle = gmem1 max_read_burst_length = 256
 #pragma HLS INTERFACE m_axi port = out_hidden bundle = gmem2
@@ -223,7 +242,10 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
     for (int64_t w = 0; w <= c.K; ++w) total[w] = 0.0f;
     const int64_t tile = 16;  // requests per dataflow block of the per-request stages
     const int64_t cc0 = st.cc;
-    stage_lm_head<HT, WT>(hidden, lmw, lms, spill, c, W);
+    if (c.bypass_lm_head)
+      load_hidden<HT>(hidden, c, W);
+    else
+      stage_lm_head<HT, WT>(hidden, lmw, lms, spill, c, W);
     for (int64_t b0 = 0; b0 < c.B; b0 += tile) {
       const int64_t nb = (c.B - b0 < tile) ? c.B - b0 : tile;
 #pragma HLS DATAFLOW
@@ -231,7 +253,10 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
       EAGLE4_STREAM(K1Out, 4) k1_s;
       EAGLE4_STREAM(WorkRec, 4) work_s;
       EAGLE4_STREAM(FrontRec, 4) front_s;
-      stage_candidates(spill, c, W, b0, nb, cand_s);
+      if (c.bypass_lm_head)
+        stage_candidates_in(cand_p, cand_t, c, W, b0, nb, cand_s);
+      else
+        stage_candidates(spill, c, W, b0, nb, cand_s);
       stage_k1<HT>(cand_s, hot, out_hidden, c, W, Wn, b0, nb, k1_s);
       stage_k2(k1_s, c, W, Vn, b0, nb, work_s, front_s);
       stage_k3(work_s, c, Vn, nb, total);
@@ -309,7 +334,7 @@ const char* kFusedPorts =
     "req_to_token,draft_cache_locs,out_hidden,out_tokens,work_deltas,qo_indptr,kv_indptr,kv_indices,positions,"
     "mask_indptr_bits,mask_indptr_bytes,packed_mask,cumu_tokens,cumu_scores,cumu_deltas,prev_indexs,next_indexs,"
     "side_indexs,vt_candidates,vt_retrive_index,vt_next_token,vt_next_sibling,vt_tree_parent,vt_node_ids,cc_out,"
-    "lm_spill";
+    "lm_spill,dbg_topk_p,dbg_topk_t,cand_p,cand_t";
 
 template <typename HT, typename WT>
 int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter* cnt) {
@@ -322,7 +347,7 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
                              Port<int32_t>(), Port<int32_t>(), Port<uint8_t>(), Port<int64_t>(), Port<float>(),
                              Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(),
                              Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(),
-                             Port<int64_t>(), c);
+                             Port<int64_t>(), Port<const float>(), Port<const int64_t>(), c);
   const int64_t rowsH = c.B * c.K * c.H;
   for (int64_t d = 0; d < c.D; ++d) {
     const int64_t W = widths[d];
@@ -342,7 +367,8 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
         P_(int32_t, D_KVPTR) + b1, P_(int32_t, D_KVIDX) + kvoff, P_(int64_t, D_POS) + d * c.B * c.K,
         P_(int32_t, D_MBITS) + b1, P_(int32_t, D_MBYTES) + b1, P_(uint8_t, D_PACKED) + pkoff, Port<int64_t>(),
         Port<float>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(),
-        Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), c);
+        Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(),
+        P_(const float, D_CAND_P) + d * c.B * E4F_MAX_C, P_(const int64_t, D_CAND_T) + d * c.B * E4F_MAX_C, c);
   }
   draft_pipeline_top<HT, WT>(
       2, Port<const int64_t>(), Port<const HT>(), Port<const WT>(), Port<const float>(), Port<float>(),
@@ -352,7 +378,7 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
       Port<int32_t>(), Port<int32_t>(), Port<uint8_t>(), P_(int64_t, D_CTOK), P_(float, D_CSC), P_(int64_t, D_CDEL),
       P_(int64_t, D_PREV), P_(int64_t, D_NEXT), P_(int64_t, D_SIDE), P_(int64_t, D_VT_CAND), P_(int64_t, D_VT_RIDX),
       P_(int64_t, D_VT_NTOK), P_(int64_t, D_VT_NSIB), P_(int64_t, D_VT_PARENT), P_(int64_t, D_VT_NODE),
-      P_(int64_t, D_CC_OUT), c);
+      P_(int64_t, D_CC_OUT), Port<const float>(), Port<const int64_t>(), c);
 #undef P_
   return 0;
 }
@@ -365,6 +391,7 @@ int parse_draft_cfg(const int64_t* is, DraftCfg& c) {
   c.use_hot = static_cast<int>(is[13]); c.hid_code = static_cast<int>(is[14]); c.w_code = static_cast<int>(is[15]);
   c.vn_final = is[16];
   c.use_scale = (c.w_code == 1);
+  c.bypass_lm_head = 0;
   if (c.B < 1 || c.B > E4F_MAX_B || c.K < 1 || c.K > E4F_MAX_K || c.D < 1 || c.D > E4F_MAX_D || c.H > E4F_MAX_H ||
       c.Vt > E4F_MAX_VH || c.N > E4F_MAX_N || c.M > E4F_MAX_M || c.I > E4F_MAX_I)
     return -2;
@@ -381,8 +408,9 @@ extern "C" int eagle4_fused_draft_step(EAGLE4_CAPI_PARAMS) {
   if (e4f::parse_draft_cfg(iscalars, c) != 0)
     return x.fail(eagle4::capi::E_BOUND, "a size exceeds a compile-time bound of e4f_bounds.h");
   (void)fscalars;
+  c.bypass_lm_head = x.present(e4f::D_CAND_P) && x.present(e4f::D_CAND_T);
   const int64_t max_rows = c.B * c.K;
-  if (max_rows > E4F_LM_ROWS && (!x.present(e4f::D_SPILL) || x.numel(e4f::D_SPILL) < (max_rows - E4F_LM_ROWS) * c.Vt))
+  if (!c.bypass_lm_head && max_rows > E4F_LM_ROWS && (!x.present(e4f::D_SPILL) || x.numel(e4f::D_SPILL) < (max_rows - E4F_LM_ROWS) * c.Vt))
     return x.fail(eagle4::capi::E_ARG, "lm_spill must hold (B*K - %d) * Vt floats", E4F_LM_ROWS);
   const int eh = elem_bytes[e4f::D_HIDDEN];
   if (eh == 2) {

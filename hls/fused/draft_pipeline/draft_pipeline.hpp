@@ -22,12 +22,14 @@ enum DraftSlot {
   D_ROOT = 0, D_HIDDEN, D_LMW, D_LMS, D_HOT, D_WIDTHS, D_VNS, D_SEQ, D_POOL, D_R2T, D_LOCS,
   D_OUT_HIDDEN, D_OUT_TOKENS, D_WORK_DELTAS, D_QO, D_KVPTR, D_KVIDX, D_POS, D_MBITS, D_MBYTES, D_PACKED,
   D_CTOK, D_CSC, D_CDEL, D_PREV, D_NEXT, D_SIDE,
-  D_VT_CAND, D_VT_RIDX, D_VT_NTOK, D_VT_NSIB, D_VT_PARENT, D_VT_NODE, D_CC_OUT, D_SPILL, D_DBG_TOPK_P, D_DBG_TOPK_T, D_NSLOTS
+  D_VT_CAND, D_VT_RIDX, D_VT_NTOK, D_VT_NSIB, D_VT_PARENT, D_VT_NODE, D_CC_OUT, D_SPILL, D_DBG_TOPK_P, D_DBG_TOPK_T,
+  D_CAND_P, D_CAND_T, D_NSLOTS
 };
 
 struct DraftCfg {
   int64_t B, K, D, H, Vt, Vh, N, M, I, S_max, Tcap, capkv, cappack;
   int use_hot, hid_code, w_code, use_scale;
+  int bypass_lm_head;  // testbench: take each layer's top-K candidates from cand_p/cand_t (no LM head)
   int64_t vn_final;
 };
 

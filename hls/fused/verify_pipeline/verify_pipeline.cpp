@@ -21,7 +21,7 @@ static int32_t predicts[E4F_MAX_B * E4F_MAX_Q];
 static int32_t finish[E4F_MAX_B];
 
 // ---- stage: K4 verify use (T = Q), packed on the fly (no bool mask) -------------------------
-void stage_k4(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<const int32_t> r2t,
+void stage_k4(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t> r2t /* read here, K7 writes */,
               VPort<const int64_t> loc_p, VPort<const int64_t> tparent, VPort<int32_t> qo, VPort<int32_t> kvptr,
               VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
               VPort<uint8_t> packed, const VerifyCfg& c) {
@@ -150,34 +150,55 @@ int parse_verify_cfg(const int64_t* is, const float* fs, VerifyCfg& c) {
   return 0;
 }
 
+// ---------------- the dataflow top (ports + scalars only: the synthesizable form) -----------------
 template <typename HT>
-int verify_pipeline_top(const eagle4::capi::Ctx& x, const VerifyCfg& c, eagle4::PortCounter* cnt) {
+int verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t> r2t,
+                        VPort<const int64_t> loc, VPort<const int64_t> tparent, VPort<const float> logits,
+                        VPort<const float> temps, VPort<const int64_t> cand, VPort<const int64_t> ridx,
+                        VPort<const int64_t> ntok, VPort<const int64_t> nsib, VPort<const float> coins,
+                        VPort<const float> fcoins, VPort<const int64_t> remaining, VPort<const HT> hidden,
+                        VPort<const int64_t> node_ids, bool has_node_ids, VPort<int32_t> qo, VPort<int32_t> kvptr,
+                        VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
+                        VPort<uint8_t> packed, K7Out<VPort, HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc,
+                        VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, const VerifyCfg& c) {
   using namespace verify;
-#define P_(T, i) PORT_ARG(x.ptr<T>(i), cnt, i)
-  if (c.V > E4F_MAX_V) return x.fail(eagle4::capi::E_BOUND, "V exceeds E4F_MAX_V");
+#pragma HLS INTERFACE m_axi port = logits bundle = gmem0 max_read_burst_length = 256
+#pragma HLS INTERFACE m_axi port = hidden bundle = gmem1
+#pragma HLS INTERFACE m_axi port = r2t bundle = gmem2
+#pragma HLS INTERFACE s_axilite port = return
 #pragma HLS DATAFLOW
   EAGLE4_STREAM(ReqRec, 4) k6_s;
-  stage_k4(P_(const int64_t, V_SEQ), P_(const int64_t, V_POOL), P_(const int32_t, V_R2T), P_(const int64_t, V_LOC),
-           P_(const int64_t, V_TREE_PARENT), P_(int32_t, V_QO), P_(int32_t, V_KVPTR), P_(int32_t, V_KVIDX),
-           P_(int64_t, V_POS), P_(int32_t, V_MBITS), P_(int32_t, V_MBYTES), P_(uint8_t, V_PACKED), c);
-  stage_k5k6(P_(const float, V_LOGITS), P_(const float, V_TEMPS), P_(const int64_t, V_CAND), P_(const int64_t, V_RIDX),
-             P_(const int64_t, V_NTOK), P_(const int64_t, V_NSIB), P_(const float, V_COINS), P_(const float, V_FCOINS), c,
-             k6_s);
+  stage_k4(seq, pool, r2t, loc, tparent, qo, kvptr, kvidx, positions, mbits, mbytes, packed, c);
+  stage_k5k6(logits, temps, cand, ridx, ntok, nsib, coins, fcoins, c, k6_s);
+  stage_finish(k6_s, remaining, dbg_pred, dbg_acc, dbg_len, dbg_fin, c);
+  o.has_node_ids = has_node_ids;
+  // K7 reads the KV slots from the on-chip copy K4 made
+  k7<VPort, HT>(acc_idx, predicts, finish, seq, pool, r2t, locs, hidden, node_ids, c.B, c.Q, c.S, c.H, c.S_max, o);
+  return 0;
+}
+
+// C ABI plumbing (testbench only): raw pointers -> counted ports
+template <typename HT>
+int verify_capi(const eagle4::capi::Ctx& x, const VerifyCfg& c, eagle4::PortCounter* cnt) {
+#define P_(T, i) PORT_ARG(x.ptr<T>(i), cnt, i)
+  if (c.V > E4F_MAX_V) return x.fail(eagle4::capi::E_BOUND, "V exceeds E4F_MAX_V");
   eagle4::PortCounter* no = nullptr;  // debug taps are not counted
-  stage_finish(k6_s, P_(const int64_t, V_REMAINING), PORT_ARG(x.ptr<int32_t>(V_PREDICTS), no, 0),
-               PORT_ARG(x.ptr<int32_t>(V_ACC_IDX), no, 0), PORT_ARG(x.ptr<int32_t>(V_ACC_LEN), no, 0),
-               PORT_ARG(x.ptr<int32_t>(V_FINISH), no, 0), c);
   K7Out<VPort, HT> o{P_(int32_t, V_AIO),   P_(int32_t, V_ALO),   P_(int32_t, V_AIP),   P_(int32_t, V_AFLAT),
                      P_(int32_t, V_VID),   P_(uint8_t, V_EVICT), P_(int64_t, V_FREE),  P_(int64_t, V_SLO),
                      P_(int64_t, V_ANODE), P_(int32_t, V_UCNT),  P_(int64_t, V_UIDX),  P_(int32_t, V_NAL),
                      P_(int32_t, V_NIP),   P_(int32_t, V_NVID),  P_(HT, V_NHID),       P_(int64_t, V_NPOS),
                      P_(int64_t, V_NSEQ),  P_(int64_t, V_NPOOL), P_(int32_t, V_NROOT), P_(int32_t, V_NLAST),
                      x.present(V_NODE_IDS)};
-  // K7 reads the KV slots from the on-chip copy K4 made
-  k7<VPort, HT>(acc_idx, predicts, finish, P_(const int64_t, V_SEQ), P_(const int64_t, V_POOL), P_(int32_t, V_R2T),
-                locs, P_(const HT, V_HIDDEN), P_(const int64_t, V_NODE_IDS), c.B, c.Q, c.S, c.H, c.S_max, o);
+  return verify_pipeline_top<HT>(
+      P_(const int64_t, V_SEQ), P_(const int64_t, V_POOL), P_(int32_t, V_R2T), P_(const int64_t, V_LOC),
+      P_(const int64_t, V_TREE_PARENT), P_(const float, V_LOGITS), P_(const float, V_TEMPS), P_(const int64_t, V_CAND),
+      P_(const int64_t, V_RIDX), P_(const int64_t, V_NTOK), P_(const int64_t, V_NSIB), P_(const float, V_COINS),
+      P_(const float, V_FCOINS), P_(const int64_t, V_REMAINING), P_(const HT, V_HIDDEN), P_(const int64_t, V_NODE_IDS),
+      x.present(V_NODE_IDS), P_(int32_t, V_QO), P_(int32_t, V_KVPTR), P_(int32_t, V_KVIDX), P_(int64_t, V_POS),
+      P_(int32_t, V_MBITS), P_(int32_t, V_MBYTES), P_(uint8_t, V_PACKED), o,
+      PORT_ARG(x.ptr<int32_t>(V_PREDICTS), no, 0), PORT_ARG(x.ptr<int32_t>(V_ACC_IDX), no, 0),
+      PORT_ARG(x.ptr<int32_t>(V_ACC_LEN), no, 0), PORT_ARG(x.ptr<int32_t>(V_FINISH), no, 0), c);
 #undef P_
-  return 0;
 }
 
 }  // namespace e4f
@@ -198,6 +219,6 @@ extern "C" int eagle4_fused_verify_step(EAGLE4_CAPI_PARAMS) {
   e4f::VerifyCfg c;
   if (e4f::parse_verify_cfg(iscalars, fscalars, c) != 0)
     return x.fail(eagle4::capi::E_BOUND, "a size exceeds a compile-time bound of e4f_bounds.h");
-  if (elem_bytes[e4f::V_HIDDEN] == 2) return e4f::verify_pipeline_top<uint16_t>(x, c, counters);
-  return e4f::verify_pipeline_top<uint32_t>(x, c, counters);
+  if (elem_bytes[e4f::V_HIDDEN] == 2) return e4f::verify_capi<uint16_t>(x, c, counters);
+  return e4f::verify_capi<uint32_t>(x, c, counters);
 }

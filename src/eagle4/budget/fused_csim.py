@@ -34,7 +34,7 @@ DRAFT_TENSORS = (
     "kv_indptr", "kv_indices", "positions", "mask_indptr_bits", "mask_indptr_bytes", "packed_mask", "cumu_tokens",
     "cumu_scores", "cumu_deltas", "prev_indexs", "next_indexs", "side_indexs", "vt_candidates", "vt_retrive_index",
     "vt_next_token", "vt_next_sibling", "vt_tree_parent", "vt_node_ids", "cc_out", "lm_spill", "dbg_topk_p",
-    "dbg_topk_t")
+    "dbg_topk_t", "cand_p", "cand_t")
 DRAFT_OUTPUTS = DRAFT_TENSORS[11:34]
 LM_ROWS = 256  # E4F_LM_ROWS of hls/fused/common/e4f_bounds.h
 VERIFY_TENSORS = (
@@ -237,6 +237,7 @@ class DraftShape:
     hidden_dtype: str = "bfloat16"
     weight_dtype: str = "bfloat16"
     seed: int = 0
+    vn_final: int | None = None  # verify budget of the finalize's selection (default: verify_num)
 
     @property
     def D(self) -> int:
@@ -302,14 +303,19 @@ def _draft_iscalars(s: DraftShape, a) -> list[int]:
     cappack = a["packed_mask"].shape[1]
     return [s.B, s.K, s.D, s.H, s.Vt, a["hot_token_id"].shape[0] if s.use_hot else 0, s.N, s.M, s.I,
             a["req_to_token"].shape[1], s.Tcap, capkv, cappack, int(s.use_hot), HIDDEN_CODES[s.hidden_dtype],
-            W_CODES[s.weight_dtype], s.verify_num]
+            W_CODES[s.weight_dtype], s.verify_num if s.vn_final is None else s.vn_final]
 
 
 def run_draft(chain: str, s: DraftShape, inputs: dict[str, np.ndarray], *, k5_passes: int = 2,
-              k4_materialize: bool = True, debug: bool = False):
+              k4_materialize: bool = True, debug: bool = False, candidates=None):
     """Run one draft step; returns (outputs, {port: (read, written)}). ``debug`` (unfused only): also
-    return ``dbg_topk_p/t [D, B, 64]``, every layer's external top-K (uncounted testbench taps)."""
+    return ``dbg_topk_p/t [D, B, 64]``, every layer's external top-K (uncounted testbench taps).
+    ``candidates`` (fused only, testbench): ``(probas [D,B,64], tokens [D,B,64])`` replace the draft LM
+    head and top-K of every layer (to drive the pipeline from a recorded chain)."""
     a = {k: np.array(v, copy=True) for k, v in inputs.items()}
+    if candidates is not None:
+        a["cand_p"] = np.ascontiguousarray(candidates[0], dtype=np.float32)
+        a["cand_t"] = np.ascontiguousarray(candidates[1], dtype=np.int64)
     if debug:
         a["dbg_topk_p"] = np.full((s.D, s.B, 64), np.nan, np.float32)
         a["dbg_topk_t"] = np.full((s.D, s.B, 64), -1, np.int64)

@@ -78,7 +78,8 @@ def stage_shapes(r: BytesResult, B: int, backend: str = "fused") -> dict[str, St
     out["K4 tree_mask (draft)"] = StageShape(k4, 8.0 * B * dec["I"], D - 1, D - 1)
     out["draft glue"] = StageShape(B * (min(N, 1 + K * sum(widths)) * 4 + Q * Q), 48.0 * B * Q, D + 1, 1)
     out["K4 tree_mask (verify)"] = StageShape(B * Q * (L + Q) + B * (L + Q), 8.0 * B * Q, 1, 1)
-    out["K5 logits_to_probas"] = StageShape(5.0 * B * Q * V, 4.0 * V + 16.0 * B * Q, 1, 1)
+    rows_k5 = B * Q if backend == "unfused" else B * (r.trace.mean_accept + 1)  # fused: visited rows only
+    out["K5 logits_to_probas"] = StageShape(5.0 * rows_k5 * V, 4.0 * V + 16.0, 1, 1)
     temps = r.trace.cycles[0].temperatures if r.trace.cycles else [1.0]
     samp = sum(1 for b in range(B) if temps[b % len(temps)] >= 1e-6)  # greedy requests never touch a row
     out["K6 reject_sample"] = StageShape(B * 4 * Q + samp * 4.0 * V, 4.0 * V + 40.0 * Q, 1, 1)
