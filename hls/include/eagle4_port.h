@@ -75,4 +75,14 @@ CountedPort<T> make_port(T* p, PortCounter* counters, int slot) {
 #define PORT_ARG(ptr, counters, slot) ::eagle4::make_port((ptr), (counters), (slot))
 
 #endif  // EAGLE4_CSIM_COUNTERS
+
+namespace eagle4 {
+// A port (or pointer / on-chip array) advanced to a request's row; an absent (NULL) optional port
+// stays NULL (no arithmetic on a null pointer). Used by the per-request kernel cores.
+template <typename P>
+inline P port_row(P p, int64_t off) {
+  return p ? p + off : p;
+}
+}  // namespace eagle4
+
 #endif  // EAGLE4_PORT_H

@@ -8,6 +8,8 @@
 // Only the regions of §2.4 are written. The only arithmetic is the one f32 multiply by 0.9999f.
 #include "update_draft_state.hpp"
 
+#include "update_draft_state_core.hpp"
+
 namespace {
 using eagle4::MAX_CANDIDATES;
 using eagle4::MAX_TOP_K;
@@ -63,128 +65,21 @@ void update_draft_state_top(PORT(const float) topk_probas, PORT(const int64_t) t
   if (B < 0 || K < 1 || W < 1 || C > MAX_CANDIDATES || K > MAX_TOP_K || Ic < 1 || Ic - 1 > I || cc < 0 ||
       N < 0 || M < 1 || M > MAX_VERIFY)
     return;  // preconditions (§2.5): do nothing
-  const int64_t vn = verify_num < 1 ? 1 : (verify_num > M ? M : verify_num);  // clamp(Vn, 1, M)
-  const int n0 = static_cast<int>(vn < cc ? vn : cc);
-  const int n1 = static_cast<int>(vn < cc + C ? vn : cc + C);
-  const int64_t free_slots = static_cast<int64_t>(N) - cc;
-  const int nk = free_slots <= 0 ? 0 : (free_slots < C ? static_cast<int>(free_slots) : C);  // kept nodes
-  const int ns = n1 < C ? (n1 > K ? n1 : K) : C;  // sorted scores the kernel needs: [0, max(K, min(n1, C)))
+  const eagle4::k2::Sizes z = eagle4::k2::sizes(K, C, cc, verify_num, N, M);
   const int mask_w = Ic - 1;
-  const float decay = EAGLE4_K2_DECAY;
-
-  int64_t tok[MAX_CANDIDATES];
-  int64_t par_id[MAX_CANDIDATES];  // topk_indexs (W <= C)
-  float ss[MAX_CANDIDATES];
-  float A[MAX_VERIFY];
-  int pp[MAX_TOP_K];
-#pragma HLS ARRAY_PARTITION variable = pp complete
 
 per_request:
   for (int b = 0; b < B; ++b) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 128
     const int64_t rowC = static_cast<int64_t>(b) * C, rowK = static_cast<int64_t>(b) * K;
-    const int64_t rowN = static_cast<int64_t>(b) * N;
-  load_tokens:
-    for (int c = 0; c < C; ++c) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
-      tok[c] = topk_tokens[rowC + c];
-    }
-  load_frontier_ids:
-    for (int w = 0; w < W; ++w) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
-      par_id[w] = topk_indexs[static_cast<int64_t>(b) * W + w];
-    }
-  load_sorted_scores:
-    for (int r = 0; r < ns; ++r) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
-      ss[r] = sorted_scores[rowC + r];
-    }
-
-    // 1. top-K outputs
-  top_k_outputs:
-    for (int r = 0; r < K; ++r) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
-      int64_t p = parent_indexs[rowK + r];
-      if (p < 0 || p >= W) p = 0;
-      int64_t oi = sorted_indexs[rowC + r];
-      if (oi < 0) oi = 0;
-      pp[r] = static_cast<int>(p);
-      output_scores[rowK + r] = ss[r];
-      output_tokens[rowK + r] = tok[p * K + oi % K];
-    }
-
-    // 2. mask prefix copy: columns [0, Ic-1); column Ic-1 and beyond untouched
-  mask_rows:
-    for (int r = 0; r < K; ++r) {
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
-      const int64_t src = (static_cast<int64_t>(b) * W + pp[r]) * mask_w;
-      const int64_t dst = (rowK + r) * (static_cast<int64_t>(I) + 1);
-    mask_copy:
-      for (int j = 0; j < mask_w; ++j) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 0 max = 1024
-        output_tree_mask[dst + j] = input_tree_mask[src + j];
-      }
-    }
-
-    // 3. append the kept candidates in original sampling order
-    int slot = 0, kk = 0;  // i = slot*K + kk, tracked by counters instead of a divider
-  append_nodes:
-    for (int i = 0; i < nk; ++i) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 0 max = 64
-      const int64_t g = cc + i;
-      cumu_tokens[rowN + g] = tok[i];
-      cumu_scores[rowN + g] = topk_probas[rowC + i] * decay;  // one binary32 multiply
-      cumu_deltas[rowN + g] = curr_depth;
-      prev_indexs[rowN + g] = par_id[slot];
-      next_indexs[rowN + g] = -1;
-      side_indexs[rowN + g] = (kk == K - 1) ? int64_t(-1) : g + 1;  // g+1 even when g+1 >= N
-      if (++kk == K) {
-        kk = 0;
-        ++slot;
-      }
-    }
-
-    // 4. parent -> first child, ascending w (a later duplicate overwrites: larger w wins)
-  link_parents:
-    for (int w = 0; w < W; ++w) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
-      const int64_t P = par_id[w];
-      if (P >= 0 && P < N) next_indexs[rowN + P] = cc + static_cast<int64_t>(w) * K;
-    }
-
-    // 5.1 snapshot A = sort_scores[0:n0] before any write; work = [A | output_scores]
-    const int64_t rowM = static_cast<int64_t>(b) * M, rowW = static_cast<int64_t>(b) * (M + K);
-  snapshot_a:
-    for (int j = 0; j < n0; ++j) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 0 max = 128
-      const float a = sort_scores[rowM + j];
-      A[j] = a;
-      work_scores[rowW + j] = a;
-    }
-  work_tail:
-    for (int r = 0; r < K; ++r) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
-      work_scores[rowW + n0 + r] = ss[r];
-    }
-    // 5.2 pinned merge: take A[ia] iff ia < n0 and (ib >= C or A[ia] >= S[ib]); NaN never wins >=
-    int ia = 0, ib = 0;
-  merge:
-    for (int t = 0; t < n1; ++t) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 0 max = 128
-      const bool take_a = ia < n0 && (ib >= C || A[ia] >= ss[ib]);
-      sort_scores[rowM + t] = take_a ? A[ia] : ss[ib];
-      if (take_a) ++ia;
-      else ++ib;
-    }
+    const int64_t rowN = static_cast<int64_t>(b) * N, rowW = static_cast<int64_t>(b) * W;
+    // steps 1-5 (update_draft_state_core.hpp)
+    eagle4::k2::update_request(
+        topk_probas + rowC, topk_tokens + rowC, sorted_scores + rowC, sorted_indexs + rowC, parent_indexs + rowK,
+        topk_indexs + rowW, eagle4::port_row(input_tree_mask, rowW * mask_w), mask_w, K, W, Ic, cc, curr_depth, N, z,
+        cumu_tokens + rowN, cumu_scores + rowN, cumu_deltas + rowN, prev_indexs + rowN, next_indexs + rowN,
+        side_indexs + rowN, output_scores + rowK, output_tokens + rowK,
+        work_scores + static_cast<int64_t>(b) * (M + K), sort_scores + static_cast<int64_t>(b) * M,
+        output_tree_mask + rowK * (static_cast<int64_t>(I) + 1), static_cast<int64_t>(I) + 1);
   }
 }

@@ -5,6 +5,8 @@
 // them short.
 #include "work_deltas.hpp"
 
+#include "work_deltas_core.hpp"
+
 namespace {
 constexpr int ROW_MAX = eagle4::MAX_VERIFY + eagle4::MAX_TOP_K;
 }
@@ -25,7 +27,6 @@ void work_deltas_top(PORT(const float) work_scores, int batch_size, int node_cou
   const int B = batch_size;
   const int n0 = node_count;
   const int K = node_top_k;
-  const int vb = verify_num < 1 ? 1 : verify_num;  // D25: Vb' = max(Vb, 1), no upper clamp
   const int len = n0 + K;
   if (B < 0 || n0 < 0 || K < 0 || n0 > eagle4::MAX_VERIFY || K > eagle4::MAX_TOP_K) return;  // do nothing
 
@@ -50,34 +51,7 @@ per_request:
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 138
       row[j] = work_scores[static_cast<int64_t>(b) * row_stride + j];
     }
-    int kA = n0 < vb ? n0 : vb;  // entries of A in the kept set: always the prefix A[0..kA-1]
-    int kB = 0;
-    float base = 0.0f;
-  base_sum:  // sequential f32, left to right (pinned order; II bounded by the adder latency)
-    for (int j = 0; j < kA; ++j) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 0 max = 128
-      base = base + row[j];
-    }
-    delta[0] = base;
-  marginal:
-    for (int w = 1; w <= K; ++w) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 0 max = 10
-      const float x = row[n0 + w - 1];
-      float d;
-      if (kA + kB < vb) {  // a free slot
-        d = x;
-        kB += 1;
-      } else if (kA > 0 && x > row[kA - 1]) {  // strictly greater: evict A[kA-1]; NaN never evicts
-        d = x - row[kA - 1];
-        kA -= 1;
-        kB += 1;
-      } else {
-        d = 0.0f;
-      }
-      delta[w] = d;
-    }
+    eagle4::k3::work_deltas_request(row, n0, K, verify_num, delta);
   reduce_and_store:  // acc[w] += delta[w] in ascending b (one add per column per request)
     for (int w = 0; w <= K; ++w) {
 #pragma HLS PIPELINE II = 1

@@ -59,7 +59,7 @@ def test_suite_runs_inside_cpu_csim_with_digest_recorded(tmp_path):
     from eagle4.containers import run
 
     rc = run("cpu-csim", ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "tests/harness/test_synth_report.py", f"--reports-dir=/work/repo/.cache/container-test"])
+                          "tests/harness/test_synth_report.py", "--reports-dir=/work/repo/.cache/container-test"])
     assert rc == 0
     manifest = (REPO / ".cache" / "container-test" / "env_manifest.txt").read_text()
     assert re.search(r"container_image_digest: sha256:[0-9a-f]{64}", manifest), manifest

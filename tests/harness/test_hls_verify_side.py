@@ -32,12 +32,12 @@ KEYS = ("logits_to_probas", "reject_sample", "update_verify")
 pytestmark = pytest.mark.csim
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cases(key: str) -> tuple[Case, ...]:
     return tuple(importlib.import_module(f"eagle4.cases.{key}").cases())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _csim():
     b = get_backend("csim")
     b.require()
@@ -45,7 +45,7 @@ def _csim():
     return b
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ref():
     return get_backend("ref")
 
@@ -122,7 +122,7 @@ def test_csim_matches_reference_on_catalog(key, case_id):
 # sanitized testbenches on dumps of the catalog
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tb(key):
     from eagle4.backends import csim_tb
 
@@ -466,7 +466,7 @@ def test_k6_rej_state_does_not_leak_between_calls():
 
 def oracle_k7(inp, p):
     B, Q, S, H, S_max = (int(p[k]) for k in ("B", "Q", "S", "H", "S_max"))
-    ai, al, fp = inp["accept_index"], inp["accept_length"], inp["finish_pos"]
+    ai, fp = inp["accept_index"], inp["finish_pos"]
     pred, loc = inp["predicts"], inp["out_cache_loc"]
     hid = inp["hidden_states"]
     rtt = inp["req_to_token"].copy()
