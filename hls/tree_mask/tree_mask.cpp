@@ -14,6 +14,8 @@
 // Each input element is read once; nothing is written past the valid lengths (D21).
 #include "tree_mask.hpp"
 
+#include "tree_mask_core.hpp"
+
 void tree_mask_top(PORT(const int64_t) seq_lens, PORT(const int64_t) req_pool_indices,
                    PORT(const int32_t) req_to_token, int S_max, PORT(const int64_t) tree_cache_locs,
                    PORT(const int64_t) tree_parent, int B, int T, int Q, bool write_bool_mask,
@@ -41,9 +43,6 @@ void tree_mask_top(PORT(const int64_t) seq_lens, PORT(const int64_t) req_pool_in
 #pragma HLS INTERFACE s_axilite port = return
   if (B < 0 || T < 1 || T > eagle4::MAX_TREE_TOKENS || Q < 1 || Q > T) return;  // preconditions: do nothing
 
-  constexpr int VIS_WORDS = eagle4::MAX_TREE_TOKENS / 64 + 2;  // +1 spare word for the 8-bit window
-  int64_t par[eagle4::MAX_TREE_TOKENS];  // tree_parent row of the request
-  uint64_t vis[VIS_WORDS];               // bit t: tree token t is on the current query's chain
   int64_t kv_off = 0, bits_off = 0, bytes_off = 0;
 
 per_request:
@@ -57,85 +56,11 @@ per_request:
     kv_indptr[b] = static_cast<int32_t>(kv_off);
     mask_indptr_bits[b] = static_cast<int32_t>(bits_off);
     mask_indptr_bytes[b] = static_cast<int32_t>(bytes_off);
-
-  kv_prefix:
-    for (int64_t j = 0; j < L; ++j) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 0 max = 4096
-      kv_indices[kv_off + j] = req_to_token[pool * S_max + j];
-    }
-  kv_tree:
-    for (int t = 0; t < T; ++t) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 1024
-      const int64_t row = static_cast<int64_t>(b) * T + t;
-      kv_indices[kv_off + L + t] = static_cast<int32_t>(tree_cache_locs[row]);  // < 2^31 (precondition)
-      par[t] = tree_parent[row];
-    }
-
-    uint32_t acc = 0;  // packing register: bit i of the next byte = flat mask element 8k+i
-    int nacc = 0;      // bits pending in acc (< 8 between chunks)
-    int64_t out_byte = bytes_off;
-    int64_t flat = bits_off;
-    const int vis_words = (T + 63) / 64 + 1;
-  per_query:
-    for (int q = 0; q < Q; ++q) {
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 128
-      const int tq = T - Q + q;
-    clear_vis:
-      for (int w = 0; w < vis_words; ++w) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 2 max = 18
-        vis[w] = 0;
-      }
-      vis[tq >> 6] |= uint64_t(1) << (tq & 63);  // self
-      int depth = 0;
-      int cur = tq;
-    ancestor_walk:  // at most T steps: the token strictly decreases
-      for (int step = 0; step < T; ++step) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 0 max = 1024
-        const int64_t p = par[cur];
-        if (p < 0 || p >= cur) break;  // -1 ends the walk; p >= t or p < -1 is invalid (D22)
-        cur = static_cast<int>(p);
-        vis[cur >> 6] |= uint64_t(1) << (cur & 63);
-        ++depth;
-      }
-      positions[static_cast<int64_t>(b) * Q + q] = L + depth;
-    mask_row:  // 8 columns per iteration: one packed byte per cycle
-      for (int64_t c = 0; c < len; c += 8) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT min = 1 max = 512
-        const int n = len - c < 8 ? static_cast<int>(len - c) : 8;  // columns in this chunk
-        const int np = L - c >= 8 ? 8 : (L - c <= 0 ? 0 : static_cast<int>(L - c));  // prefix columns
-        uint32_t chunk = (1u << np) - 1u;  // prefix columns are visible
-        if (np < 8) {  // tree columns t0, t0+1, ... from the visibility bitset
-          const int t0 = static_cast<int>(c + np - L);
-          const int w = t0 >> 6, o = t0 & 63;
-          uint64_t v = vis[w] >> o;
-          if (o > 56) v |= vis[w + 1] << (64 - o);
-          chunk |= static_cast<uint32_t>((v & 0xFFu) << np);
-        }
-        chunk &= (1u << n) - 1u;  // never past the row end
-        if (write_bool_mask) {  // debug output: 8 bool writes per chunk
-        bool_bits:
-          for (int i = 0; i < 8; ++i) {
-#pragma HLS UNROLL
-            if (i < n) mask_bool[flat + i] = static_cast<uint8_t>((chunk >> i) & 1u);
-          }
-        }
-        flat += n;
-        acc |= chunk << nacc;
-        nacc += n;
-        if (nacc >= 8) {  // at most one byte per chunk (nacc < 8 before, n <= 8)
-          packed_mask[out_byte++] = static_cast<uint8_t>(acc & 0xFFu);
-          acc >>= 8;
-          nacc -= 8;
-        }
-      }
-    }
-    if (nacc) packed_mask[out_byte++] = static_cast<uint8_t>(acc);  // last byte of the segment, zero-padded
-
+    const int64_t row = static_cast<int64_t>(b) * T;
+    // KV indices, positions and the packed mask segment (tree_mask_core.hpp)
+    eagle4::k4::tree_mask_request(L, pool, req_to_token, S_max, tree_cache_locs + row, tree_parent + row, T, Q,
+                                  kv_indices + kv_off, positions + static_cast<int64_t>(b) * Q,
+                                  packed_mask + bytes_off, write_bool_mask, eagle4::port_row(mask_bool, bits_off));
     kv_off += len;
     bits_off += seg_bits;
     bytes_off += (seg_bits + 7) / 8;

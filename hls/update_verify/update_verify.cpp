@@ -13,7 +13,7 @@
 //             next_hidden rows past N_unf are not written.
 #include "update_verify.hpp"
 
-using namespace eagle4::k7;
+#include "update_verify_core.hpp"
 
 void update_verify_top(PORT(const int32_t) accept_index, PORT(const int32_t) accept_length,
                        PORT(const int32_t) predicts, PORT(const int32_t) finish_pos, PORT(const int64_t) seq_lens,
@@ -66,159 +66,11 @@ void update_verify_top(PORT(const int32_t) accept_index, PORT(const int32_t) acc
 #pragma HLS INTERFACE s_axilite port=has_node_ids
 #pragma HLS INTERFACE s_axilite port=return
 
-  int32_t rows[MAX_BATCH][MAX_ACCEPT];  // truncated accept rows (row_b)
-  int32_t a_len[MAX_BATCH];             // a_b
-  bool unfinished[MAX_BATCH];
-  int64_t seq_l[MAX_BATCH];
-  int64_t pool[MAX_BATCH];
-  static bool keep[MAX_POSITIONS];  // position appears in accepted_flat
-#pragma HLS ARRAY_PARTITION variable=rows dim=2 complete
-
-  const int64_t n_pos = int64_t(B) * Q;
-  const int64_t cap_bs = int64_t(B) * S;
-
-clear_keep:
-  for (int64_t p = 0; p < n_pos; ++p) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=16384
-    keep[p] = false;
-  }
-
-  // ---------------- load + truncate
-load_requests:
-  for (int b = 0; b < B; ++b) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=128
-    const int32_t al = accept_length[b];
-    const int32_t fp = finish_pos[b];
-    const int32_t a = fp >= 0 ? fp : al;
-    a_len[b] = a;
-    unfinished[b] = fp == -1;
-    seq_l[b] = seq_lens[b];
-    pool[b] = req_pool_indices[b];
-  load_row:
-    for (int j = 0; j < S; ++j) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=64
-      const int32_t v = accept_index[int64_t(b) * S + j];
-      const int32_t t = (fp >= 0 && j > fp) ? int32_t(-1) : v;
-      rows[b][j] = t;
-      accept_index_out[int64_t(b) * S + j] = t;
-    }
-  }
-
-  // ---------------- compact, gather, commit
-  int32_t k = 0;   // accepted entries so far (N_acc)
-  int32_t ku = 0;  // accepted entries of unfinished requests so far (N_unf)
-  int32_t u = 0;   // unfinished requests so far (U)
-  accept_indptr[0] = 0;
-  next_indptr[0] = 0;
-compact_requests:
-  for (int b = 0; b < B; ++b) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=128
-    const int32_t a = a_len[b];
-    const bool unf = unfinished[b];
-    const int64_t L = seq_l[b];
-    const int64_t rtt_row = pool[b] * S_max;
-    int32_t last_tok = -1;
-    int32_t last_pos = -1;
-    accept_length_out[b] = a;
-  compact_entries:
-    for (int j = 0; j <= a; ++j) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=64
-      const int32_t p = rows[b][j];
-      const int32_t tok = predicts[p];
-      keep[p] = true;
-      accepted_flat[k] = p;
-      verified_id[k] = tok;
-      if (has_node_ids) accepted_node_ids[k] = int64_t(verify_node_ids[p]);
-      const int64_t loc = out_cache_loc[p];
-      req_to_token[rtt_row + L + j] = int32_t(loc);  // committed for every request
-      if (unf) {
-        next_verified_id[ku] = tok;
-        next_positions[ku] = L + j;
-        const int64_t src = int64_t(p) * hidden_words;
-        const int64_t dst = int64_t(ku) * hidden_words;
-        // one 512-bit beat (32 half-words) per cycle; the unrolled consecutive accesses let the
-        // m_axi ports widen and burst
-      copy_hidden:
-        for (int w0 = 0; w0 < hidden_words; w0 += HIDDEN_BEAT) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=256
-        copy_beat:
-          for (int l = 0; l < HIDDEN_BEAT; ++l) {
-#pragma HLS UNROLL
-            const int w = w0 + l;
-            if (w < hidden_words) next_hidden[dst + w] = uint16_t(hidden_states[src + w]);
-          }
-        }
-        ++ku;
-      }
-      last_tok = tok;
-      last_pos = p;
-      ++k;
-    }
-    accept_indptr[b + 1] = k;
-    const int64_t seq_out = L + a + 1;
-    seq_lens_out[b] = seq_out;
-    if (unf) {
-      unfinished_index[u] = int64_t(b);
-      next_accept_length[u] = a;
-      next_indptr[u + 1] = ku;
-      next_seq_lens[u] = seq_out;
-      next_req_pool_indices[u] = pool[b];
-      next_root_token[u] = last_tok;  // predicts[row_b[a_b]]
-      next_last_flat[u] = last_pos;   // row_b[a_b]
-      ++u;
-    }
-  }
-  unfinished_count[0] = u;
-
-  // ---------------- padding (-1 up to the caps)
-pad_bs:
-  for (int64_t i = k; i < cap_bs; ++i) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=0 max=8192
-    accepted_flat[i] = -1;
-    verified_id[i] = -1;
-    if (has_node_ids) accepted_node_ids[i] = -1;
-  }
-pad_bs_unf:
-  for (int64_t i = ku; i < cap_bs; ++i) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=0 max=8192
-    next_verified_id[i] = -1;
-    next_positions[i] = -1;
-  }
-pad_b:
-  for (int i = u; i < B; ++i) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=0 max=128
-    unfinished_index[i] = -1;
-    next_accept_length[i] = -1;
-    next_indptr[i + 1] = -1;
-    next_seq_lens[i] = -1;
-    next_req_pool_indices[i] = -1;
-    next_root_token[i] = -1;
-    next_last_flat[i] = -1;
-  }
-
-  // ---------------- evict mask and free list
-  int64_t nfree = 0;
-evict_loop:
-  for (int64_t p = 0; p < n_pos; ++p) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=16384
-    const bool ev = !keep[p];
-    evict_mask[p] = ev ? uint8_t(1) : uint8_t(0);
-    if (ev) {
-      free_slots[nfree] = int64_t(out_cache_loc[p]);
-      ++nfree;
-    }
-  }
-pad_free:
-  for (int64_t i = nfree; i < n_pos; ++i) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=0 max=16384
-    free_slots[i] = -1;
-  }
+  eagle4::k7::update_verify_core<uint16_t>(accept_index, accept_length, predicts, finish_pos, seq_lens, req_pool_indices, req_to_token,
+                                      out_cache_loc, hidden_states, verify_node_ids, accept_index_out,
+                                      accept_length_out, accept_indptr, accepted_flat, verified_id, evict_mask,
+                                      free_slots, seq_lens_out, accepted_node_ids, unfinished_count, unfinished_index,
+                                      next_accept_length, next_indptr, next_verified_id, next_hidden, next_positions,
+                                      next_seq_lens, next_req_pool_indices, next_root_token, next_last_flat, B, Q, S,
+                                      hidden_words, S_max, has_node_ids);
 }

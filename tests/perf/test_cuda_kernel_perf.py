@@ -54,12 +54,13 @@ def test_device_is_h100(bench):
     assert {r["provenance"] for r in raw} == {"measured"}
 
 
+@pytest.mark.parametrize("mode", ["graph", "eager"])
 @pytest.mark.parametrize("kernel", KERNEL_ORDER)
-def test_kernel_runs_and_cov(bench, kernel, max_cov, perf_rows):
+def test_kernel_runs_and_cov(bench, kernel, mode, max_cov, perf_rows):
     raw, summary, runs = bench
-    mine = [s for s in summary if s["kernel"] == kernel and s["impl"] == "cuda"]
-    assert mine, f"no measurements of {kernel}"
-    perf_rows.extend(r for r in raw if r["kernel"] == kernel)
+    mine = [s for s in summary if s["kernel"] == kernel and s["impl"] == "cuda" and s["mode"] == mode]
+    assert mine, f"no {mode} measurements of {kernel}"
+    perf_rows.extend(r for r in raw if r["kernel"] == kernel and r["mode"] == mode)
     bad = []
     for s in mine:
         if int(s["n_runs"]) < runs:

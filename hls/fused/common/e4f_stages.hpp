@@ -1,6 +1,16 @@
-// Per-stage semantics of the EAGLE4 chain (KERNELS.md §1-§8) shared by the fused dataflow
-// designs (hls/fused/draft_pipeline, hls/fused/verify_pipeline) and by the unfused reference
-// chain the fused designs are checked against (hls/fused/common/e4f_unfused.cpp).
+// Stage code of the EAGLE4 chain that has no per-kernel HLS folder of its own, shared by the fused
+// dataflow designs (hls/fused/draft_pipeline, hls/fused/verify_pipeline) and by the unfused
+// reference chain they are checked against (draft_unfused.cpp, verify_unfused.cpp):
+//   * the draft LM head and the external draft top-K (fused-only stages, not P0 kernels);
+//   * K5's row statistics / probabilities and K6's walk + final sampling in the on-demand form the
+//     fused verify pipeline needs. NOT yet folded onto hls/logits_to_probas / hls/reject_sample:
+//     row_stats sums exp in a different association (16 lanes, sequential fold) than the
+//     per-kernel K5 (ACC_DEPTH x 16 lanes, neighbours-first tree), so folding changes the fused
+//     designs' probability bits; K6 here takes its probabilities through a lazy on-chip row.
+//   * the host glue moved on chip: verify-set selection (§8.2 step 1) and the finish rule.
+// K1, K2, K3, K4 and K7 are NOT here: the stages call the per-kernel cores of
+// hls/{draft_tree_score,update_draft_state,work_deltas,tree_mask,update_verify}/<key>_core.hpp,
+// and the unfused chain calls the per-kernel tops.
 //
 // Every function is templated on its buffer accessors: an accessor is anything indexable like
 // a pointer: a raw pointer / on-chip array (fused: the data never leaves the chip) or a
@@ -37,7 +47,6 @@ inline float f32_from_bits(uint32_t u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
-inline float decay_f32() { return f32_from_bits(0x3F7FF972u); }  // 0.9999f
 
 // ---- element conversions for the LM head (hidden and weight operands) -------------------
 inline float to_f(float x) { return x; }
@@ -162,181 +171,6 @@ void topk_row(PR row, int64_t V, int K, float* op, int64_t* oi) {
     oi[pos] = v;
   }
 }
-
-// ---- K1 core (§1.5) for one request, on-chip operands ------------------------------------
-struct K1Out {
-  float curr[E4F_MAX_C];
-  float sort_s[E4F_MAX_C];
-  int64_t sort_i[E4F_MAX_C];
-  int64_t tok[E4F_MAX_C];  // remapped tokens (original order)
-  int64_t cache[E4F_MAX_K];
-  int64_t parent[E4F_MAX_K];
-};
-// hot: accessor of the hot table (read only when use_hot); tok_changed[c] says a remap happened
-template <typename PHot>
-void k1_core(const float* probas, const int64_t* tokens, const float* last, int K, int W, int64_t cc, bool use_hot,
-             PHot hot, int64_t Vh, K1Out& o) {
-  const int C = W * K;
-  for (int c = 0; c < C; ++c) {
-    const float prod = probas[c] * last[c / K];
-    o.curr[c] = prod;
-    int64_t t = tokens[c];
-    if (use_hot && t >= 0 && t < Vh) t = hot[t];
-    o.tok[c] = t;
-  }
-  // rank sort: every pair compared (a full network, no valid-count guard; §12 P1)
-  for (int c = 0; c < C; ++c) {
-    int rank = 0;
-    for (int c2 = 0; c2 < C; ++c2)
-      if (c2 != c && before(o.curr[c2], c2, o.curr[c], c)) ++rank;
-    o.sort_s[rank] = o.curr[c];
-    o.sort_i[rank] = c;
-  }
-  for (int r = 0; r < K; ++r) {
-    o.cache[r] = cc + o.sort_i[r];
-    o.parent[r] = o.sort_i[r] / K;
-  }
-}
-
-// ---- K2 core (§2.5) for one request --------------------------------------------------------
-// State accessors are offset to the request's row (cumu_*: [N], work: [M+K], sort: [M],
-// mask_out: [K, I+1]); mask_in(w, j) is the frontier mask (row w, column j < Ic-1).
-struct K2Out {
-  float out_scores[E4F_MAX_K];
-  int64_t out_tokens[E4F_MAX_K];
-  int64_t n0, n1;
-};
-template <typename MaskIn, typename PTok, typename PSc, typename PDel, typename PPrev, typename PNext, typename PSide,
-          typename PWork, typename PSort, typename PMask>
-void k2_core(const float* in_scores, const int64_t* tokens, const float* sorted_s, const int64_t* sorted_i,
-             const int64_t* parent, const int64_t* topk_idx, MaskIn mask_in, int K, int W, int64_t Ic, int64_t cc,
-             int64_t Vn, int64_t d, int64_t I, int64_t N, int64_t M, PTok cumu_tokens, PSc cumu_scores,
-             PDel cumu_deltas, PPrev prev, PNext next, PSide side, PWork work, PSort sort, PMask mask_out, K2Out& o) {
-  const int C = W * K;
-  const int64_t vnp = Vn < 1 ? 1 : (Vn > M ? M : Vn);
-  const int64_t n0 = vnp < cc ? vnp : cc;
-  const int64_t n1 = vnp < cc + C ? vnp : cc + C;
-  o.n0 = n0;
-  o.n1 = n1;
-  int64_t pp_r[E4F_MAX_K];
-  for (int r = 0; r < K; ++r) {
-    o.out_scores[r] = sorted_s[r];
-    int64_t pp = parent[r];
-    if (pp < 0 || pp >= W) pp = 0;
-    int64_t oi = sorted_i[r];
-    if (oi < 0) oi = 0;
-    pp_r[r] = pp;
-    o.out_tokens[r] = tokens[pp * K + (oi % K)];
-  }
-  for (int r = 0; r < K; ++r)
-    for (int64_t j = 0; j < Ic - 1; ++j) mask_out[r * (I + 1) + j] = mask_in(pp_r[r], j);
-  const float decay = decay_f32();
-  for (int i = 0; i < C; ++i) {
-    const int64_t g = cc + i;
-    if (g >= N) continue;
-    cumu_tokens[g] = tokens[i];
-    const float sc = in_scores[i] * decay;
-    cumu_scores[g] = sc;
-    cumu_deltas[g] = d;
-    prev[g] = topk_idx[i / K];
-    next[g] = int64_t(-1);
-    side[g] = (i % K == K - 1) ? int64_t(-1) : g + 1;
-  }
-  for (int w = 0; w < W; ++w) {
-    const int64_t P = topk_idx[w];
-    if (P >= 0 && P < N) next[P] = cc + int64_t(w) * K;
-  }
-  float A[E4F_MAX_M];
-  for (int64_t i = 0; i < n0; ++i) A[i] = sort[i];
-  for (int64_t i = 0; i < n0; ++i) work[i] = A[i];
-  for (int r = 0; r < K; ++r) work[n0 + r] = o.out_scores[r];
-  int64_t ia = 0, ib = 0;
-  for (int64_t t = 0; t < n1; ++t) {
-    if (ia < n0 && (ib >= C || A[ia] >= sorted_s[ib])) {
-      sort[t] = A[ia++];
-    } else {
-      sort[t] = sorted_s[ib++];
-    }
-  }
-}
-
-// ---- K3 (§3.4) for one request: per[0] = base, per[1..K] = deltas ------------------------
-template <typename PWork>
-void k3_req(PWork work, int64_t n0, int K, int64_t Vb, float* per) {
-  const int64_t vb = Vb < 1 ? 1 : Vb;
-  int64_t kA = n0 < vb ? n0 : vb, kB = 0;
-  float base = 0.0f;
-  float A_last = 0.0f;
-  for (int64_t i = 0; i < kA; ++i) base = base + static_cast<float>(work[i]);
-  per[0] = base;
-  for (int w = 1; w <= K; ++w) {
-    const float x = work[n0 + w - 1];
-    float delta;
-    if (kA + kB < vb) {
-      delta = x;
-      ++kB;
-    } else if (kA > 0 && x > (A_last = static_cast<float>(work[kA - 1]))) {
-      delta = x - A_last;
-      --kA;
-      ++kB;
-    } else {
-      delta = 0.0f;
-    }
-    per[w] = delta;
-  }
-}
-
-// ---- K4 (§4) for one request ------------------------------------------------------------
-// parent(t): tree parent of tree token t; loc(t): its KV slot. The mask row bits are produced in
-// row-major order and handed to `emit_bit(bit)` (fused: packed on the fly; unfused: bool
-// mask written to HBM). Offsets advance across requests in the caller.
-template <typename PR2T, typename FParent, typename FLoc, typename PKV, typename PPos, typename FEmit>
-void k4_req(int64_t L, int64_t pool, PR2T req_to_token, int64_t S_max, FParent parent, FLoc loc, int64_t T,
-            int64_t Q, PKV kv_indices, int64_t kv_off, PPos positions, int64_t pos_off, FEmit emit_bit) {
-  for (int64_t j = 0; j < L; ++j) kv_indices[kv_off + j] = static_cast<int32_t>(req_to_token[pool * S_max + j]);
-  int64_t par[E4F_MAX_Q > E4F_MAX_I ? E4F_MAX_Q : E4F_MAX_I];
-  for (int64_t t = 0; t < T; ++t) {
-    kv_indices[kv_off + L + t] = static_cast<int32_t>(loc(t));
-    par[t] = parent(t);
-  }
-  uint8_t chain[E4F_MAX_Q > E4F_MAX_I ? E4F_MAX_Q : E4F_MAX_I];
-  for (int64_t q = 0; q < Q; ++q) {
-    const int64_t tq = T - Q + q;
-    for (int64_t t = 0; t < T; ++t) chain[t] = 0;
-    chain[tq] = 1;
-    int64_t depth = 0, t = tq;
-    for (int64_t step = 0; step < T; ++step) {
-      const int64_t p = par[t];
-      if (p == -1 || p >= t || p < -1) break;
-      chain[p] = 1;
-      ++depth;
-      t = p;
-    }
-    positions[pos_off + q] = L + depth;
-    for (int64_t c = 0; c < L; ++c) emit_bit(1);
-    for (int64_t c = 0; c < T; ++c) emit_bit(chain[c]);
-  }
-}
-
-// Bit packer of §4.4: little bit order, every request segment starts on a fresh byte.
-template <typename PPack>
-struct Packer {
-  PPack out;
-  int64_t byte_pos;
-  uint8_t acc;
-  int nbits;
-  void bit(uint8_t b) {
-    acc = static_cast<uint8_t>(acc | (uint8_t(b & 1) << nbits));
-    if (++nbits == 8) flush();
-  }
-  void flush() {
-    if (nbits > 0) {
-      out[byte_pos++] = acc;
-      acc = 0;
-      nbits = 0;
-    }
-  }
-};
 
 // ---- verify-set selection (§8.2 step 1, D14/D16/D18) for one request ----------------------
 // Reads the request's cumulative state through accessors; writes the verify tree of Q tokens.
@@ -534,109 +368,3 @@ inline int32_t finish_rule(const int32_t* acc_row, int64_t a, const int32_t* pre
 
 #endif
 
-// ---- K7 (§7.3) over the whole batch ---------------------------------------------------------
-#ifndef E4F_K7_HPP
-#define E4F_K7_HPP
-namespace e4f {
-template <template <class> class A, typename HT>
-struct K7Out {
-  A<int32_t> accept_index_out, accept_length_out, accept_indptr, accepted_flat, verified_id;
-  A<uint8_t> evict_mask;
-  A<int64_t> free_slots, seq_lens_out, accepted_node_ids;
-  A<int32_t> unfinished_count;
-  A<int64_t> unfinished_index;
-  A<int32_t> next_accept_length, next_indptr, next_verified_id;
-  A<HT> next_hidden;
-  A<int64_t> next_positions, next_seq_lens, next_req_pool_indices;
-  A<int32_t> next_root_token, next_last_flat;
-  bool has_node_ids;
-};
-// accept_index/accept_length/predicts/finish_pos: accessors (on-chip in the fused design).
-template <template <class> class A, typename HT, typename PAI, typename PPred, typename PFin, typename PSeq,
-          typename PPool, typename PR2T, typename PLoc, typename PHid, typename PNode>
-void k7(PAI accept_index, PPred predicts, PFin finish_pos, PSeq seq_lens, PPool pool_idx, PR2T req_to_token,
-        PLoc out_cache_loc, PHid hidden, PNode node_ids, int64_t B, int64_t Q, int64_t S, int64_t H, int64_t S_max,
-        K7Out<A, HT>& o) {
-  int32_t row[E4F_MAX_S];
-  int64_t k = 0, u = 0, ku = 0;
-  int32_t acc_ptr = 0, next_ptr = 0;  // running prefix sums (never read back from the output ports)
-  o.accept_indptr[0] = 0;
-  o.next_indptr[0] = 0;
-  static uint8_t evict[E4F_MAX_B * E4F_MAX_Q];
-  for (int64_t p = 0; p < B * Q; ++p) evict[p] = 1;
-  for (int64_t b = 0; b < B; ++b) {
-    const int32_t fp = finish_pos[b];
-    int64_t cnt = 0;
-    for (int64_t j = 0; j < S; ++j) {
-      int32_t x = accept_index[b * S + j];
-      if (fp >= 0 && j > fp) x = -1;
-      row[j] = x;
-      o.accept_index_out[b * S + j] = x;
-      if (x != -1) ++cnt;
-    }
-    const int64_t a = cnt - 1;
-    o.accept_length_out[b] = static_cast<int32_t>(a);
-    acc_ptr = static_cast<int32_t>(acc_ptr + a + 1);
-    o.accept_indptr[b + 1] = acc_ptr;
-    const int64_t L = seq_lens[b];
-    const int64_t pool = pool_idx[b];
-    const bool unfinished = (fp == -1);
-    int32_t last_tok = -1;
-    for (int64_t j = 0; j <= a; ++j) {
-      const int32_t pos = row[j];
-      const int32_t tok = predicts[pos];
-      last_tok = tok;
-      o.accepted_flat[k] = pos;
-      o.verified_id[k] = tok;
-      if (o.has_node_ids) o.accepted_node_ids[k] = static_cast<int64_t>(node_ids[pos]);
-      ++k;
-      evict[pos] = 0;
-      req_to_token[pool * S_max + L + j] = static_cast<int32_t>(static_cast<int64_t>(out_cache_loc[pos]));
-      if (unfinished) {
-        o.next_verified_id[ku] = tok;
-        for (int64_t h = 0; h < H; ++h) o.next_hidden[ku * H + h] = static_cast<HT>(hidden[pos * H + h]);
-        o.next_positions[ku] = L + j;
-        ++ku;
-      }
-    }
-    o.seq_lens_out[b] = L + a + 1;
-    if (unfinished) {
-      o.unfinished_index[u] = b;
-      o.next_accept_length[u] = static_cast<int32_t>(a);
-      next_ptr = static_cast<int32_t>(next_ptr + a + 1);
-      o.next_indptr[u + 1] = next_ptr;
-      o.next_seq_lens[u] = L + a + 1;
-      o.next_req_pool_indices[u] = pool;
-      o.next_root_token[u] = last_tok;  // predicts[row[a]], already read
-      o.next_last_flat[u] = row[a];
-      ++u;
-    }
-  }
-  int64_t f = 0;
-  for (int64_t p = 0; p < B * Q; ++p) {
-    o.evict_mask[p] = evict[p];
-    if (evict[p]) o.free_slots[f++] = static_cast<int64_t>(out_cache_loc[p]);
-  }
-  for (int64_t i = f; i < B * Q; ++i) o.free_slots[i] = -1;
-  for (int64_t i = k; i < B * S; ++i) {
-    o.accepted_flat[i] = -1;
-    o.verified_id[i] = -1;
-    if (o.has_node_ids) o.accepted_node_ids[i] = -1;
-  }
-  for (int64_t i = ku; i < B * S; ++i) {
-    o.next_verified_id[i] = -1;
-    o.next_positions[i] = -1;
-  }
-  for (int64_t i = u; i < B; ++i) {
-    o.unfinished_index[i] = -1;
-    o.next_accept_length[i] = -1;
-    o.next_seq_lens[i] = -1;
-    o.next_req_pool_indices[i] = -1;
-    o.next_root_token[i] = -1;
-    o.next_last_flat[i] = -1;
-  }
-  for (int64_t i = u + 1; i < B + 1; ++i) o.next_indptr[i] = -1;
-  o.unfinished_count[0] = static_cast<int32_t>(u);
-}
-}  // namespace e4f
-#endif

@@ -6,6 +6,11 @@
 #include <vector>
 
 #include "eagle4_capi.h"
+// the per-kernel cores the stages compose (one kernel = one HLS folder)
+#include "../../draft_tree_score/draft_tree_score_core.hpp"
+#include "../../tree_mask/tree_mask_core.hpp"
+#include "../../update_draft_state/update_draft_state_core.hpp"
+#include "../../work_deltas/work_deltas_core.hpp"
 
 namespace e4f {
 namespace draft {
@@ -38,6 +43,14 @@ static float wrow[E4F_MAX_H];
 struct CandRec {  // one request's W*K sampled candidates (LM head top-K)
   float p[E4F_MAX_C];
   int64_t t[E4F_MAX_C];
+};
+struct K1Out {  // K1 results of one request (on chip), consumed by K2 and the hand-off
+  float curr[E4F_MAX_C];
+  float sort_s[E4F_MAX_C];
+  int64_t sort_i[E4F_MAX_C];
+  int64_t tok[E4F_MAX_C];  // remapped tokens (original order)
+  int64_t cache[E4F_MAX_K];
+  int64_t parent[E4F_MAX_K];
 };
 struct FrontRec {  // K2 frontier outputs + K1 parents for the hand-off stage
   float scores[E4F_MAX_K];
@@ -126,8 +139,11 @@ void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<
     const int64_t b = b0 + bl;
     const CandRec rec = cand_s.read();
     K1Out o;
-    k1_core(rec.p, rec.t, st.front_scores[b], static_cast<int>(c.K), static_cast<int>(W), st.cc, c.use_hot != 0, hot,
-            c.Vh, o);
+    for (int64_t i = 0; i < W * c.K; ++i) o.tok[i] = rec.t[i];  // remapped in place on the hot path
+    int par_slot[eagle4::MAX_TOP_K];
+    eagle4::k1::score_request(rec.p, o.tok, st.front_scores[b], hot, c.Vh, c.use_hot != 0, static_cast<int>(c.K),
+                              static_cast<int>(W), st.cc, o.curr, o.sort_s, o.sort_i, o.cache, o.parent,
+                              static_cast<int64_t*>(nullptr), false, par_slot);
     // only the W_next rows the next drafter layer consumes leave the chip
     for (int64_t r = 0; r < Wn; ++r) {
       int64_t p = o.parent[r];
@@ -140,29 +156,24 @@ void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<
   }
 }
 
-struct MaskInAcc {
-  int64_t b;
-  uint8_t operator()(int64_t w, int64_t j) const { return st.mask_in[b][w][j]; }
-};
-
 // ---- stage 3: K2 on the on-chip state ---------------------------------------------------
 void stage_k2(EAGLE4_STREAM(K1Out, 4) & k1_s, const DraftCfg& c, int64_t W, int64_t Vn, int64_t b0, int64_t nb,
               EAGLE4_STREAM(WorkRec, 4) & work_s, EAGLE4_STREAM(FrontRec, 4) & front_s) {
   for (int64_t bl = 0; bl < nb; ++bl) {
     const int64_t b = b0 + bl;
     const K1Out o = k1_s.read();
-    K2Out o2;
-    k2_core(o.curr, o.tok, o.sort_s, o.sort_i, o.parent, st.front_idx[b], MaskInAcc{b}, static_cast<int>(c.K),
-            static_cast<int>(W), st.Ic, st.cc, Vn, st.layer, c.I, c.N, c.M, st.ctok[b], st.csc[b], st.cdel[b],
-            st.prev[b], st.next[b], st.side[b], st.work[b], st.sort[b], &st.mask_out[b][0][0], o2);
-    WorkRec wr;
-    wr.n0 = o2.n0;
-    for (int64_t i = 0; i < o2.n0 + c.K; ++i) wr.w[i] = st.work[b][i];
-    work_s.write(wr);
+    const int K = static_cast<int>(c.K), Wi = static_cast<int>(W);
+    const eagle4::k2::Sizes z = eagle4::k2::sizes(K, Wi * K, st.cc, Vn, static_cast<int>(c.N), static_cast<int>(c.M));
     FrontRec fr;
+    eagle4::k2::update_request(o.curr, o.tok, o.sort_s, o.sort_i, o.parent, st.front_idx[b], &st.mask_in[b][0][0],
+                               E4F_MAX_I, K, Wi, static_cast<int>(st.Ic), st.cc, st.layer, static_cast<int>(c.N), z,
+                               st.ctok[b], st.csc[b], st.cdel[b], st.prev[b], st.next[b], st.side[b], fr.scores,
+                               fr.tokens, st.work[b], st.sort[b], &st.mask_out[b][0][0], E4F_MAX_I + 1);
+    WorkRec wr;
+    wr.n0 = z.n0;
+    for (int64_t i = 0; i < z.n0 + c.K; ++i) wr.w[i] = st.work[b][i];
+    work_s.write(wr);
     for (int64_t r = 0; r < c.K; ++r) {
-      fr.scores[r] = o2.out_scores[r];
-      fr.tokens[r] = o2.out_tokens[r];
       fr.cache[r] = o.cache[r];
       fr.parent[r] = o.parent[r];
     }
@@ -175,7 +186,7 @@ void stage_k3(EAGLE4_STREAM(WorkRec, 4) & work_s, const DraftCfg& c, int64_t Vn,
   for (int64_t bl = 0; bl < nb; ++bl) {
     const WorkRec wr = work_s.read();
     float per[E4F_MAX_K + 1];
-    k3_req(wr.w, wr.n0, static_cast<int>(c.K), Vn, per);
+    eagle4::k3::work_deltas_request(wr.w, static_cast<int>(wr.n0), static_cast<int>(c.K), static_cast<int>(Vn), per);
     for (int64_t w = 0; w <= c.K; ++w) total[w] = total[w] + per[w];
   }
 }
@@ -279,15 +290,12 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
           st.tree_parent[b][off_cur + w] = (st.layer == 1) ? int64_t(-1) : st.off_prev + st.parent_prev[b][w];
         const int64_t L = seq_lens[b];
         const int64_t pl = pool[b];
-        const int64_t* tp = st.tree_parent[b];
-        auto par = [tp](int64_t t) { return tp[t]; };
-        auto loc = [&](int64_t t) { return static_cast<int64_t>(locs[b * c.Tcap + t]); };
-        Packer<Port<uint8_t>> pk{packed, bytes, 0, 0};
-        k4_req(L, pl, r2t, c.S_max, par, loc, T, Wn, kvidx, kv, positions, b * Wn, [&pk](uint8_t x) { pk.bit(x); });
-        pk.flush();
+        bytes += eagle4::k4::tree_mask_request(L, pl, r2t, c.S_max, locs + b * c.Tcap, st.tree_parent[b],
+                                               static_cast<int>(T), static_cast<int>(Wn), kvidx + kv,
+                                               positions + b * Wn, packed + bytes, false,
+                                               static_cast<uint8_t*>(nullptr));
         kv += L + T;
         bits += Wn * (L + T);
-        bytes = pk.byte_pos;
         qo[b + 1] = static_cast<int32_t>((b + 1) * Wn);
         kvptr[b + 1] = static_cast<int32_t>(kv);
         mbits[b + 1] = static_cast<int32_t>(bits);

@@ -1,6 +1,7 @@
 // Unfused reference chain of one draft step (KERNELS.md §8.1, §9 accounting rule): every
 // kernel is a separate call and every intermediate goes through HBM (a std::vector seen through
-// counted PORTs). It runs the same per-stage code (e4f_stages.hpp) as the fused design and is
+// counted PORTs). K1, K2, K3 and K4 are the per-kernel tops of hls/<key>/ (the fused design runs
+// their per-request cores), the LM head, K5 and top-K the stage code (e4f_stages.hpp); it is
 // (a) the EXACT reference the fused draft pipeline is tested against and (b) the counted traffic
 // of the "initial unfused FPGA backend" the contract's [fpga] section declares.
 // Same tensor interface as eagle4_fused_draft_step; extra iscalars: k5_passes, k4_materialize.
@@ -9,6 +10,12 @@
 
 #include "draft_pipeline.hpp"
 #include "eagle4_capi.h"
+// the per-kernel tops (one kernel = one HLS folder), called as separate kernels
+#include "../../draft_tree_score/draft_tree_score.hpp"
+#include "../../tree_mask/tree_mask.hpp"
+#include "../../update_draft_state/update_draft_state.hpp"
+#include "../../update_draft_state/update_draft_state_core.hpp"
+#include "../../work_deltas/work_deltas.hpp"
 
 namespace e4f {
 int parse_draft_cfg(const int64_t* is, DraftCfg& c);
@@ -37,6 +44,29 @@ static const char* kPorts = E4F_UNF_PORTS(E4F_STR);
 
 template <class T>
 using V = std::vector<T>;
+
+template <class T>
+using P = PORT(T);  // P<T>(): an absent port (NULL) in both build forms
+
+// a read-only counted port (the kernel tops take PORT(const T) inputs)
+template <class T>
+PORT(const T) cport(const T* p, eagle4::PortCounter* cnt, int slot) {
+  return PORT_ARG(p, cnt, slot);
+}
+
+// K1 top of the hidden element width (raw bits: 16-bit or f32)
+template <typename HT>
+void k1_top(PORT(const float) probas, PORT(int64_t) tokens, PORT(const float) last, PORT(float) curr,
+            PORT(float) sort_s, PORT(int64_t) sort_i, PORT(int64_t) cache, PORT(int64_t) parent,
+            PORT(const HT) hid_in, PORT(HT) hid_out, PORT(const int64_t) hot, int B, int K, int W, int64_t cc,
+            bool use_hot, int64_t Vh, int H) {
+  if constexpr (sizeof(HT) == 2)
+    draft_tree_score_top(probas, tokens, last, curr, sort_s, sort_i, cache, parent, hid_in, hid_out, hot,
+                         P<int64_t>(), B, K, W, cc, use_hot, Vh, H, true, false);
+  else
+    draft_tree_score_top_f32(probas, tokens, last, curr, sort_s, sort_i, cache, parent, hid_in, hid_out, hot,
+                             P<int64_t>(), B, K, W, cc, use_hot, Vh, H, true, false);
+}
 
 template <typename HT, typename WT>
 int run(const eagle4::capi::Ctx& x, const DraftCfg& c, int k5_passes, bool materialize, eagle4::PortCounter* cnt) {
@@ -146,103 +176,39 @@ int run(const eagle4::capi::Ctx& x, const DraftCfg& c, int k5_passes, bool mater
         x.ptr<int64_t>(D_DBG_TOPK_T)[(d * B + i / C) * E4F_MAX_C + i % C] = topk_t[i];
       }
     }
-    // ---- K1 ----
+    // ---- K1 (hls/draft_tree_score) ----
     curr.assign(B * C, 0.0f);
     sort_s.assign(B * C, 0.0f);
     sort_i.assign(B * C, 0);
     HT* out_h = x.ptr<HT>(D_OUT_HIDDEN) + d * rowsH;
+    k1_top<HT>(cport(topk_p.data(), cnt, U_k1_topk_probas_sampling), UP(topk_t.data(), U_k1_topk_tokens_sampling),
+               cport(last_scores.data(), cnt, U_k1_last_layer_scores), UP(curr.data(), U_k1_curr_layer_scores),
+               UP(sort_s.data(), U_k1_sort_layer_scores), UP(sort_i.data(), U_k1_sort_layer_indices),
+               UP(cache.data(), U_k1_cache_topk_indices), UP(parent.data(), U_k1_parent_indices_in_layer),
+               UP(hid, U_k1_input_hidden_states), UP(out_h, U_k1_output_hidden_states),
+               cport(x.ptr<const int64_t>(D_HOT), cnt, U_k1_hot_token_id), static_cast<int>(B), static_cast<int>(K),
+               static_cast<int>(W), cc, c.use_hot != 0, c.Vh, static_cast<int>(H));
     {
-      auto pp_ = UP(topk_p.data(), U_k1_topk_probas_sampling);
-      auto ptk = UP(topk_t.data(), U_k1_topk_tokens_sampling);
-      auto pl = UP(last_scores.data(), U_k1_last_layer_scores);
-      auto pcur = UP(curr.data(), U_k1_curr_layer_scores);
-      auto pss = UP(sort_s.data(), U_k1_sort_layer_scores);
-      auto psi = UP(sort_i.data(), U_k1_sort_layer_indices);
-      auto pca = UP(cache.data(), U_k1_cache_topk_indices);
-      auto ppa = UP(parent.data(), U_k1_parent_indices_in_layer);
-      auto phi = UP(hid, U_k1_input_hidden_states);
-      auto pho = UP(out_h, U_k1_output_hidden_states);
-      auto phot = UP(x.ptr<const int64_t>(D_HOT), U_k1_hot_token_id);
-      for (int64_t b = 0; b < B; ++b) {
-        float p[E4F_MAX_C], last[E4F_MAX_K];
-        int64_t t[E4F_MAX_C];
-        for (int64_t i = 0; i < C; ++i) p[i] = pp_[b * C + i];
-        for (int64_t i = 0; i < C; ++i) t[i] = c.use_hot ? static_cast<int64_t>(ptk[b * C + i]) : topk_t[b * C + i];
-        for (int64_t w = 0; w < W; ++w) last[w] = pl[b * W + w];
-        K1Out o;
-        k1_core(p, t, last, static_cast<int>(K), static_cast<int>(W), cc, c.use_hot != 0, phot, c.Vh, o);
-        for (int64_t i = 0; i < C; ++i) {
-          pcur[b * C + i] = o.curr[i];
-          pss[b * C + i] = o.sort_s[i];
-          psi[b * C + i] = o.sort_i[i];
-          if (c.use_hot) ptk[b * C + i] = o.tok[i];  // in-place remap write-back
-        }
-        for (int64_t r = 0; r < K; ++r) {
-          pca[b * K + r] = o.cache[r];
-          ppa[b * K + r] = o.parent[r];
-          int64_t pp = o.parent[r];
-          if (pp < 0) pp = 0;
-          if (pp > W - 1) pp = W - 1;
-          for (int64_t h = 0; h < H; ++h) pho[(b * K + r) * H + h] = static_cast<HT>(phi[(b * W + pp) * H + h]);
-        }
-      }
-    }
-    // ---- K2 (state in HBM) ----
-    V<float> per_total(K + 1, 0.0f);
-    int64_t n0 = 0;
-    {
+      // ---- K2 (hls/update_draft_state, state in HBM) ----
       int64_t* out_tok = x.ptr<int64_t>(D_OUT_TOKENS) + d * B * K;
       V<float> out_sc(B * K);
-      auto pin = UP(curr.data(), U_k2_topk_probas);
-      auto ptk = UP(topk_t.data(), U_k2_topk_tokens);
-      auto pss = UP(sort_s.data(), U_k2_sorted_scores);
-      auto psi = UP(sort_i.data(), U_k2_sorted_indexs);
-      auto ppa = UP(parent.data(), U_k2_parent_indexs);
-      auto pti = UP(topk_idx.data(), U_k2_topk_indexs);
-      auto pmi = UP(in_mask.data(), U_k2_input_tree_mask);
-      auto pos_ = UP(out_sc.data(), U_k2_output_scores);
-      auto pot = UP(out_tok, U_k2_output_tokens);
-      for (int64_t b = 0; b < B; ++b) {
-        float in_s[E4F_MAX_C], ss[E4F_MAX_C];
-        int64_t tk[E4F_MAX_C], si[E4F_MAX_K], pa[E4F_MAX_K], ti[E4F_MAX_K];
-        for (int64_t i = 0; i < C; ++i) in_s[i] = (cc + i < N) ? static_cast<float>(pin[b * C + i]) : 0.0f;  // kept nodes only
-        for (int64_t i = 0; i < C; ++i) tk[i] = ptk[b * C + i];
-        {  // only the sorted scores K2 needs: [0, max(K, min(n1, C))) (as hls/update_draft_state)
-          const int64_t vnp = Vn < 1 ? 1 : (Vn > M ? M : Vn);
-          const int64_t n1 = vnp < cc + C ? vnp : cc + C;
-          const int64_t ns = n1 < C ? (n1 > K ? n1 : K) : C;
-          for (int64_t i = 0; i < C; ++i) ss[i] = (i < ns) ? static_cast<float>(pss[b * C + i]) : 0.0f;
-        }
-        for (int64_t r = 0; r < K; ++r) si[r] = psi[b * C + r];
-        for (int64_t r = 0; r < K; ++r) pa[r] = ppa[b * K + r];
-        for (int64_t w = 0; w < W; ++w) ti[w] = pti[b * W + w];
-        const int64_t Icm = Ic - 1;
-        auto mask_in = [&](int64_t w, int64_t j) -> uint8_t { return pmi[(b * W + w) * Icm + j]; };
-        K2Out o2;
-        k2_core(in_s, tk, ss, si, pa, ti, mask_in, static_cast<int>(K), static_cast<int>(W), Ic, cc, Vn, d + 1, I, N,
-                M, UP(ctok + b * N, U_k2_cumu_tokens), UP(csc + b * N, U_k2_cumu_scores),
-                UP(cdel + b * N, U_k2_cumu_deltas), UP(cprev + b * N, U_k2_prev_indexs),
-                UP(cnext + b * N, U_k2_next_indexs), UP(cside + b * N, U_k2_side_indexs),
-                UP(work_scores.data() + b * (M + K), U_k2_work_scores), UP(sort_scores.data() + b * M, U_k2_sort_scores),
-                UP(out_mask.data() + b * K * (I + 1), U_k2_output_tree_mask), o2);
-        for (int64_t r = 0; r < K; ++r) {
-          pos_[b * K + r] = o2.out_scores[r];
-          pot[b * K + r] = o2.out_tokens[r];
-        }
-        n0 = o2.n0;
-      }
-      // ---- K3 ----
-      {
-        auto pw = UP(work_scores.data(), U_k3_work_scores);
-        auto pd = UP(x.ptr<float>(D_WORK_DELTAS) + d * (K + 1), U_k3_work_deltas);
-        for (int64_t b = 0; b < B; ++b) {
-          float per[E4F_MAX_K + 1], row[E4F_MAX_M + E4F_MAX_K];
-          for (int64_t j = 0; j < n0 + K; ++j) row[j] = pw[b * (M + K) + j];  // one read of the row
-          k3_req(row, n0, static_cast<int>(K), Vn, per);
-          for (int64_t w = 0; w <= K; ++w) per_total[w] = per_total[w] + per[w];
-        }
-        for (int64_t w = 0; w <= K; ++w) pd[w] = per_total[w];
-      }
+      update_draft_state_top(
+          cport(curr.data(), cnt, U_k2_topk_probas), cport(topk_t.data(), cnt, U_k2_topk_tokens),
+          cport(sort_s.data(), cnt, U_k2_sorted_scores), cport(sort_i.data(), cnt, U_k2_sorted_indexs),
+          cport(parent.data(), cnt, U_k2_parent_indexs), cport(topk_idx.data(), cnt, U_k2_topk_indexs),
+          cport(in_mask.data(), cnt, U_k2_input_tree_mask), static_cast<int>(B), static_cast<int>(K),
+          static_cast<int>(W), static_cast<int>(Ic), cc, Vn, d + 1, static_cast<int>(I), static_cast<int>(N),
+          static_cast<int>(M), UP(ctok, U_k2_cumu_tokens), UP(csc, U_k2_cumu_scores), UP(cdel, U_k2_cumu_deltas),
+          UP(cprev, U_k2_prev_indexs), UP(cnext, U_k2_next_indexs), UP(cside, U_k2_side_indexs),
+          UP(out_sc.data(), U_k2_output_scores), UP(out_tok, U_k2_output_tokens),
+          UP(work_scores.data(), U_k2_work_scores), UP(sort_scores.data(), U_k2_sort_scores),
+          UP(out_mask.data(), U_k2_output_tree_mask));
+      // ---- K3 (hls/work_deltas) ----
+      const int n0 = eagle4::k2::sizes(static_cast<int>(K), static_cast<int>(C), cc, Vn, static_cast<int>(N),
+                                       static_cast<int>(M)).n0;
+      work_deltas_top(cport(work_scores.data(), cnt, U_k3_work_scores), static_cast<int>(B), n0, static_cast<int>(K),
+                      static_cast<int>(Vn), static_cast<int>(M + K),
+                      UP(x.ptr<float>(D_WORK_DELTAS) + d * (K + 1), U_k3_work_deltas), P<float>(), false);
       cc += C;
       if (Wn == 0) break;
       // ---- host glue: frontier hand-off (§8.1 step 2, D20) ----
@@ -286,54 +252,31 @@ int run(const eagle4::capi::Ctx& x, const DraftCfg& c, int k5_passes, bool mater
           gl[b * T + t] = static_cast<int64_t>(locs[b * c.Tcap + t]);
         }
     }
-    // ---- K4 (draft use, next layer: T, Q = Wn), bool mask materialized then packed ----
+    // ---- K4 (hls/tree_mask; draft use, next layer: T, Q = Wn); materialized: the bool mask is
+    // written, then read back by the pack kernel ----
     {
-      const int64_t b1 = d * (B + 1);
-      auto qo = UP(x.ptr<int32_t>(D_QO) + b1, U_k4_qo_indptr);
-      auto kvp = UP(x.ptr<int32_t>(D_KVPTR) + b1, U_k4_kv_indptr);
-      auto kvi = UP(x.ptr<int32_t>(D_KVIDX) + d * c.capkv, U_k4_kv_indices);
-      auto pos = UP(x.ptr<int64_t>(D_POS) + d * B * K, U_k4_positions);
-      auto mb = UP(x.ptr<int32_t>(D_MBITS) + b1, U_k4_mask_indptr_bits);
-      auto my = UP(x.ptr<int32_t>(D_MBYTES) + b1, U_k4_mask_indptr_bytes);
-      auto pk = UP(x.ptr<uint8_t>(D_PACKED) + d * c.cappack, U_k4_packed_mask);
-      auto psl = UP(x.ptr<const int64_t>(D_SEQ), U_k4_seq_lens);
-      auto ppo = UP(x.ptr<const int64_t>(D_POOL), U_k4_req_pool_indices);
-      auto pr2 = UP(x.ptr<const int32_t>(D_R2T), U_k4_req_to_token);
-      auto ptp = UP(tp.data(), U_k4_tree_parent);
-      auto ptl = UP(tl.data(), U_k4_tree_cache_locs);
+      const int64_t b1 = d * (B + 1), Q = Wn;
+      const int64_t* seq = x.ptr<const int64_t>(D_SEQ);
       V<uint8_t> mbool;
-      int64_t kv = 0, bits = 0, bytes = 0;
-      qo[0] = 0;
-      kvp[0] = 0;
-      mb[0] = 0;
-      my[0] = 0;
-      const int64_t Q = Wn;
-      for (int64_t b = 0; b < B; ++b) {
-        const int64_t L = psl[b], pl = ppo[b];
-        auto par = [&](int64_t t) { return static_cast<int64_t>(ptp[b * T + t]); };
-        auto loc = [&](int64_t t) { return static_cast<int64_t>(ptl[b * T + t]); };
-        const int64_t seg = Q * (L + T);
-        if (materialize) {
-          mbool.assign(seg, 0);
-          auto pmb = UP(mbool.data(), U_k4_mask_bool);
-          int64_t k = 0;
-          k4_req(L, pl, pr2, c.S_max, par, loc, T, Q, kvi, kv, pos, b * Q, [&](uint8_t v) { pmb[k++] = v; });
-          Packer<decltype(pk)> pkr{pk, bytes, 0, 0};
-          for (int64_t i = 0; i < seg; ++i) pkr.bit(static_cast<uint8_t>(pmb[i]));
-          pkr.flush();
-          bytes = pkr.byte_pos;
-        } else {
-          Packer<decltype(pk)> pkr{pk, bytes, 0, 0};
-          k4_req(L, pl, pr2, c.S_max, par, loc, T, Q, kvi, kv, pos, b * Q, [&](uint8_t v) { pkr.bit(v); });
-          pkr.flush();
-          bytes = pkr.byte_pos;
-        }
-        kv += L + T;
-        bits += seg;
-        qo[b + 1] = static_cast<int32_t>((b + 1) * Q);
-        kvp[b + 1] = static_cast<int32_t>(kv);
-        mb[b + 1] = static_cast<int32_t>(bits);
-        my[b + 1] = static_cast<int32_t>(bytes);
+      int64_t nbits = 0;
+      if (materialize) {
+        for (int64_t b = 0; b < B; ++b) nbits += Q * (seq[b] + T);  // scratch size (host side)
+        mbool.assign(nbits, 0);
+      }
+      tree_mask_top(cport(seq, cnt, U_k4_seq_lens), cport(x.ptr<const int64_t>(D_POOL), cnt, U_k4_req_pool_indices),
+                    cport(x.ptr<const int32_t>(D_R2T), cnt, U_k4_req_to_token), static_cast<int>(c.S_max),
+                    cport(tl.data(), cnt, U_k4_tree_cache_locs), cport(tp.data(), cnt, U_k4_tree_parent),
+                    static_cast<int>(B), static_cast<int>(T), static_cast<int>(Q), materialize,
+                    UP(x.ptr<int32_t>(D_QO) + b1, U_k4_qo_indptr), UP(x.ptr<int32_t>(D_KVPTR) + b1, U_k4_kv_indptr),
+                    UP(x.ptr<int32_t>(D_KVIDX) + d * c.capkv, U_k4_kv_indices),
+                    UP(x.ptr<int64_t>(D_POS) + d * B * K, U_k4_positions),
+                    UP(x.ptr<int32_t>(D_MBITS) + b1, U_k4_mask_indptr_bits),
+                    UP(x.ptr<int32_t>(D_MBYTES) + b1, U_k4_mask_indptr_bytes),
+                    UP(x.ptr<uint8_t>(D_PACKED) + d * c.cappack, U_k4_packed_mask),
+                    materialize ? UP(mbool.data(), U_k4_mask_bool) : P<uint8_t>());
+      if (materialize) {  // the pack kernel's read of the bool mask
+        auto pmb = cport(mbool.data(), cnt, U_k4_mask_bool);
+        for (int64_t i = 0; i < nbits; ++i) (void)static_cast<uint8_t>(pmb[i]);
       }
     }
   }

@@ -3,6 +3,9 @@
 #include "verify_pipeline.hpp"
 
 #include "eagle4_capi.h"
+// the per-kernel cores the stages compose (one kernel = one HLS folder)
+#include "../../tree_mask/tree_mask_core.hpp"
+#include "../../update_verify/update_verify_core.hpp"
 
 namespace e4f {
 namespace verify {
@@ -17,6 +20,7 @@ static float rowbuf[E4F_MAX_V];             // one logits row (K5) / the final r
 static uint8_t greedy[E4F_MAX_B];
 static int64_t locs[E4F_MAX_B * E4F_MAX_Q];   // KV slots: read once, used by K4 and K7
 static int32_t acc_idx[E4F_MAX_B * E4F_MAX_S];
+static int32_t acc_len[E4F_MAX_B];
 static int32_t predicts[E4F_MAX_B * E4F_MAX_Q];
 static int32_t finish[E4F_MAX_B];
 
@@ -34,14 +38,11 @@ void stage_k4(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t
   mbytes[0] = 0;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t L = seq[b], pl = pool[b];
-    auto par = [&](int64_t t) { return static_cast<int64_t>(tparent[b * Q + t]); };
-    auto loc = [&](int64_t t) { return locs[b * Q + t]; };
-    Packer<VPort<uint8_t>> pk{packed, bytes, 0, 0};
-    k4_req(L, pl, r2t, c.S_max, par, loc, Q, Q, kvidx, kv, positions, b * Q, [&pk](uint8_t x) { pk.bit(x); });
-    pk.flush();
+    bytes += eagle4::k4::tree_mask_request(L, pl, r2t, c.S_max, locs + b * Q, tparent + b * Q, static_cast<int>(Q),
+                                           static_cast<int>(Q), kvidx + kv, positions + b * Q, packed + bytes, false,
+                                           static_cast<uint8_t*>(nullptr));
     kv += L + Q;
     bits += Q * (L + Q);
-    bytes = pk.byte_pos;
     qo[b + 1] = static_cast<int32_t>((b + 1) * Q);
     kvptr[b + 1] = static_cast<int32_t>(kv);
     mbits[b + 1] = static_cast<int32_t>(bits);
@@ -129,6 +130,7 @@ void stage_finish(EAGLE4_STREAM(ReqRec, 4) & in_s, VPort<const int64_t> remainin
     const ReqRec rec = in_s.read();
     for (int64_t i = 0; i < c.Q; ++i) predicts[b * c.Q + i] = rec.pred[i];
     for (int64_t j = 0; j < c.S; ++j) acc_idx[b * c.S + j] = rec.acc_row[j];
+    acc_len[b] = static_cast<int32_t>(rec.n);
     finish[b] = finish_rule(rec.acc_row, rec.n, predicts, c.eos, remaining[b]);
     if (dbg_pred) {  // debug taps (NULL in the counted byte runs): not part of the design's traffic
       for (int64_t i = 0; i < c.Q; ++i) dbg_pred[b * c.Q + i] = rec.pred[i];
@@ -159,7 +161,7 @@ int verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPo
                         VPort<const float> fcoins, VPort<const int64_t> remaining, VPort<const HT> hidden,
                         VPort<const int64_t> node_ids, bool has_node_ids, VPort<int32_t> qo, VPort<int32_t> kvptr,
                         VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
-                        VPort<uint8_t> packed, K7Out<VPort, HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc,
+                        VPort<uint8_t> packed, const K7Ports<HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc,
                         VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, const VerifyCfg& c) {
   using namespace verify;
 #pragma HLS INTERFACE m_axi port = logits bundle = gmem0 max_read_burst_length = 256
@@ -171,9 +173,14 @@ int verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPo
   stage_k4(seq, pool, r2t, loc, tparent, qo, kvptr, kvidx, positions, mbits, mbytes, packed, c);
   stage_k5k6(logits, temps, cand, ridx, ntok, nsib, coins, fcoins, c, k6_s);
   stage_finish(k6_s, remaining, dbg_pred, dbg_acc, dbg_len, dbg_fin, c);
-  o.has_node_ids = has_node_ids;
-  // K7 reads the KV slots from the on-chip copy K4 made
-  k7<VPort, HT>(acc_idx, predicts, finish, seq, pool, r2t, locs, hidden, node_ids, c.B, c.Q, c.S, c.H, c.S_max, o);
+  // K7 (update_verify_core.hpp) on the on-chip accept state; the KV slots from the on-chip copy K4 made
+  eagle4::k7::update_verify_core<HT>(
+      acc_idx, acc_len, predicts, finish, seq, pool, r2t, locs, hidden, node_ids, o.accept_index_out,
+      o.accept_length_out, o.accept_indptr, o.accepted_flat, o.verified_id, o.evict_mask, o.free_slots,
+      o.seq_lens_out, o.accepted_node_ids, o.unfinished_count, o.unfinished_index, o.next_accept_length,
+      o.next_indptr, o.next_verified_id, o.next_hidden, o.next_positions, o.next_seq_lens, o.next_req_pool_indices,
+      o.next_root_token, o.next_last_flat, static_cast<int>(c.B), static_cast<int>(c.Q), static_cast<int>(c.S),
+      static_cast<int>(c.H), c.S_max, has_node_ids);
   return 0;
 }
 
@@ -183,7 +190,7 @@ int verify_capi(const eagle4::capi::Ctx& x, const VerifyCfg& c, eagle4::PortCoun
 #define P_(T, i) PORT_ARG(x.ptr<T>(i), cnt, i)
   if (c.V > E4F_MAX_V) return x.fail(eagle4::capi::E_BOUND, "V exceeds E4F_MAX_V");
   eagle4::PortCounter* no = nullptr;  // debug taps are not counted
-  K7Out<VPort, HT> o{P_(int32_t, V_AIO),   P_(int32_t, V_ALO),   P_(int32_t, V_AIP),   P_(int32_t, V_AFLAT),
+  K7Ports<HT> o{P_(int32_t, V_AIO),   P_(int32_t, V_ALO),   P_(int32_t, V_AIP),   P_(int32_t, V_AFLAT),
                      P_(int32_t, V_VID),   P_(uint8_t, V_EVICT), P_(int64_t, V_FREE),  P_(int64_t, V_SLO),
                      P_(int64_t, V_ANODE), P_(int32_t, V_UCNT),  P_(int64_t, V_UIDX),  P_(int32_t, V_NAL),
                      P_(int32_t, V_NIP),   P_(int32_t, V_NVID),  P_(HT, V_NHID),       P_(int64_t, V_NPOS),

@@ -27,6 +27,21 @@ enum VerifySlot {
   V_NHID, V_NPOS, V_NSEQ, V_NPOOL, V_NROOT, V_NLAST, V_NSLOTS
 };
 
+// The K7 output ports of the verify step (m_axi).
+template <typename HT>
+struct K7Ports {
+  VPort<int32_t> accept_index_out, accept_length_out, accept_indptr, accepted_flat, verified_id;
+  VPort<uint8_t> evict_mask;
+  VPort<int64_t> free_slots, seq_lens_out, accepted_node_ids;
+  VPort<int32_t> unfinished_count;
+  VPort<int64_t> unfinished_index;
+  VPort<int32_t> next_accept_length, next_indptr, next_verified_id;
+  VPort<HT> next_hidden;
+  VPort<int64_t> next_positions, next_seq_lens, next_req_pool_indices;
+  VPort<int32_t> next_root_token, next_last_flat;
+  bool has_node_ids;
+};
+
 struct VerifyCfg {
   int64_t B, Q, S, V, H, S_max, eos, capkv, cappack;
   int hid_code;

@@ -1,13 +1,17 @@
 // Unfused reference chain of one verify step (§8.2, §9 accounting rule): K4 (bool mask written
 // and re-read by a pack kernel), K5 (logits read `k5_passes` times, probas [B,Q,V] written), K6
 // (reads probas; sglang style: draft_probs zero-filled and the final rows read twice), host finish
-// rule (reads predicts / accept rows from HBM), K7 (reads everything back). Same per-stage code as
+// rule (reads predicts / accept rows from HBM), K7 (reads everything back). K4 and K7 are the
+// per-kernel tops of hls/<key>/ (the fused design runs their cores), K5 and K6 the stage code of
 // the fused design. Same tensor interface as eagle4_fused_verify_step; extra iscalars:
 // k5_passes, k4_materialize_bool, k6_sglang_style.
 #include <vector>
 
 #include "verify_pipeline.hpp"
 #include "eagle4_capi.h"
+// the per-kernel tops (one kernel = one HLS folder), called as separate kernels
+#include "../../tree_mask/tree_mask.hpp"
+#include "../../update_verify/update_verify.hpp"
 
 namespace e4f {
 namespace vunf {
@@ -33,54 +37,42 @@ static const char* kPorts = E4F_VUNF_PORTS(E4F_STR);
 template <class T>
 using Vec = std::vector<T>;
 
+template <class T>
+using P = PORT(T);  // P<T>(): an absent port (NULL) in both build forms
+
+// a read-only counted port (the kernel tops take PORT(const T) inputs)
+template <class T>
+PORT(const T) cport(const T* p, eagle4::PortCounter* cnt, int slot) {
+  return PORT_ARG(p, cnt, slot);
+}
+
 template <typename HT>
 int run(const eagle4::capi::Ctx& x, const VerifyCfg& c, int passes, bool materialize, bool sglang,
         eagle4::PortCounter* cnt) {
 #define UP(ptr, slot) PORT_ARG((ptr), cnt, (slot))
   const int64_t B = c.B, Q = c.Q, S = c.S, V = c.V;
-  // ---- K4 verify use ----
+  // ---- K4 (hls/tree_mask; verify use: T = Q); materialized: the bool mask is written, then read
+  // back by the pack kernel ----
   {
-    auto seq = UP(x.ptr<const int64_t>(V_SEQ), U_k4_seq_lens);
-    auto pool = UP(x.ptr<const int64_t>(V_POOL), U_k4_req_pool_indices);
-    auto r2t = UP(x.ptr<const int32_t>(V_R2T), U_k4_req_to_token);
-    auto locp = UP(x.ptr<const int64_t>(V_LOC), U_k4_tree_cache_locs);
-    auto tpar = UP(x.ptr<const int64_t>(V_TREE_PARENT), U_k4_tree_parent);
-    auto qo = UP(x.ptr<int32_t>(V_QO), U_k4_qo_indptr);
-    auto kvp = UP(x.ptr<int32_t>(V_KVPTR), U_k4_kv_indptr);
-    auto kvi = UP(x.ptr<int32_t>(V_KVIDX), U_k4_kv_indices);
-    auto pos = UP(x.ptr<int64_t>(V_POS), U_k4_positions);
-    auto mb = UP(x.ptr<int32_t>(V_MBITS), U_k4_mask_indptr_bits);
-    auto my = UP(x.ptr<int32_t>(V_MBYTES), U_k4_mask_indptr_bytes);
-    auto pk = UP(x.ptr<uint8_t>(V_PACKED), U_k4_packed_mask);
-    int64_t kv = 0, bits = 0, bytes = 0;
-    qo[0] = 0;
-    kvp[0] = 0;
-    mb[0] = 0;
-    my[0] = 0;
+    const int64_t* seq = x.ptr<const int64_t>(V_SEQ);
     Vec<uint8_t> mbool;
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t L = seq[b], pl = pool[b];
-      auto par = [&](int64_t t) { return static_cast<int64_t>(tpar[b * Q + t]); };
-      auto loc = [&](int64_t t) { return static_cast<int64_t>(locp[b * Q + t]); };
-      const int64_t seg = Q * (L + Q);
-      Packer<decltype(pk)> pkr{pk, bytes, 0, 0};
-      if (materialize) {
-        mbool.assign(seg, 0);
-        auto pmb = UP(mbool.data(), U_k4_mask_bool);
-        int64_t k = 0;
-        k4_req(L, pl, r2t, c.S_max, par, loc, Q, Q, kvi, kv, pos, b * Q, [&](uint8_t v) { pmb[k++] = v; });
-        for (int64_t i = 0; i < seg; ++i) pkr.bit(static_cast<uint8_t>(pmb[i]));
-      } else {
-        k4_req(L, pl, r2t, c.S_max, par, loc, Q, Q, kvi, kv, pos, b * Q, [&](uint8_t v) { pkr.bit(v); });
-      }
-      pkr.flush();
-      bytes = pkr.byte_pos;
-      kv += L + Q;
-      bits += seg;
-      qo[b + 1] = static_cast<int32_t>((b + 1) * Q);
-      kvp[b + 1] = static_cast<int32_t>(kv);
-      mb[b + 1] = static_cast<int32_t>(bits);
-      my[b + 1] = static_cast<int32_t>(bytes);
+    int64_t nbits = 0;
+    if (materialize) {
+      for (int64_t b = 0; b < B; ++b) nbits += Q * (seq[b] + Q);  // scratch size (host side)
+      mbool.assign(nbits, 0);
+    }
+    tree_mask_top(cport(seq, cnt, U_k4_seq_lens), cport(x.ptr<const int64_t>(V_POOL), cnt, U_k4_req_pool_indices),
+                  cport(x.ptr<const int32_t>(V_R2T), cnt, U_k4_req_to_token), static_cast<int>(c.S_max),
+                  cport(x.ptr<const int64_t>(V_LOC), cnt, U_k4_tree_cache_locs),
+                  cport(x.ptr<const int64_t>(V_TREE_PARENT), cnt, U_k4_tree_parent), static_cast<int>(B),
+                  static_cast<int>(Q), static_cast<int>(Q), materialize, UP(x.ptr<int32_t>(V_QO), U_k4_qo_indptr),
+                  UP(x.ptr<int32_t>(V_KVPTR), U_k4_kv_indptr), UP(x.ptr<int32_t>(V_KVIDX), U_k4_kv_indices),
+                  UP(x.ptr<int64_t>(V_POS), U_k4_positions), UP(x.ptr<int32_t>(V_MBITS), U_k4_mask_indptr_bits),
+                  UP(x.ptr<int32_t>(V_MBYTES), U_k4_mask_indptr_bytes), UP(x.ptr<uint8_t>(V_PACKED), U_k4_packed_mask),
+                  materialize ? UP(mbool.data(), U_k4_mask_bool) : P<uint8_t>());
+    if (materialize) {  // the pack kernel's read of the bool mask
+      auto pmb = cport(mbool.data(), cnt, U_k4_mask_bool);
+      for (int64_t i = 0; i < nbits; ++i) (void)static_cast<uint8_t>(pmb[i]);
     }
   }
   // ---- K5: probas [B*Q, V] written to HBM ----
@@ -210,28 +202,28 @@ int run(const eagle4::capi::Ctx& x, const VerifyCfg& c, int passes, bool materia
     for (int64_t i = 0; i < B; ++i) x.ptr<int32_t>(V_ACC_LEN)[i] = alen[i];
     for (int64_t i = 0; i < B; ++i) x.ptr<int32_t>(V_FINISH)[i] = fin[i];
   }
-  // ---- K7 ----
+  // ---- K7 (hls/update_verify; hidden rows as 16-bit words) ----
   {
-    auto O = [&](int slot_t, auto* p) { return UP(p, slot_t); };
-    K7Out<VPort, HT> o{O(U_k7_outputs, x.ptr<int32_t>(V_AIO)),   O(U_k7_outputs, x.ptr<int32_t>(V_ALO)),
-                       O(U_k7_outputs, x.ptr<int32_t>(V_AIP)),   O(U_k7_outputs, x.ptr<int32_t>(V_AFLAT)),
-                       O(U_k7_outputs, x.ptr<int32_t>(V_VID)),   O(U_k7_outputs, x.ptr<uint8_t>(V_EVICT)),
-                       O(U_k7_outputs, x.ptr<int64_t>(V_FREE)),  O(U_k7_outputs, x.ptr<int64_t>(V_SLO)),
-                       O(U_k7_outputs, x.ptr<int64_t>(V_ANODE)), O(U_k7_outputs, x.ptr<int32_t>(V_UCNT)),
-                       O(U_k7_outputs, x.ptr<int64_t>(V_UIDX)),  O(U_k7_outputs, x.ptr<int32_t>(V_NAL)),
-                       O(U_k7_outputs, x.ptr<int32_t>(V_NIP)),   O(U_k7_outputs, x.ptr<int32_t>(V_NVID)),
-                       O(U_k7_next_hidden, x.ptr<HT>(V_NHID)),   O(U_k7_outputs, x.ptr<int64_t>(V_NPOS)),
-                       O(U_k7_outputs, x.ptr<int64_t>(V_NSEQ)),  O(U_k7_outputs, x.ptr<int64_t>(V_NPOOL)),
-                       O(U_k7_outputs, x.ptr<int32_t>(V_NROOT)), O(U_k7_outputs, x.ptr<int32_t>(V_NLAST)),
-                       x.present(V_NODE_IDS)};
-    k7<VPort, HT>(UP(acc.data(), U_k7_accept_index), UP(predicts.data(), U_k7_predicts),
-                  UP(fin.data(), U_k7_finish_pos), UP(x.ptr<const int64_t>(V_SEQ), U_k7_seq_lens),
-                  UP(x.ptr<const int64_t>(V_POOL), U_k7_req_pool_indices), UP(x.ptr<int32_t>(V_R2T), U_k7_req_to_token),
-                  UP(x.ptr<const int64_t>(V_LOC), U_k7_out_cache_loc), UP(x.ptr<const HT>(V_HIDDEN), U_k7_hidden_states),
-                  UP(x.ptr<const int64_t>(V_NODE_IDS), U_k7_verify_node_ids), B, Q, S, c.H, c.S_max, o);
-    // accept_length is read by the unfused K7 too (B words): count it like the formula does
-    auto pal = UP(alen.data(), U_k7_accept_length);
-    for (int64_t b = 0; b < B; ++b) (void)static_cast<int32_t>(pal[b]);
+    const bool has_node_ids = x.present(V_NODE_IDS);
+    update_verify_top(
+        cport(acc.data(), cnt, U_k7_accept_index), cport(alen.data(), cnt, U_k7_accept_length),
+        cport(predicts.data(), cnt, U_k7_predicts), cport(fin.data(), cnt, U_k7_finish_pos),
+        cport(x.ptr<const int64_t>(V_SEQ), cnt, U_k7_seq_lens),
+        cport(x.ptr<const int64_t>(V_POOL), cnt, U_k7_req_pool_indices), UP(x.ptr<int32_t>(V_R2T), U_k7_req_to_token),
+        cport(x.ptr<const int64_t>(V_LOC), cnt, U_k7_out_cache_loc),
+        cport(x.ptr<const uint16_t>(V_HIDDEN), cnt, U_k7_hidden_states),
+        cport(x.ptr<const int64_t>(V_NODE_IDS), cnt, U_k7_verify_node_ids), UP(x.ptr<int32_t>(V_AIO), U_k7_outputs),
+        UP(x.ptr<int32_t>(V_ALO), U_k7_outputs), UP(x.ptr<int32_t>(V_AIP), U_k7_outputs),
+        UP(x.ptr<int32_t>(V_AFLAT), U_k7_outputs), UP(x.ptr<int32_t>(V_VID), U_k7_outputs),
+        UP(x.ptr<uint8_t>(V_EVICT), U_k7_outputs), UP(x.ptr<int64_t>(V_FREE), U_k7_outputs),
+        UP(x.ptr<int64_t>(V_SLO), U_k7_outputs), UP(x.ptr<int64_t>(V_ANODE), U_k7_outputs),
+        UP(x.ptr<int32_t>(V_UCNT), U_k7_outputs), UP(x.ptr<int64_t>(V_UIDX), U_k7_outputs),
+        UP(x.ptr<int32_t>(V_NAL), U_k7_outputs), UP(x.ptr<int32_t>(V_NIP), U_k7_outputs),
+        UP(x.ptr<int32_t>(V_NVID), U_k7_outputs), UP(x.ptr<uint16_t>(V_NHID), U_k7_next_hidden),
+        UP(x.ptr<int64_t>(V_NPOS), U_k7_outputs), UP(x.ptr<int64_t>(V_NSEQ), U_k7_outputs),
+        UP(x.ptr<int64_t>(V_NPOOL), U_k7_outputs), UP(x.ptr<int32_t>(V_NROOT), U_k7_outputs),
+        UP(x.ptr<int32_t>(V_NLAST), U_k7_outputs), static_cast<int>(B), static_cast<int>(Q), static_cast<int>(S),
+        static_cast<int>(c.H * sizeof(HT) / 2), c.S_max, has_node_ids);
   }
 #undef UP
   return 0;

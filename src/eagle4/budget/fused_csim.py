@@ -1,6 +1,7 @@
 """C-simulation of the fused dataflow designs (hls/fused/) and of their unfused reference chain.
 
-``hls/fused/{draft_pipeline,verify_pipeline}/*.cpp`` are compiled with g++ (byte counters on, the
+``hls/fused/{draft_pipeline,verify_pipeline}/*.cpp`` and the per-kernel tops they compose
+(``hls/<key>/<key>.cpp`` for the keys of ``KERNEL_DEPS``) are compiled with g++ (byte counters on, the
 hls4ml ap_types headers, the csim backend's flags) into one shared library cached under
 ``<repo>/.cache/csim/fused-<hash>/`` (the key hashes every source, header, flag and the compiler).
 Four entry points share the uniform C ABI of ``hls/include/eagle4_capi.h``:
@@ -80,8 +81,16 @@ CAPI_ARGTYPES = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64)
                  ctypes.c_char_p, ctypes.c_int64]
 
 
+# per-kernel folders whose code the fused designs compose (their cores, and the tops the unfused
+# chain calls): <key>.cpp and every header of the folder (never the C-ABI wrapper or testbench)
+KERNEL_DEPS = ("draft_tree_score", "update_draft_state", "work_deltas", "tree_mask", "update_verify")
+
+
 def _sources() -> list[Path]:
-    return sorted(p for p in FUSED_DIR.rglob("*") if p.suffix in (".cpp", ".hpp", ".h") and "csim_build" not in p.parts)
+    fused = [p for p in FUSED_DIR.rglob("*") if p.suffix in (".cpp", ".hpp", ".h") and "csim_build" not in p.parts]
+    kern = [p for k in KERNEL_DEPS for p in (REPO / "hls" / k).iterdir()
+            if p.suffix in (".hpp", ".h") or p.name == f"{k}.cpp"]
+    return sorted(fused + kern)
 
 
 def _ap_types() -> Path | None:

@@ -455,7 +455,8 @@ def bytes_per_token_rows(summary: list[dict], ncu: dict[str, float] | None = Non
                      "provenance": "model"})
         if ncu and p.pid in ncu:
             m = ncu[p.pid]
-            rows.append({**base, "source": "ncu dram__bytes_read.sum+dram__bytes_write.sum", "bytes_in": "",
+            rows.append({**base, "source": "ncu dram__bytes_read.sum+dram__bytes_write.sum (one launch; "
+                         "caches flushed before it; writes still in L2 at kernel end are not counted)", "bytes_in": "",
                          "bytes_out": "", "bytes_per_call": int(m), "bytes_per_cycle": int(calls * m),
                          "bytes_per_token": f"{calls * m / tokens:.1f}", "provenance": "measured"})
     return rows
