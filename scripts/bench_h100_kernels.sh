@@ -27,8 +27,12 @@ export EAGLE4_GIT_COMMIT="${EAGLE4_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null 
 mkdir -p "$OUT"
 RAW="$OUT/.raw"; mkdir -p "$RAW"
 python3 -c "from eagle4.backends.cuda import CudaBackend; b=CudaBackend(); ok,why=b.available(); print('cuda backend:', ok, why); raise SystemExit(0 if ok else 1)"
+# Eager timings include the host's launch overhead: pin every run process to the same core so
+# runs differ by the GPU and the launch path, not by core migration.
+PIN=()
+command -v taskset >/dev/null && [ "$(nproc)" -ge 4 ] && PIN=(taskset -c 2)
 for i in $(seq 0 $((RUNS-1))); do
-  python3 -m eagle4.perf.kernel_bench run --run-index "$i" --points "$POINTS" --out "$RAW/raw_$i.csv"
+  "${PIN[@]}" python3 -m eagle4.perf.kernel_bench run --run-index "$i" --points "$POINTS" --out "$RAW/raw_$i.csv"
 done
 NCU_ARGS=()
 if [ "$NCU" = 1 ] && command -v ncu >/dev/null; then

@@ -113,6 +113,15 @@ def test_runs_per_point_and_cov_eager(raw, summary):
     assert not bad, "our kernels' CoV must be <= 5% (eager launches, host overhead included):\n" + "\n".join(bad)
 
 
+def test_results_belong_to_the_current_contract(raw, summary):
+    """Results of another contract are refused: re-run scripts/bench_h100_kernels.sh after a contract change."""
+    from eagle4.contract import ensure_same_contract, load_contract
+
+    current = load_contract(REPO / "contracts" / "default.toml").sha256
+    rows = [{"contract_sha256": r["contract_hash"]} for r in raw + summary]
+    ensure_same_contract(rows, expected=current)
+
+
 def test_summary_schema(summary):
     assert set(SUMMARY_FIELDS) <= set(summary[0])
     for s in summary:

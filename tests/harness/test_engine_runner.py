@@ -26,6 +26,7 @@ def small_contract(tmp_path: Path, output_tokens: int = 12):
     text = text.replace('"models/default/target"', f'"{ROOT}/models/default/target"')
     text = text.replace('"models/default/draft"', f'"{ROOT}/models/default/draft"')
     text = text.replace("output_tokens = 64", f"output_tokens = {output_tokens}")
+    text = text.replace("min_duration_s = 3.0", "min_duration_s = 0.0")  # one generation per run: fast tests
     (tmp_path / "contracts").mkdir()
     p = tmp_path / "contracts" / "small.toml"
     p.write_text(text)
@@ -81,3 +82,17 @@ def test_cli_bad_contract_names_field(tmp_path):
     cp = subprocess.run([sys.executable, "-m", "eagle4.cli.workload", "contract", "--contract", str(p),
                          "--out", str(tmp_path / "x.md")], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert cp.returncode == 2 and "runs.runs" in cp.stderr
+
+
+def test_min_duration_repeats_the_measured_generation(tmp_path):
+    import torch
+
+    torch.set_num_threads(1)
+    c = small_contract(tmp_path, output_tokens=6)
+    c = c.model_copy(update={"runs": c.runs.model_copy(update={"min_duration_s": 0.5})})
+    res = run_contract(c, "ref", tmp_path / "out", points=["b1"], runs=5, isolate=False, log=lambda *_: None)
+    runs = read_csv(res["paths"]["runs"])
+    assert all(float(r["wall_s"]) >= 0.5 for r in runs)
+    assert any(int(r["iterations"]) > 1 for r in runs)
+    raw = read_csv(res["paths"]["raw"])
+    assert len(raw) == sum(int(r["iterations"]) for r in runs)  # one row per request per iteration

@@ -132,6 +132,9 @@ class Runs(_Strict):
     runs: int = Field(ge=5, le=1000, description="independent runs per operating point (>= 5)")
     seeds: list[int] = Field(min_length=1)
     cov_max: float = Field(0.05, gt=0, le=1.0, description="max coefficient of variation of tokens/s across runs")
+    min_duration_s: float = Field(0.0, ge=0, le=600, description=(
+        "a run repeats the measured generation until this much wall time is measured (MLPerf-style "
+        "minimum duration); 0 = one generation"))
 
     @model_validator(mode="after")
     def _seeds(self):

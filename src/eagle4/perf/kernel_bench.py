@@ -304,9 +304,14 @@ def _git_commit() -> str:
 
 
 def contract_hash() -> str:
-    """sha256 of contracts/default.toml, or "none" when the file does not exist."""
+    """The default contract's canonical sha256 (``Contract.sha256``, the hash every result row
+    carries), or "none" when the file does not exist."""
     path = REPO / "contracts" / "default.toml"
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "none"
+    if not path.is_file():
+        return "none"
+    from eagle4.contract import load_contract
+
+    return load_contract(path, verify_files=False).sha256
 
 
 def run_points(points: list[Point], run_index: int, eager_ref_batches=(1,), log=print) -> list[dict]:

@@ -31,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "seed", "request_index",
+RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "seed", "iteration", "request_index",
               "prompt_id", "prompt_tokens", "output_tokens", "ttft_s", "itl_mean_s", "itl_p50_s", "itl_p99_s",
               "tpot_s", "e2e_s", "tokens_per_s", "acceptance_length", "verify_steps", "itl_s", "backend",
               "kernel_provenance", "provenance", "device", "model_device", "commit", "torch", "host",
               "timestamp"]
-RUN_FIELDS = ["contract_sha256", "point", "batch", "run_index", "seed", "wall_s", "output_tokens",
+RUN_FIELDS = ["contract_sha256", "point", "batch", "run_index", "seed", "iterations", "wall_s", "output_tokens",
               "tokens_per_s", "mean_acceptance_length", "verify_steps", "backend", "provenance", "device",
               "model_device", "commit", "timestamp"]
 ACCEPT_FIELDS = ["contract_sha256", "point", "batch", "run_index", "request_index", "step", "accept_length",
@@ -83,18 +83,26 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
     from eagle4.workload.engine import Profile
 
     eng.profile = Profile(eng.profile.sync)
-    res = eng.generate(ids, n_out, temps, seed=seed)
+    # Repeat the measured generation until the contract's minimum duration is covered: one short
+    # generation is at the mercy of host jitter (MLPerf pins a minimum duration for the same reason).
+    iterations, measured = [], 0.0
+    while True:
+        res = eng.generate(ids, n_out, temps, seed=seed + 7919 * len(iterations))
+        iterations.append(res)
+        measured += max(r.e2e for r in res)
+        if measured >= contract.runs.min_duration_s:
+            break
     dev_info = eng.backend.device_info()
     model_device = torch.cuda.get_device_name(eng.device) if eng.device.type == "cuda" else platform.processor() or "cpu"
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     commit = commit or git_commit()
     rows = []
-    for i, r in enumerate(res):
+    for it, i, r in ((it, i, r) for it, res in enumerate(iterations) for i, r in enumerate(res)):
         itl = r.itl()
         n = len(r.output_ids)
         rows.append({
             "contract_sha256": contract.sha256, "contract_name": contract.contract.name, "point": point.name,
-            "batch": point.batch, "run_index": run_index, "seed": seed, "request_index": i,
+            "batch": point.batch, "run_index": run_index, "seed": seed, "iteration": it, "request_index": i,
             "prompt_id": sel[i].get("id", str(i)), "prompt_tokens": len(r.prompt_ids), "output_tokens": n,
             "ttft_s": r.ttft, "itl_mean_s": float(np.mean(itl)) if itl else float("nan"),
             "itl_p50_s": _pct(itl, 50), "itl_p99_s": _pct(itl, 99),
@@ -106,11 +114,11 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
             "device": dev_info.device, "model_device": model_device, "commit": commit,
             "torch": torch.__version__, "host": platform.node(), "timestamp": now,
         })
-    wall = max(r.e2e for r in res)
-    tot = sum(len(r.output_ids) for r in res)
-    acc = [a for r in res for a in r.accept_lengths]
+    wall = measured
+    tot = sum(len(r.output_ids) for res in iterations for r in res)
+    acc = [a for res in iterations for r in res for a in r.accept_lengths]
     run = {"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
-           "seed": seed, "wall_s": wall, "output_tokens": tot, "tokens_per_s": tot / wall,
+           "seed": seed, "iterations": len(iterations), "wall_s": wall, "output_tokens": tot, "tokens_per_s": tot / wall,
            "mean_acceptance_length": float(np.mean(acc)) if acc else float("nan"), "verify_steps": eng.profile.steps,
            "backend": eng.backend.name, "provenance": "measured", "device": dev_info.device,
            "model_device": model_device, "commit": commit, "timestamp": now}
