@@ -46,15 +46,21 @@ PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "k
 
 
 def git_commit(root: Path | None = None) -> str:
+    """The checkout's commit (+"-dirty"); EAGLE4_GIT_COMMIT wins (a copied tree without .git, e.g. on
+    the GPU machine, must be told). Never a guess: "unknown" when neither says."""
+    if os.environ.get("EAGLE4_GIT_COMMIT"):
+        return os.environ["EAGLE4_GIT_COMMIT"]
     root = root or Path(__file__).resolve().parents[3]
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                             timeout=10).stdout.strip()
+        out = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=10)
+        if out.returncode != 0:
+            return "unknown"
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                capture_output=True, text=True, timeout=10).stdout.strip()
-        return (sha or "unknown") + ("-dirty" if dirty else "")
+        return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get("EAGLE4_COMMIT", "unknown")
+        return "unknown"
 
 
 def _pct(x, q) -> float:
