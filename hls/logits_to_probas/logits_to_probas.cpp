@@ -18,6 +18,7 @@
 // NaN / +inf / all -inf rows need no special case: IEEE propagation gives a NaN row (§5.4 step 4).
 // Not done here (a dataflow refinement): overlapping row r's exp/write passes with row r+1's read
 // pass through a ping-pong pair of row buffers.
+#include "eagle4_argmax.h"
 #include "logits_to_probas.hpp"
 
 #include <cmath>
@@ -33,7 +34,6 @@ namespace {
 
 using namespace eagle4::k5;
 
-inline bool k5_isnan(float x) { return x != x; }
 
 inline float k5_exp(float x) {
 #ifdef __SYNTHESIS__
@@ -44,25 +44,11 @@ inline float k5_exp(float x) {
 }
 
 // Candidate of the argmax (index -1: empty).
-struct K5Arg {
-  float val;
-  int32_t idx;
-};
+using K5Arg = eagle4::ArgBest;  // idx -1: empty
 
 // torch.argmax order: NaN above every number (lowest index among NaNs), then the larger value,
 // then the lower index (-0.0 == +0.0). A total order: merging in any order gives the same result.
-inline K5Arg k5_better(K5Arg a, K5Arg b) {
-  if (a.idx < 0) return b;
-  if (b.idx < 0) return a;
-  const bool na = k5_isnan(a.val), nb = k5_isnan(b.val);
-  if (na || nb) {
-    if (na && nb) return a.idx < b.idx ? a : b;
-    return na ? a : b;
-  }
-  if (a.val > b.val) return a;
-  if (b.val > a.val) return b;
-  return a.idx < b.idx ? a : b;
-}
+inline K5Arg k5_better(K5Arg a, K5Arg b) { return eagle4::argmax_better(a, b); }
 
 }  // namespace
 
@@ -134,7 +120,7 @@ batch_loop:
             const float x = logits[base + v];
             // ascending v per partial: replace unless the best is NaN or x is not larger
             const K5Arg cur = part_arg[d][l];
-            if (cur.idx < 0 || (!k5_isnan(cur.val) && (k5_isnan(x) || x > cur.val))) {
+            if (cur.idx < 0 || (!eagle4::f32_isnan(cur.val) && (eagle4::f32_isnan(x) || x > cur.val))) {
               part_arg[d][l].val = x;
               part_arg[d][l].idx = v;
             }

@@ -21,13 +21,13 @@
 //              requests take target_predict[b, row].
 //   write      predicts of the request's Q positions (-1 unless set), the accept row (-1 padded),
 //              accept_length.
+#include "eagle4_argmax.h"
 #include "reject_sample.hpp"
 
 namespace {
 
 using namespace eagle4::k6;
 
-inline bool k6_isnan(float x) { return x != x; }
 
 // q_v of §6.6 step 2 for one entry; t in [0, 1] or NaN (an entry above 1 is reported).
 inline uint64_t k6_quant(float t, bool excluded) {
@@ -36,24 +36,10 @@ inline uint64_t k6_quant(float t, bool excluded) {
   return uint64_t(scaled);                 // truncation == floor for a non-negative value
 }
 
-struct K6Arg {
-  float val;
-  int32_t idx;  // -1: empty
-};
+using K6Arg = eagle4::ArgBest;  // idx -1: empty
 
 // §5.4 step 1 order (NaN largest, first NaN wins, lowest index on equal maxima): a total order.
-inline K6Arg k6_better(K6Arg a, K6Arg b) {
-  if (a.idx < 0) return b;
-  if (b.idx < 0) return a;
-  const bool na = k6_isnan(a.val), nb = k6_isnan(b.val);
-  if (na || nb) {
-    if (na && nb) return a.idx < b.idx ? a : b;
-    return na ? a : b;
-  }
-  if (a.val > b.val) return a;
-  if (b.val > a.val) return b;
-  return a.idx < b.idx ? a : b;
-}
+inline K6Arg k6_better(K6Arg a, K6Arg b) { return eagle4::argmax_better(a, b); }
 
 }  // namespace
 
@@ -238,7 +224,7 @@ request_loop:
             if (t > 1.0f && first_bad < 0) first_bad = row_base + v;  // §6.6 step 2 precondition
             csum += k6_quant(t, (word >> l) & 1u);
             const K6Arg cur_p = part[d][l];  // ascending v per partial
-            if (cur_p.idx < 0 || (!k6_isnan(cur_p.val) && (k6_isnan(t) || t > cur_p.val))) {
+            if (cur_p.idx < 0 || (!eagle4::f32_isnan(cur_p.val) && (eagle4::f32_isnan(t) || t > cur_p.val))) {
               part[d][l].val = t;
               part[d][l].idx = v;
             }

@@ -8,20 +8,14 @@ import csv
 import numpy as np
 import pytest
 
-from eagle4.backends import csim
-from eagle4.backends.csim import CsimBackend, flush_port_bytes, record_port_bytes, write_port_bytes_csv
+from eagle4.backends.csim import flush_port_bytes, record_port_bytes, write_port_bytes_csv
 
 pytestmark = pytest.mark.csim
 
 
 @pytest.fixture(scope="module")
-def backend():
-    missing = csim.tools_missing()
-    if missing:
-        pytest.fail(f"the C-simulation needs {missing}: install g++ and `pip install hls4ml`", pytrace=False)
-    b = CsimBackend()
-    b.build()
-    return b
+def backend(csim_backend):
+    return csim_backend
 
 
 def _totals(pb):

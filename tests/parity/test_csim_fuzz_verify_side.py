@@ -27,10 +27,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from eagle4 import dtypes as dt
-from eagle4.backends import csim, get_backend
-from eagle4.backends.csim import CsimBackend
-from eagle4.cases import Case
-from eagle4.parity import judge, run_case
+from eagle4.parity import check_against_reference
 
 pytestmark = [pytest.mark.csim, pytest.mark.parity]
 # --fuzz-examples (default 200) reaches here through the parity plugin
@@ -51,22 +48,12 @@ def _violation(*kinds: str, percent: int = 15):
 
 
 @pytest.fixture(scope="module")
-def backend():
-    missing = csim.tools_missing()
-    if missing:
-        pytest.fail(f"the C-simulation needs {missing}: install g++ and `pip install hls4ml`", pytrace=False)
-    b = CsimBackend()
-    b.build()
-    return b
+def backend(csim_backend):
+    return csim_backend
 
 
 def _check(backend, kernel, inputs, params):
-    case = Case(kernel, f"{kernel}/fuzz", params, inputs)
-    ref = run_case(get_backend("ref"), case)
-    got = run_case(backend, case)
-    v = judge(case, ref, got)
-    assert v.ok, f"{params}\n{v.report}"
-    return ref
+    return check_against_reference(backend, kernel, inputs, params, f"{kernel}/fuzz")
 
 
 # ---------------------------------------------------------------------------------------------

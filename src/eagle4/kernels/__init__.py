@@ -23,6 +23,19 @@ class PreconditionError(ValueError):
     """A kernel precondition from KERNELS.md is violated; the message names the argument and the bound."""
 
 
+def require_tensor(t, name: str, shape: tuple, dtype) -> None:
+    """Precondition on one tensor argument: present, of ``shape``, of ``dtype`` (or one of a tuple)."""
+    if t is None:
+        raise PreconditionError(f"{name} is required (shape {tuple(shape)}, {dtype})")
+    if tuple(t.shape) != tuple(shape):
+        raise PreconditionError(f"{name} must have shape {tuple(shape)}, got {tuple(t.shape)}")
+    if isinstance(dtype, tuple):
+        if t.dtype not in dtype:
+            raise PreconditionError(f"{name} must have dtype in {dtype}, got {t.dtype}")
+    elif t.dtype != dtype:
+        raise PreconditionError(f"{name} must have dtype {dtype}, got {t.dtype}")
+
+
 def module(kernel: str) -> ModuleType:
     return importlib.import_module(MODULES[kernel_spec(kernel).key])
 

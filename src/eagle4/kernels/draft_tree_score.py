@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from eagle4.kernels import PreconditionError, poison
+from eagle4.kernels import PreconditionError, poison, require_tensor
 
 _BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
 HIDDEN_TORCH = tuple(_BITS)
@@ -20,16 +20,6 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(_BITS[t.dtype]) if t.dtype in _BITS else t
 
 
-def _need(t, name: str, shape: tuple, dtype) -> None:
-    if t is None:
-        raise PreconditionError(f"{name} is required (shape {shape}, {dtype})")
-    if tuple(t.shape) != tuple(shape):
-        raise PreconditionError(f"{name} must have shape {tuple(shape)}, got {tuple(t.shape)}")
-    if isinstance(dtype, tuple):
-        if t.dtype not in dtype:
-            raise PreconditionError(f"{name} must have dtype in {dtype}, got {t.dtype}")
-    elif t.dtype != dtype:
-        raise PreconditionError(f"{name} must have dtype {dtype}, got {t.dtype}")
 
 
 def sort_key(s: torch.Tensor) -> torch.Tensor:
@@ -59,21 +49,21 @@ def check_preconditions(*, topk_probas_sampling, topk_tokens_sampling, last_laye
         raise PreconditionError(f"node_top_k*tree_width = C must be <= 64, got C = {K}*{W} = {C}")
     if K > C:  # unreachable with W >= 1; kept because the spec lists it
         raise PreconditionError(f"node_top_k must be <= C = {C}, got {K}")
-    _need(topk_probas_sampling, "topk_probas_sampling", (B, C), torch.float32)
-    _need(last_layer_scores, "last_layer_scores", (B, W), torch.float32)
+    require_tensor(topk_probas_sampling, "topk_probas_sampling", (B, C), torch.float32)
+    require_tensor(last_layer_scores, "last_layer_scores", (B, W), torch.float32)
     if input_hidden_states is None or input_hidden_states.dim() != 2:
         raise PreconditionError("input_hidden_states must be a 2-D tensor [B*W, H]")
     H = input_hidden_states.shape[1]
-    _need(input_hidden_states, "input_hidden_states", (B * W, H), HIDDEN_TORCH)
-    _need(output_hidden_states, "output_hidden_states", (B, K, H), input_hidden_states.dtype)
+    require_tensor(input_hidden_states, "input_hidden_states", (B * W, H), HIDDEN_TORCH)
+    require_tensor(output_hidden_states, "output_hidden_states", (B, K, H), input_hidden_states.dtype)
     for name, t, shape, dtype in (("curr_layer_scores", curr_layer_scores, (B, C), torch.float32),
                                   ("sort_layer_scores", sort_layer_scores, (B, C), torch.float32),
                                   ("sort_layer_indices", sort_layer_indices, (B, C), torch.int64),
                                   ("cache_topk_indices", cache_topk_indices, (B, K), torch.int64),
                                   ("parent_indices_in_layer", parent_indices_in_layer, (B, K), torch.int64)):
-        _need(t, name, shape, dtype)
+        require_tensor(t, name, shape, dtype)
     if topk_tokens_sampling is not None:
-        _need(topk_tokens_sampling, "topk_tokens_sampling", (B, C), torch.int64)
+        require_tensor(topk_tokens_sampling, "topk_tokens_sampling", (B, C), torch.int64)
     if use_hot_token_id:
         if hot_token_id is None:
             raise PreconditionError("hot_token_id is required when use_hot_token_id is true")
@@ -83,7 +73,7 @@ def check_preconditions(*, topk_probas_sampling, topk_tokens_sampling, last_laye
         if topk_tokens_sampling is None:
             raise PreconditionError("topk_tokens_sampling is required when use_hot_token_id is true")
     if output_tokens is not None:
-        _need(output_tokens, "output_tokens", (B, K), torch.int64)
+        require_tensor(output_tokens, "output_tokens", (B, K), torch.int64)
         if topk_tokens_sampling is None:
             raise PreconditionError("output_tokens needs topk_tokens_sampling")
 

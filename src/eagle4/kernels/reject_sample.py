@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from eagle4.kernels import PreconditionError, poison
+from eagle4.kernels import PreconditionError, poison, require_tensor
 
 F32_ONE_E9 = np.float32(1e-9)
 TWO_POW_32 = 4294967296.0  # exact in f32: scaling by it is exact, so floor() is the only rounding
@@ -23,13 +23,6 @@ COIN_MAX = (1 << 24) - 1
 LOW24 = (1 << 24) - 1
 
 
-def _need(t, name: str, shape: tuple, dtype) -> None:
-    if t is None:
-        raise PreconditionError(f"{name} is required (shape {tuple(shape)}, {dtype})")
-    if tuple(t.shape) != tuple(shape):
-        raise PreconditionError(f"{name} must have shape {tuple(shape)}, got {tuple(t.shape)}")
-    if t.dtype != dtype:
-        raise PreconditionError(f"{name} must have dtype {dtype}, got {t.dtype}")
 
 
 def effective_thr_acc(threshold_acc) -> np.float32:
@@ -54,14 +47,14 @@ def check_preconditions(*, candidates, retrive_index, retrive_next_token, retriv
     for name, t in (("candidates", candidates), ("retrive_index", retrive_index),
                     ("retrive_next_token", retrive_next_token), ("retrive_next_sibling", retrive_next_sibling),
                     ("target_predict", target_predict)):
-        _need(t, name, (B, Q), torch.int64)
-    _need(target_probs, "target_probs", (B, Q, V), torch.float32)
-    _need(is_greedy, "is_greedy", (B,), torch.uint8)
-    _need(coins, "coins", (B, Q), torch.float32)
-    _need(final_coins, "final_coins", (B,), torch.float32)
-    _need(predicts, "predicts", (B * Q,), torch.int32)
-    _need(accept_index, "accept_index", (B, S), torch.int32)
-    _need(accept_length, "accept_length", (B,), torch.int32)
+        require_tensor(t, name, (B, Q), torch.int64)
+    require_tensor(target_probs, "target_probs", (B, Q, V), torch.float32)
+    require_tensor(is_greedy, "is_greedy", (B,), torch.uint8)
+    require_tensor(coins, "coins", (B, Q), torch.float32)
+    require_tensor(final_coins, "final_coins", (B,), torch.float32)
+    require_tensor(predicts, "predicts", (B * Q,), torch.int32)
+    require_tensor(accept_index, "accept_index", (B, S), torch.int32)
+    require_tensor(accept_length, "accept_length", (B,), torch.int32)
 
     if np.isnan(np.float32(threshold_acc)):
         raise PreconditionError("threshold_acc must not be NaN (max(threshold_acc, 1e-9) is undefined for NaN)")

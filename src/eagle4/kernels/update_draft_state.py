@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from eagle4.kernels import PreconditionError, poison
-from eagle4.kernels.draft_tree_score import _need
+from eagle4.kernels import PreconditionError, poison, require_tensor
 
 # 0.9999f as its binary32 bit pattern: the product must be one f32 multiply by exactly this value
 DECAY_BITS = 0x3F7FF972
@@ -64,7 +63,7 @@ def check_preconditions(*, topk_probas, topk_tokens, sorted_scores, sorted_index
             ("work_scores", work_scores, (B, M + K), torch.float32),
             ("sort_scores", sort_scores, (B, M), torch.float32),
             ("output_tree_mask", output_tree_mask, (B, K, I + 1), torch.bool)):
-        _need(t, name, shape, dtype)
+        require_tensor(t, name, shape, dtype)
 
 
 def descending_merge(A: torch.Tensor, S: torch.Tensor, n1: int) -> torch.Tensor:

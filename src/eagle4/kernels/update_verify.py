@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from eagle4.kernels import PreconditionError, poison
+from eagle4.kernels import PreconditionError, poison, require_tensor
 
 _BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
 HIDDEN_TORCH = tuple(_BITS)
@@ -23,16 +23,6 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(_BITS[t.dtype])
 
 
-def _need(t, name: str, shape: tuple, dtype) -> None:
-    if t is None:
-        raise PreconditionError(f"{name} is required (shape {tuple(shape)}, {dtype})")
-    if tuple(t.shape) != tuple(shape):
-        raise PreconditionError(f"{name} must have shape {tuple(shape)}, got {tuple(t.shape)}")
-    if isinstance(dtype, tuple):
-        if t.dtype not in dtype:
-            raise PreconditionError(f"{name} must have dtype in {dtype}, got {t.dtype}")
-    elif t.dtype != dtype:
-        raise PreconditionError(f"{name} must have dtype {dtype}, got {t.dtype}")
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:
@@ -79,26 +69,26 @@ def check_preconditions(*, accept_index, accept_length, predicts, finish_pos, se
             raise PreconditionError(f"{name} must be >= {lo}, got {val}")
     if B * Q > INT32_MAX:
         raise PreconditionError(f"B*Q must fit the int32 positions (<= 2^31-1), got {B * Q}")
-    _need(accept_index, "accept_index", (B, S), torch.int32)
-    _need(accept_length, "accept_length", (B,), torch.int32)
-    _need(predicts, "predicts", (B * Q,), torch.int32)
-    _need(finish_pos, "finish_pos", (B,), torch.int32)
-    _need(seq_lens, "seq_lens", (B,), torch.int64)
-    _need(req_pool_indices, "req_pool_indices", (B,), torch.int64)
+    require_tensor(accept_index, "accept_index", (B, S), torch.int32)
+    require_tensor(accept_length, "accept_length", (B,), torch.int32)
+    require_tensor(predicts, "predicts", (B * Q,), torch.int32)
+    require_tensor(finish_pos, "finish_pos", (B,), torch.int32)
+    require_tensor(seq_lens, "seq_lens", (B,), torch.int64)
+    require_tensor(req_pool_indices, "req_pool_indices", (B,), torch.int64)
     if req_to_token is None or req_to_token.dim() != 2:
         raise PreconditionError("req_to_token must be a 2-D tensor [P, S_max]")
     P = req_to_token.shape[0]
-    _need(req_to_token, "req_to_token", (P, S_max), torch.int32)
-    _need(out_cache_loc, "out_cache_loc", (B * Q,), torch.int64)
-    _need(hidden_states, "hidden_states", (B * Q, H), HIDDEN_TORCH)
+    require_tensor(req_to_token, "req_to_token", (P, S_max), torch.int32)
+    require_tensor(out_cache_loc, "out_cache_loc", (B * Q,), torch.int64)
+    require_tensor(hidden_states, "hidden_states", (B * Q, H), HIDDEN_TORCH)
     if verify_node_ids is not None:
-        _need(verify_node_ids, "verify_node_ids", (B, Q), torch.int64)
+        require_tensor(verify_node_ids, "verify_node_ids", (B, Q), torch.int64)
     elif outputs.get("accepted_node_ids") is not None:
         raise PreconditionError("accepted_node_ids exists only when verify_node_ids is given")
     for name, (shape_fn, dtype) in OUTPUT_SHAPES.items():
         if name == "accepted_node_ids" and verify_node_ids is None:
             continue
-        _need(outputs.get(name), name, shape_fn(B, Q, S, H), dtype or hidden_states.dtype)
+        require_tensor(outputs.get(name), name, shape_fn(B, Q, S, H), dtype or hidden_states.dtype)
 
     al = accept_length.to(torch.int64)
     bad = (al < 0) | (al > S - 1)

@@ -87,3 +87,14 @@ def exact_output_hash(case: Case, outcome: Outcome) -> str:
             h.update(dt.storage_view(arr).tobytes())
     h.update(json.dumps(case.params, sort_keys=True).encode())
     return h.hexdigest()
+
+
+def check_against_reference(backend: Backend, kernel: str, inputs: dict, params: dict,
+                            case_id: str = "") -> Outcome:
+    """Run an ad-hoc input (fuzzing) on the reference and ``backend``; AssertionError with the
+    mismatch report unless they agree (both refusing counts as agreement). Returns the reference's outcome."""
+    case = Case(kernel, case_id or f"{kernel}/adhoc", params, inputs)
+    ref = run_case(get_backend("ref"), case)
+    verdict = judge(case, ref, run_case(backend, case))
+    assert verdict.ok, f"{params}\n{verdict.report}"
+    return ref

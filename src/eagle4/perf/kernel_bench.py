@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import os
 import sys
 from dataclasses import dataclass, field
