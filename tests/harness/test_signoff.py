@@ -23,6 +23,10 @@ def test_skipped_steps_make_the_verdict_invalid_and_say_why(tmp_path):
     # with no artifacts in the fresh reports dir the byte gates cannot pass: they name what is missing
     assert "missing artifact" in text
     assert (tmp_path / "benchmark_contract.md").is_file() and (tmp_path / "env_manifest.txt").is_file()
+    # gates that only an FPGA run can evaluate keep a CPU run from signing off
+    assert "not evaluated on --hw=cpu" in text.replace("\n", " ")
+    written = (tmp_path / "signoff_summary.md").read_text()
+    assert "**SIGN-OFF: INVALID**" in written and "step parity: NOT RUN" in written
 
 
 def test_strict_exit_code(tmp_path):

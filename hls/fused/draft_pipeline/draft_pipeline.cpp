@@ -406,6 +406,16 @@ int parse_draft_cfg(const int64_t* is, DraftCfg& c) {
   return 0;
 }
 
+// The instance the synthesis top fused_draft_top calls (draft_pipeline_synth.cpp): the contract's
+// deployment precisions ([fpga.model] hidden bf16, [fpga.fused] int8 LM head with per-row f32 scale).
+template int draft_pipeline_top<uint16_t, int8_t>(
+    int, Port<const int64_t>, Port<const uint16_t>, Port<const int8_t>, Port<const float>, Port<float>,
+    Port<const int64_t>, int64_t, int64_t, int64_t, Port<const int64_t>, Port<const int64_t>, Port<const int32_t>,
+    Port<const int64_t>, Port<uint16_t>, Port<int64_t>, Port<float>, Port<int32_t>, Port<int32_t>, Port<int32_t>,
+    Port<int64_t>, Port<int32_t>, Port<int32_t>, Port<uint8_t>, Port<int64_t>, Port<float>, Port<int64_t>,
+    Port<int64_t>, Port<int64_t>, Port<int64_t>, Port<int64_t>, Port<int64_t>, Port<int64_t>, Port<int64_t>,
+    Port<int64_t>, Port<int64_t>, Port<int64_t>, Port<const float>, Port<const int64_t>, const DraftCfg&);
+
 }  // namespace e4f
 
 extern "C" const char* eagle4_fused_draft_ports() { return e4f::kFusedPorts; }

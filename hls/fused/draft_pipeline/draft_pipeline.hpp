@@ -33,6 +33,25 @@ struct DraftCfg {
   int64_t vn_final;
 };
 
+// iscalars in the order of eagle4_fused_draft_step; returns -2 when a size exceeds e4f_bounds.h
+int parse_draft_cfg(const int64_t* is, DraftCfg& c);
+
+// The persistent top (defined in draft_pipeline.cpp; phase 0 init, 1 one layer, 2 finalize).
+// Explicitly instantiated there for the deployment precisions (bf16 hidden, int8 weights) that
+// the synthesis top fused_draft_top (draft_pipeline_synth.cpp) calls.
+template <typename HT, typename WT>
+int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WT> lmw,
+                       Port<const float> lms, Port<float> spill, Port<const int64_t> hot, int64_t W, int64_t Wn, int64_t Vn,
+                       Port<const int64_t> seq_lens, Port<const int64_t> pool, Port<const int32_t> r2t,
+                       Port<const int64_t> locs, Port<HT> out_hidden, Port<int64_t> out_tokens,
+                       Port<float> work_deltas, Port<int32_t> qo, Port<int32_t> kvptr, Port<int32_t> kvidx,
+                       Port<int64_t> positions, Port<int32_t> mbits, Port<int32_t> mbytes, Port<uint8_t> packed,
+                       Port<int64_t> ctok, Port<float> csc, Port<int64_t> cdel, Port<int64_t> cprev,
+                       Port<int64_t> cnext, Port<int64_t> cside, Port<int64_t> vt_cand, Port<int64_t> vt_ridx,
+                       Port<int64_t> vt_ntok, Port<int64_t> vt_nsib, Port<int64_t> vt_parent, Port<int64_t> vt_node,
+                       Port<int64_t> cc_out, Port<const float> cand_p, Port<const int64_t> cand_t,
+                       const DraftCfg& c);
+
 }  // namespace e4f
 
 extern "C" const char* eagle4_fused_draft_ports();

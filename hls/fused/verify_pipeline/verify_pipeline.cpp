@@ -184,6 +184,15 @@ int verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPo
   return 0;
 }
 
+// The instance the synthesis top fused_verify_top calls (verify_pipeline_synth.cpp): bf16 hidden states
+template int verify_pipeline_top<uint16_t>(
+    VPort<const int64_t>, VPort<const int64_t>, VPort<int32_t>, VPort<const int64_t>, VPort<const int64_t>,
+    VPort<const float>, VPort<const float>, VPort<const int64_t>, VPort<const int64_t>, VPort<const int64_t>,
+    VPort<const int64_t>, VPort<const float>, VPort<const float>, VPort<const int64_t>, VPort<const uint16_t>,
+    VPort<const int64_t>, bool, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>, VPort<int64_t>, VPort<int32_t>,
+    VPort<int32_t>, VPort<uint8_t>, const K7Ports<uint16_t>&, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>,
+    VPort<int32_t>, const VerifyCfg&);
+
 // C ABI plumbing (testbench only): raw pointers -> counted ports
 template <typename HT>
 int verify_capi(const eagle4::capi::Ctx& x, const VerifyCfg& c, eagle4::PortCounter* cnt) {

@@ -79,8 +79,11 @@ def _gates(args, contract, reports: Path):
 
     results = evaluate_all(contract, reports, hw=args.hw, record_ledger=True)
     text = summary(results, contract_sha256=contract_sha256(contract), hw=args.hw)
-    invalid = [r for r in results if not r.valid]
-    return StepResult("gates", "OK", notes=[]), text, not invalid
+    reasons = [f"gate {r.name} INVALID" for r in results if not r.valid]
+    # a gate deselected on this hardware was not evaluated: a run without it cannot sign off
+    reasons += [f"gate {r.name} not evaluated on --hw={args.hw} (needs --hw=fpga with measured board numbers)"
+                for r in results if r.status == "DESELECTED"]
+    return StepResult("gates", "OK", notes=[]), text, reasons
 
 
 def cmd(args) -> int:
@@ -100,7 +103,7 @@ def cmd(args) -> int:
         raise ValueError(f"--skip: unknown step(s) {sorted(unknown)}; steps: {', '.join(STEPS)}")
     results: list[StepResult] = []
     contract = None
-    gate_text, gates_valid = "", False
+    gate_text, gate_reasons = "", ["gates not evaluated"]
 
     def step(name, fn):
         if name in skip:
@@ -136,7 +139,7 @@ def cmd(args) -> int:
         step("budget", lambda: _budget(args, contract, reports))
         rest = step("gates", lambda: _gates(args, contract, reports))
         if rest:
-            gate_text, gates_valid = rest
+            gate_text, gate_reasons = rest
     env_manifest.write(reports / "env_manifest.txt", {"signoff_hw": args.hw, "contract": str(args.contract)})
 
     table = Table(title=f"eagle4 signoff --hw={args.hw}: {args.contract}")
@@ -149,11 +152,17 @@ def cmd(args) -> int:
     if gate_text:
         console.print(gate_text, markup=False, highlight=False)
     steps_ok = all(r.status == "OK" for r in results) and len(results) == len(STEPS)
-    verdict = "VALID" if steps_ok and gates_valid else "INVALID"
-    reasons = [f"step {r.name}: {r.status}" for r in results if r.status != "OK"]
-    if not gates_valid:
-        reasons.append("one or more gates INVALID (see above)")
+    reasons = [f"step {r.name}: {r.status}" for r in results if r.status != "OK"] + list(gate_reasons)
+    verdict = "VALID" if steps_ok and not reasons else "INVALID"
     console.print(f"[bold]SIGN-OFF: {verdict}" + ("" if verdict == "VALID" else " because " + "; ".join(reasons)))
+    # the summary is part of the artifact pack, not only of the console
+    lines = [f"# eagle4 signoff --hw={args.hw} ({args.contract})", "",
+             "| step | status | seconds | notes |", "|---|---|---|---|"]
+    lines += [f"| {r.name} | {r.status} | {r.seconds:.1f} | {'<br>'.join(n.replace('|', '/') for n in r.notes[:8])} |"
+              for r in results]
+    lines += ["", "```", gate_text or "(no gate evaluated)", "```", "", f"**SIGN-OFF: {verdict}**"]
+    lines += [f"* {x}" for x in reasons]
+    (reports / "signoff_summary.md").write_text("\n".join(lines) + "\n")
     console.print(f"artifact pack: {reports}")
     if any(r.status == "CRASHED" for r in results):
         return 1
