@@ -24,9 +24,18 @@ def _cmd(args: list[str], timeout: float = 20) -> str | None:
 
 
 def git_state(repo: Path = REPO) -> dict:
-    commit = _cmd(["git", "-C", str(repo), "rev-parse", "HEAD"]) or "unknown"
+    """Commit and dirty flag; EAGLE4_GIT_COMMIT wins (a copied tree without .git must be told)."""
+    if os.environ.get("EAGLE4_GIT_COMMIT"):
+        return {"commit": os.environ["EAGLE4_GIT_COMMIT"], "dirty": "unknown (commit given by EAGLE4_GIT_COMMIT)"}
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "HEAD"], capture_output=True,
+                             text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return {"commit": "unknown", "dirty": "unknown"}
+    if out.returncode != 0:  # not a git checkout: never guess
+        return {"commit": "unknown", "dirty": "unknown"}
     status = _cmd(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"])
-    return {"commit": commit, "dirty": bool(status)}
+    return {"commit": out.stdout.strip(), "dirty": bool(status)}
 
 
 def collect() -> dict[str, str]:
