@@ -9,7 +9,10 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 tag="${1:-eagle4/debian-base:bookworm}"
 suite=bookworm
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# the mirror: DEBIAN_MIRROR, else the first Debian URI of this host's own apt sources
+mirror="${DEBIAN_MIRROR:-$( (grep -h '^URIs:' /etc/apt/sources.list.d/debian.sources 2>/dev/null | awk '{print $2}';
+                             grep -h '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}') | grep -v security | head -n 1)}"
+[ -n "$mirror" ] || { echo "build_base.sh: no Debian mirror found in /etc/apt; set DEBIAN_MIRROR" >&2; exit 2; }
 
 for tool in debootstrap docker; do
   command -v "$tool" >/dev/null || { echo "build_base.sh: '$tool' is not installed (apt-get install debootstrap docker.io)" >&2; exit 2; }
@@ -32,7 +35,7 @@ id=$(docker import --change 'ENV LANG=C.UTF-8' --change 'CMD ["bash"]' "$work/ro
   echo "tag=$tag"
   echo "image_id=$id"
   echo "suite=$suite"
-  echo "mirror=$mirror"
+  echo "mirror=the first Debian URI of the building host's apt sources (or DEBIAN_MIRROR)"
   echo "rootfs_sha256=$sha"
   echo "debootstrap=$(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo unknown)"
   echo "built_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -55,6 +55,7 @@ def lock_hash(image: str) -> str:
 
 
 def image_tag(image: str) -> str:
+    _stage_apt_sources()  # part of what the tag hashes
     return f"eagle4/{image}:{lock_hash(image)}"
 
 
@@ -74,6 +75,22 @@ def _stage_wheels(image: str) -> None:
                           "--only-binary=:all:", "-r", str(lock), "-d", str(dest)], capture_output=True, text=True)
     if out.returncode != 0:
         raise ContainerError(f"downloading the locked wheels for {image} failed:\n{out.stderr[-3000:]}")
+
+
+def _stage_apt_sources() -> None:
+    """The images use the host's own Debian sources (the mirror this site reaches), copied into the
+    build context; EAGLE4_APT_SOURCES names another deb822 file."""
+    src = Path(os.environ.get("EAGLE4_APT_SOURCES", "/etc/apt/sources.list.d/debian.sources"))
+    if not src.is_file():
+        raise ContainerError(f"no Debian apt sources at {src}: set EAGLE4_APT_SOURCES to a deb822 .sources file "
+                             "listing bookworm, bookworm-updates and bookworm-security")
+    text = src.read_text()
+    for suite in ("bookworm", "bookworm-security"):
+        if suite not in text:
+            raise ContainerError(f"{src} does not list the {suite} suite the images are pinned against")
+    dest = DOCKER / "apt-sources.sources"
+    if not dest.is_file() or dest.read_text() != text:
+        dest.write_text(text)
 
 
 def ensure_base() -> str:
