@@ -20,6 +20,7 @@ import importlib
 
 import numpy as np
 import pytest
+from oracles_verify import k6_oracle, k7_oracle  # the spec transcriptions shared with the ref tests
 
 from eagle4 import dtypes as dt
 from eagle4.backends import get_backend
@@ -254,67 +255,6 @@ def test_k5_greedy_threshold_is_binary32():
 # ---- K6
 
 
-def oracle_k6(inp, p):
-    """§6.5 / §6.6 in pure Python with numpy f32 scalars and Python ints."""
-    B, Q, S, V = (int(p[k]) for k in ("B", "Q", "S", "V"))
-    thr_single = F32(p["threshold_single"])
-    thr_acc = F32(p["threshold_acc"]) if F32(p["threshold_acc"]) > F32(1e-9) else F32(1e-9)
-    predicts = [-1] * (B * Q)
-    acc_index = [[-1] * S for _ in range(B)]
-    acc_len = [0] * B
-    for b in range(B):
-        cand = inp["candidates"][b]
-        nxt = inp["retrive_next_token"][b]
-        sib = inp["retrive_next_sibling"][b]
-        probs = inp["target_probs"][b]
-        greedy = bool(inp["is_greedy"][b])
-        row, cur, n, last = 0, 0, 0, b * Q
-        acc_index[b][0] = last
-        prob_acc, rej, coin = F32(0.0), set(), inp["coins"][b, 0]
-        for _j in range(1, S):
-            cur = int(nxt[cur])
-            while cur != -1:
-                tok = int(cand[cur])
-                if not 0 <= tok < V:
-                    cur = int(sib[cur])
-                    continue
-                if greedy:
-                    ok = tok == int(inp["target_predict"][b, row])
-                else:
-                    pv = probs[row, tok]
-                    prob_acc = F32(prob_acc + pv)
-                    ok = bool(coin <= F32(prob_acc / thr_acc)) or bool(pv >= thr_single)
-                if ok:
-                    predicts[last] = tok
-                    n += 1
-                    last = b * Q + cur
-                    acc_index[b][n] = last
-                    row, coin, prob_acc, rej = cur, inp["coins"][b, cur], F32(0.0), set()
-                    break
-                rej.add(tok)
-                cur = int(sib[cur])
-            if cur == -1:
-                break
-        acc_len[b] = n
-        if greedy:
-            predicts[last] = int(inp["target_predict"][b, row])
-            continue
-        t = probs[row]
-        q = [int(np.floor(np.float64(t[v]) * 2.0**32)) if (t[v] > 0 and v not in rej) else 0 for v in range(V)]
-        R_q = sum(q)
-        if R_q > 0:
-            c = min(int(np.floor(np.float64(inp["final_coins"][b]) * 2.0**24)), 2**24 - 1)
-            u = (c * R_q) >> 24  # exact with Python ints
-            run = 0
-            for v in range(V):
-                run += q[v]
-                if run > u:
-                    predicts[last] = v
-                    break
-        else:
-            predicts[last] = _oracle_argmax(t)
-    return {"predicts": np.array(predicts, np.int32), "accept_index": np.array(acc_index, np.int32),
-            "accept_length": np.array(acc_len, np.int32)}
 
 
 def _links_from_parents(parents):
@@ -419,7 +359,7 @@ def _k6_oracle_cases():
 @pytest.mark.parametrize("case", _k6_oracle_cases(), ids=lambda c: c.case_id)
 def test_k6_matches_independent_oracle(case):
     actual = _csim().run("reject_sample", case.inputs, case.params)
-    want = oracle_k6(case.inputs, case.params)
+    want = k6_oracle(case.inputs, case.params)
     for name in ("predicts", "accept_index", "accept_length"):
         np.testing.assert_array_equal(actual[name], want[name], err_msg=name)
     ref = _ref().run("reject_sample", case.inputs, case.params)
@@ -464,61 +404,6 @@ def test_k6_rej_state_does_not_leak_between_calls():
 # ---- K7
 
 
-def oracle_k7(inp, p):
-    B, Q, S, H, S_max = (int(p[k]) for k in ("B", "Q", "S", "H", "S_max"))
-    ai, fp = inp["accept_index"], inp["finish_pos"]
-    pred, loc = inp["predicts"], inp["out_cache_loc"]
-    hid = inp["hidden_states"]
-    rtt = inp["req_to_token"].copy()
-    node = inp.get("verify_node_ids")
-    rows, a = [], []
-    for b in range(B):
-        r = [int(x) if (fp[b] < 0 or j <= fp[b]) else -1 for j, x in enumerate(ai[b])]
-        rows.append(r)
-        a.append(sum(x != -1 for x in r) - 1)
-    flat = [x for r in rows for x in r if x != -1]
-    unf = [b for b in range(B) if fp[b] == -1]
-    pos_unf = [rows[b][j] for b in unf for j in range(a[b] + 1)]
-
-    def pad(vals, cap, dtype):
-        o = np.full(cap, -1, dtype)
-        o[:len(vals)] = vals
-        return o
-
-    evict = np.ones(B * Q, bool)
-    evict[flat] = False
-    for b in range(B):
-        for j in range(a[b] + 1):
-            rtt[inp["req_pool_indices"][b], inp["seq_lens"][b] + j] = np.int32(loc[rows[b][j]])
-    seq_out = [int(inp["seq_lens"][b]) + a[b] + 1 for b in range(B)]
-    nh = dt.bits(inp["next_hidden"]).copy()  # bit copies: NaN payloads kept
-    nh[:len(pos_unf)] = dt.bits(hid)[pos_unf]
-    nh = nh.view(hid.dtype)
-    out = {
-        "req_to_token": rtt,
-        "accept_index_out": np.array(rows, np.int32),
-        "accept_length_out": np.array(a, np.int32),
-        "accept_indptr": np.concatenate([[0], np.cumsum([x + 1 for x in a])]).astype(np.int32),
-        "accepted_flat": pad(flat, B * S, np.int32),
-        "verified_id": pad([pred[x] for x in flat], B * S, np.int32),
-        "evict_mask": evict,
-        "free_slots": pad(loc[evict], B * Q, np.int64),
-        "seq_lens_out": np.array(seq_out, np.int64),
-        "unfinished_count": np.array([len(unf)], np.int32),
-        "unfinished_index": pad(unf, B, np.int64),
-        "next_accept_length": pad([a[b] for b in unf], B, np.int32),
-        "next_indptr": pad(np.concatenate([[0], np.cumsum([a[b] + 1 for b in unf])]), B + 1, np.int32),
-        "next_verified_id": pad([pred[x] for x in pos_unf], B * S, np.int32),
-        "next_hidden": nh,
-        "next_positions": pad([int(inp["seq_lens"][b]) + j for b in unf for j in range(a[b] + 1)], B * S, np.int64),
-        "next_seq_lens": pad([seq_out[b] for b in unf], B, np.int64),
-        "next_req_pool_indices": pad([inp["req_pool_indices"][b] for b in unf], B, np.int64),
-        "next_root_token": pad([pred[rows[b][a[b]]] for b in unf], B, np.int32),
-        "next_last_flat": pad([rows[b][a[b]] for b in unf], B, np.int32),
-    }
-    if node is not None:
-        out["accepted_node_ids"] = pad([node.reshape(-1)[x] for x in flat], B * S, np.int64)
-    return out
 
 
 def _random_k7(seed, B, Q, S, H, hidden_dtype, with_nodes, finish="mixed"):
@@ -569,7 +454,7 @@ def _k7_oracle_cases():
 @pytest.mark.parametrize("case", _k7_oracle_cases(), ids=lambda c: c.case_id)
 def test_k7_matches_independent_oracle(case):
     actual = _csim().run("update_verify", case.inputs, case.params)
-    want = oracle_k7(case.inputs, case.params)
+    want = k7_oracle(case.inputs, case.params)
     n_unf = int(want["next_indptr"][int(want["unfinished_count"][0])])
     assert set(actual) == set(want), sorted(set(actual) ^ set(want))
     for name, w in want.items():
