@@ -10,6 +10,7 @@
 
 #include "draft_pipeline.hpp"
 #include "eagle4_capi.h"
+#include "../common/e4f_unfused_ports.hpp"
 // the per-kernel tops (one kernel = one HLS folder), called as separate kernels
 #include "../../draft_tree_score/draft_tree_score.hpp"
 #include "../../tree_mask/tree_mask.hpp"
@@ -45,14 +46,6 @@ static const char* kPorts = E4F_UNF_PORTS(E4F_STR);
 template <class T>
 using V = std::vector<T>;
 
-template <class T>
-using P = PORT(T);  // P<T>(): an absent port (NULL) in both build forms
-
-// a read-only counted port (the kernel tops take PORT(const T) inputs)
-template <class T>
-PORT(const T) cport(const T* p, eagle4::PortCounter* cnt, int slot) {
-  return PORT_ARG(p, cnt, slot);
-}
 
 // K1 top of the hidden element width (raw bits: 16-bit or f32)
 template <typename HT>

@@ -9,6 +9,7 @@
 
 #include "verify_pipeline.hpp"
 #include "eagle4_capi.h"
+#include "../common/e4f_unfused_ports.hpp"
 // the per-kernel tops (one kernel = one HLS folder), called as separate kernels
 #include "../../tree_mask/tree_mask.hpp"
 #include "../../update_verify/update_verify.hpp"
@@ -37,14 +38,6 @@ static const char* kPorts = E4F_VUNF_PORTS(E4F_STR);
 template <class T>
 using Vec = std::vector<T>;
 
-template <class T>
-using P = PORT(T);  // P<T>(): an absent port (NULL) in both build forms
-
-// a read-only counted port (the kernel tops take PORT(const T) inputs)
-template <class T>
-PORT(const T) cport(const T* p, eagle4::PortCounter* cnt, int slot) {
-  return PORT_ARG(p, cnt, slot);
-}
 
 template <typename HT>
 int run(const eagle4::capi::Ctx& x, const VerifyCfg& c, int passes, bool materialize, bool sglang,
