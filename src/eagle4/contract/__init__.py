@@ -45,11 +45,108 @@ class Meta(_Strict):
     description: str = ""
 
 
+class TargetArch(_Strict):
+    """Llama-style target architecture of a ``load = "dummy"`` pair (weights generated from a seed)."""
+
+    hidden_size: int = Field(ge=8, le=65536)
+    num_layers: int = Field(ge=1, le=256)
+    num_heads: int = Field(ge=1, le=256)
+    num_kv_heads: int = Field(ge=1, le=256)
+    intermediate_size: int = Field(ge=8, le=262144)
+    vocab_size: int = Field(ge=16, le=1 << 20)
+    rope_theta: float = Field(500000.0, gt=0)
+    rms_norm_eps: float = Field(1e-5, gt=0)
+
+    @model_validator(mode="after")
+    def _heads(self):
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size={self.hidden_size} must be a multiple of num_heads={self.num_heads}")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_heads={self.num_heads} must be a multiple of num_kv_heads={self.num_kv_heads} (GQA)")
+        return self
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_heads
+
+
+class DraftArch(_Strict):
+    """EAGLE3-style draft head: fc over the hidden states captured at ``fc_layers`` of the target,
+    ``num_layers`` decoder layer(s) on [embedding ; hidden], LM head over the hot vocabulary."""
+
+    kind: Literal["eagle3"] = "eagle3"
+    fc_layers: list[int] = Field(min_length=1, description="target layers whose outputs the fc concatenates")
+    num_layers: int = Field(1, ge=1, le=8)
+    hot_vocab_size: int = Field(ge=2, description="draft LM-head rows (hot vocabulary; d2t maps them to the target vocab)")
+
+
 class ModelPair(_Strict):
-    target: str = Field(description="local directory: config.json + *.safetensors (HF Llama layout)")
-    draft: str = Field(description="local directory of the EAGLE-style draft head")
+    load: Literal["local", "dummy"] = Field("local", description=(
+        "local: read target/draft from model folders; dummy: generate weights of the declared architecture "
+        "on the device from `seed` (serving engines' dummy load format) -- drafts are then meaningless, so "
+        "acceptance must come from [acceptance] trace"))
+    target: str | None = Field(None, description="local directory: config.json + *.safetensors (HF Llama layout)")
+    draft: str | None = Field(None, description="local directory of the EAGLE-style draft head")
     dtype: Literal["float32", "bfloat16", "float16", "float64"] = "float32"
     embedded: bool = Field(False, description="true for the committed default pair under models/default")
+    seed: int = Field(0, ge=0, description="dummy load: seed of the generated weights")
+    target_arch: TargetArch | None = None
+    draft_arch: DraftArch | None = None
+
+    @model_validator(mode="after")
+    def _load(self):
+        if self.load == "local":
+            if not self.target or not self.draft:
+                raise ValueError("load = 'local' needs model.target and model.draft (local model folders)")
+        else:
+            if self.target_arch is None or self.draft_arch is None:
+                raise ValueError("load = 'dummy' needs [model.target_arch] and [model.draft_arch]")
+            bad = [i for i in self.draft_arch.fc_layers if not 0 <= i < self.target_arch.num_layers]
+            if bad:
+                raise ValueError(f"draft_arch.fc_layers {bad} outside 0..{self.target_arch.num_layers - 1}")
+            if self.draft_arch.hot_vocab_size > self.target_arch.vocab_size:
+                raise ValueError("draft_arch.hot_vocab_size must be <= target_arch.vocab_size")
+        return self
+
+
+class Acceptance(_Strict):
+    """Where accepted lengths come from. ``model``: the pair's own drafts (a trained pair). ``trace``:
+    a named, hashed accept-length trace measured on a trained pair; K6/K7 are driven to reproduce it
+    (the only honest choice for dummy weights, whose drafts mean nothing)."""
+
+    source: Literal["model", "trace"] = "model"
+    trace: str | None = Field(None, description="CSV with an accept_length column (accepted draft tokens per verify step)")
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    measured_on: str = Field("", description="the trained pair and contract the trace was measured on")
+
+    @model_validator(mode="after")
+    def _trace(self):
+        if self.source == "trace" and (not self.trace or not self.sha256):
+            raise ValueError("source = 'trace' needs trace (path) and sha256")
+        return self
+
+
+class Slo(_Strict):
+    """Service-level objective of goodput: a request counts when TTFT and TPOT are both within."""
+
+    ttft_ms: float = Field(gt=0)
+    tpot_ms: float = Field(gt=0)
+
+
+class Measurement(_Strict):
+    """Rules of a measured run (serving-benchmark style). A row that misses one is marked INVALID."""
+
+    min_samples: int = Field(200, ge=1, description="p50/p99 need at least this many samples per point")
+    warmup_steps_min: int = Field(8, ge=0, description="warm-up verify steps at least, before the steady-state test")
+    steady_window: int = Field(8, ge=2, description="steady state: CoV of the last `steady_window` step times <= steady_cov")
+    steady_cov: float = Field(0.05, gt=0, le=1)
+    gc_freeze: bool = True
+    pin_cores: bool = True
+    nvml_sample_hz: float = Field(20.0, gt=0, le=1000, description="NVML power sampling rate (energy/token)")
+    hbm_peak_tbps: float = Field(3.35, gt=0, description="HBM peak of the roofline (H100 SXM: 3.35 TB/s)")
+    step_over_kernels_max: float = Field(1.3, ge=1, description="B=1 goal: step time / sum of its GPU kernel times")
+    hotspot_top_n: int = Field(3, ge=1)
+    hotspot_coverage_min: float = Field(0.70, gt=0, le=1, description="WP2: top-N regions cover this share of step time")
 
 
 class Decode(_Strict):
@@ -101,7 +198,7 @@ class PromptFile(_Strict):
 
 
 class Prompts(_Strict):
-    files: list[PromptFile] = Field(min_length=1)
+    files: list[PromptFile] = Field(default_factory=list, description="prompt sets (load = 'local'); a dummy pair draws token ids")
     prompt_tokens: int = Field(ge=2, le=8192, description="prompt length in tokens (BOS included); longer prompts are truncated, shorter ones are used as they are")
     output_tokens: int = Field(ge=1, le=8192, description="tokens generated per request (ignore EOS unless decode.stop_on_eos)")
 
@@ -112,7 +209,10 @@ class Phase(_Strict):
 
 
 class BatchProfile(_Strict):
-    mode: Literal["static", "phases"] = "static"
+    mode: Literal["static", "phases", "concurrency", "poisson"] = Field("static", description=(
+        "static: every request of a point starts at t = 0; phases: the HTTP client's concurrency phases; "
+        "concurrency: `batch` requests always in flight (a finished batch is replaced by the next); "
+        "poisson: requests arrive at `request_rate` per second (exponential gaps), served in batches of <= `batch`"))
     phases: list[Phase] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -125,6 +225,7 @@ class BatchProfile(_Strict):
 class OperatingPoint(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     batch: int = Field(ge=1, le=128)
+    request_rate: float | None = Field(None, gt=0, description="poisson mode: requests per second")
 
 
 class Runs(_Strict):
@@ -143,6 +244,9 @@ class Runs(_Strict):
         return self
 
 
+_MODEL_ADDED_DEFAULTS = {"load": "local", "seed": 0, "target_arch": None, "draft_arch": None}
+
+
 class Contract(BaseModel):
     """The validated contract. Sections owned by other modules ([fpga], [trace], [[gates]], and any
     other top-level table) are kept verbatim and are part of the hash."""
@@ -156,6 +260,9 @@ class Contract(BaseModel):
     batch_profile: BatchProfile = BatchProfile()
     operating_points: list[OperatingPoint] = Field(min_length=1)
     runs: Runs
+    acceptance: Acceptance = Acceptance()
+    slo: Slo | None = None
+    measurement: Measurement = Measurement()
 
     # set by load_contract (excluded from the hash)
     source_path: str | None = Field(None, exclude=True)
@@ -167,11 +274,31 @@ class Contract(BaseModel):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"operating_points: duplicate name(s) {dup}")
+        if self.model.load == "local" and not self.prompts.files:
+            raise ValueError("prompts.files: model.load = 'local' needs at least one prompt file")
+        if self.model.load == "dummy" and self.acceptance.source != "trace":
+            raise ValueError("model.load = 'dummy' needs acceptance.source = 'trace' (dummy drafts are meaningless)")
+        if self.batch_profile.mode == "poisson":
+            miss = [p.name for p in self.operating_points if p.request_rate is None]
+            if miss:
+                raise ValueError(f"batch_profile.mode = 'poisson' needs request_rate on operating point(s) {miss}")
         return self
 
     # -- derived ---------------------------------------------------------------------------
     def canonical(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude={"source_path", "root_dir"})
+        d = self.model_dump(mode="json", exclude={"source_path", "root_dir"})
+        # Fields added after contracts were first hashed are left out while they hold their defaults,
+        # so the hash of an older contract (stored in committed rows) does not change.
+        for sec, default in (("acceptance", Acceptance()), ("measurement", Measurement()), ("slo", None)):
+            if getattr(self, sec) == default:
+                d.pop(sec, None)
+        for k, default in _MODEL_ADDED_DEFAULTS.items():
+            if d["model"].get(k) == default:
+                d["model"].pop(k)
+        for p in d["operating_points"]:
+            if p.get("request_rate") is None:
+                p.pop("request_rate", None)
+        return d
 
     @property
     def sha256(self) -> str:
@@ -259,10 +386,18 @@ def load_contract(path: str | Path, *, verify_files: bool = True) -> Contract:
             if got != f.sha256:
                 raise ContractError(f"{path}: prompts.files[{i}].sha256: {f.path} has sha256 {got}, "
                                     f"the contract pins {f.sha256}; the prompt set changed")
-        for fld in ("target", "draft"):
+        for fld in ("target", "draft") if c.model.load == "local" else ():
             p = c.resolve(getattr(c.model, fld))
             if not (p / "config.json").exists():
                 raise ContractError(f"{path}: model.{fld}: {p} has no config.json (a local model directory is needed)")
+        if c.acceptance.source == "trace":
+            p = c.resolve(c.acceptance.trace)
+            if not p.exists():
+                raise ContractError(f"{path}: acceptance.trace: {c.acceptance.trace} does not exist (looked at {p})")
+            got = sha256_file(p)
+            if got != c.acceptance.sha256:
+                raise ContractError(f"{path}: acceptance.sha256: {c.acceptance.trace} has sha256 {got}, the contract "
+                                    f"pins {c.acceptance.sha256}; the accept-length trace changed")
     return c
 
 

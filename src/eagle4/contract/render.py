@@ -21,10 +21,24 @@ def render_markdown(c) -> str:
     L += [f"* contract sha256: `{c.sha256}` (stored in every result row; results under another hash are not compared)",
           f"* source: `{c.source_path}`", ""]
     L += ["## Model pair", ""]
-    L += _table([("model.target", f"`{c.model.target}`", "target model directory (config.json + safetensors)"),
-                 ("model.draft", f"`{c.model.draft}`", "EAGLE-style draft head directory"),
-                 ("model.dtype", c.model.dtype, "compute dtype of both models"),
-                 ("model.embedded", c.model.embedded, "the committed default pair")])
+    m = c.model
+    rows = [("model.load", m.load, "local model folders, or dummy weights of a declared architecture from a seed")]
+    if m.load == "local":
+        rows += [("model.target", f"`{m.target}`", "target model directory (config.json + safetensors)"),
+                 ("model.draft", f"`{m.draft}`", "EAGLE-style draft head directory")]
+    else:
+        rows += [("model.seed", m.seed, "seed of the generated weights")]
+        rows += [(f"model.target_arch.{k}", v, "") for k, v in m.target_arch.model_dump().items()]
+        rows += [(f"model.draft_arch.{k}", v, "") for k, v in m.draft_arch.model_dump().items()]
+    rows += [("model.dtype", m.dtype, "compute dtype of both models"),
+             ("model.embedded", m.embedded, "the committed default pair")]
+    L += _table(rows)
+    a = c.acceptance
+    L += ["", "## Acceptance", "", f"* source: `{a.source}`"]
+    if a.source == "trace":
+        L += [f"* trace: `{a.trace}` (sha256 `{a.sha256}`), measured on: {a.measured_on}",
+              "* K6/K7 are driven to reproduce the trace's accepted lengths; rows say "
+              "`time: measured at deployment shape; acceptance: <trace>`"]
     L += ["", "## Decode parameters", ""]
     rows = []
     for name, f in type(d).model_fields.items():
@@ -41,14 +55,21 @@ def render_markdown(c) -> str:
         L.append("* every request of an operating point starts at t = 0 and runs to its output length")
     for i, p in enumerate(c.batch_profile.phases):
         L.append(f"* phase {i}: {p.duration_s} s at concurrency {p.concurrency}")
-    L += ["", "## Operating points", "", "| name | batch |", "|---|---|"]
-    L += [f"| {p.name} | {p.batch} |" for p in c.operating_points]
+    L += ["", "## Operating points", "", "| name | batch | request rate (1/s) |", "|---|---|---|"]
+    L += [f"| {p.name} | {p.batch} | {p.request_rate if p.request_rate is not None else '-'} |"
+          for p in c.operating_points]
     r = c.runs
     L += ["", "## Runs", "",
           f"* warm-up runs per point: {r.warmup}",
           f"* measured runs per point: {r.runs} (independent processes)",
           f"* seeds: {r.seeds}",
-          f"* max CoV of tokens/s: {r.cov_max:.0%}"]
+          f"* max CoV of tokens/s: {r.cov_max:.0%}",
+          f"* minimum measured duration per run: {r.min_duration_s} s"]
+    if c.slo is not None:
+        L += ["", "## SLO (goodput)", "", f"* TTFT <= {c.slo.ttft_ms} ms and TPOT <= {c.slo.tpot_ms} ms per request"]
+    L += ["", "## Measurement rules", ""]
+    L += _table([(f"measurement.{k}", getattr(c.measurement, k), f.description or "")
+                 for k, f in type(c.measurement).model_fields.items()])
     extra = c.extra_sections
     if extra:
         L += ["", "## Sections owned by other modules (verbatim)", ""]
