@@ -1,0 +1,89 @@
+"""One imported engine benchmark result: what was measured, on what, from which file.
+
+Every row keeps the engine, its version, the device, the scenario (context length, batch,
+speculative tokens, decode steps), the commit of the engine build and the sha256 of the file it
+came from, so a gate can say exactly which evidence it used. Values the file does not carry come
+from a ``meta.json`` next to it (whole folder) or ``<file>.meta.json`` (that file); a value the file
+carries is never overridden, and a sidecar that contradicts it is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+#: metadata every row must have (from the file or a sidecar); the error names the missing one
+IDENTITY_FIELDS = ("engine", "engine_version", "device", "commit")
+SCENARIO_FIELDS = ("context", "batch", "spec_tokens", "decode_steps")
+
+
+class ResultFormatError(ValueError):
+    """A result file (or its sidecar) is malformed; the one-line message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    engine: str
+    engine_version: str
+    device: str
+    commit: str
+    context: int
+    batch: int
+    spec_tokens: int  # 0 = the non-speculative baseline
+    decode_steps: int  # generated tokens per request of the run
+    metrics: dict[str, float]
+    file: str  # path relative to the results folder
+    file_sha256: str
+    format: str
+    label: str = ""  # the run's own scenario name, when the file has one
+    line: int | None = None  # JSONL: the line of this record
+    runs: int = 1  # measured repetitions behind the figures
+    timestamp: str = ""
+    provenance: str = "measured"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def identity(self) -> tuple[str, str, str, str]:
+        return (self.engine, self.engine_version, self.device, self.commit)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in ("engine", "engine_version", "device", "commit", "context", "batch",
+                                           "spec_tokens", "decode_steps", "label", "file", "line",
+                                           "file_sha256", "format", "runs", "timestamp", "provenance")}
+        d.update({f"metric.{k}": v for k, v in sorted(self.metrics.items())})
+        return d
+
+
+def number(where: str, fld: str, value: Any, *, integer: bool = False, allow_none: bool = False) -> float | int | None:
+    """``value`` as a finite number (JSON NaN/Infinity and strings of numbers included), else a one-line error."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or value is None:
+        raise ResultFormatError(f"{where}: field '{fld}': expected a number, got {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ResultFormatError(f"{where}: field '{fld}': expected a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ResultFormatError(f"{where}: field '{fld}': not a finite number ({value!r})")
+    if integer:
+        if v != int(v):
+            raise ResultFormatError(f"{where}: field '{fld}': expected an integer, got {value!r}")
+        return int(v)
+    return v
+
+
+def get(where: str, obj: Any, dotted: str, *, required: bool = True) -> Any:
+    """``obj[a][b]`` for ``dotted = "a.b"``; a missing required key names the dotted field."""
+    cur = obj
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            if required:
+                raise ResultFormatError(f"{where}: field '{dotted}': missing")
+            return None
+        cur = cur[part]
+    return cur

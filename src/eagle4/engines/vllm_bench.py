@@ -1,0 +1,81 @@
+"""vLLM's serving benchmark JSON (``vllm bench serve --save-result``, formerly
+``benchmarks/benchmark_serving.py``).
+
+Top level: ``date``, ``backend``/``endpoint_type``, ``label``, ``model_id``, ``tokenizer_id``,
+``num_prompts``, every ``--metadata KEY=VALUE`` pair (strings), ``request_rate``, ``burstiness``,
+``max_concurrency``, then the results: ``duration``, ``completed``, ``failed``,
+``total_input_tokens``, ``total_output_tokens``, ``request_throughput``, ``output_throughput``,
+``total_token_throughput``, ``{mean,median,std,p99}_{ttft,tpot,itl,e2el}_ms`` and, with
+speculative decoding, ``spec_decode_acceptance_rate`` (percent), ``spec_decode_acceptance_length``,
+``spec_decode_num_drafts``, ``spec_decode_draft_tokens``, ``spec_decode_accepted_tokens``.
+
+The file does not say which device, commit or scenario it ran: pass them as metadata
+(``--metadata engine_version=0.11.0 device=H100 commit=abc123 context=32768 spec_tokens=3
+decode_steps=512``) or in a sidecar. ``max_concurrency`` is the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eagle4.engines.rows import ResultFormatError, get, number
+
+FORMAT = "vllm-serve"
+_LAT = ("ttft", "tpot", "itl", "e2el")
+
+
+def matches(obj: Any) -> bool:
+    return isinstance(obj, dict) and "request_throughput" in obj and "model_id" in obj
+
+
+def parse(obj: dict, where: str) -> dict[str, Any]:
+    completed = number(where, "completed", get(where, obj, "completed"), integer=True)
+    if completed < 1:
+        raise ResultFormatError(f"{where}: field 'completed': no request completed")
+    m: dict[str, float] = {
+        "output_tokens_per_s": number(where, "output_throughput", get(where, obj, "output_throughput")),
+        "request_throughput": number(where, "request_throughput", get(where, obj, "request_throughput")),
+        "completed_requests": completed,
+        "failed_requests": number(where, "failed", obj.get("failed", 0), integer=True),
+    }
+    for lat in _LAT:
+        for stat in ("mean", "median", "p99"):
+            k = f"{stat}_{lat}_ms"
+            if obj.get(k) is not None:
+                m[f"{lat}_ms_{stat}"] = number(where, k, obj[k])
+    if obj.get("spec_decode_acceptance_length") is not None:
+        m["mean_acceptance_length"] = number(where, "spec_decode_acceptance_length", obj["spec_decode_acceptance_length"])
+        rate = number(where, "spec_decode_acceptance_rate", get(where, obj, "spec_decode_acceptance_rate"))
+        if not 0.0 <= rate <= 100.0:
+            raise ResultFormatError(f"{where}: field 'spec_decode_acceptance_rate': {rate} is not a percentage")
+        m["mean_acceptance_rate"] = rate / 100.0  # vLLM writes percent; rows hold fractions
+        for k, fld in (("accepted_tokens_total", "spec_decode_accepted_tokens"),
+                       ("draft_tokens_total", "spec_decode_draft_tokens"), ("num_drafts", "spec_decode_num_drafts")):
+            if obj.get(fld) is not None:
+                m[k] = number(where, fld, obj[fld], integer=True)
+
+    def meta(*keys):
+        for k in keys:
+            if obj.get(k) not in (None, ""):
+                return obj[k]
+        return None
+
+    def opt_int(fld, *keys):
+        v = meta(*keys)
+        return None if v is None else number(where, fld, v, integer=True)
+
+    return {
+        "engine": meta("engine") or "vllm",
+        "engine_version": meta("engine_version", "version"),
+        "device": meta("device", "gpu"),
+        "commit": meta("commit"),
+        "context": opt_int("context", "context", "input_len"),
+        "batch": opt_int("max_concurrency", "batch", "max_concurrency"),
+        "spec_tokens": opt_int("spec_tokens", "spec_tokens", "num_speculative_tokens"),
+        "decode_steps": opt_int("decode_steps", "decode_steps", "output_len"),
+        "label": str(meta("scenario", "label") or ""),
+        "runs": 1,
+        "timestamp": str(obj.get("date", "")),
+        "metrics": m,
+        "extra": {"model_id": obj.get("model_id"), "num_prompts": obj.get("num_prompts")},
+    }
