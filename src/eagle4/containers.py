@@ -158,10 +158,7 @@ def run(image: str, command: list[str], *, gpus: bool | None = None, env: dict |
         "PYTHONPATH": f"{MOUNT}/src:{MOUNT}",
         **(env or {}),
     }
-    volumes = {str(REPO): {"bind": MOUNT, "mode": "rw"}}
-    shared = REPO.parent / "shared"  # the spec, goldens and HLS report fixtures beside the checkout
-    if shared.is_dir():
-        volumes[str(shared)] = {"bind": str(Path(MOUNT).parent / "shared"), "mode": "ro"}
+    volumes = {str(REPO): {"bind": MOUNT, "mode": "rw"}}  # test data lives in the checkout (tests/data)
     log(f"running in {built.tag} ({built.image_id[:19]}): {' '.join(command)}")
     container = c.containers.run(built.tag, command, detach=True, network_mode="host", working_dir=MOUNT,
                                  volumes=volumes, environment=environment,

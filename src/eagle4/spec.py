@@ -1,4 +1,4 @@
-"""Machine-readable form of ../shared/spec/KERNELS.md: the seven P0 kernels' ABIs.
+"""Machine-readable form of KERNELS.md (the kernel specification, outside this repository): the seven P0 kernels' ABIs.
 
 This is the single place that knows every kernel's argument order, roles, shapes, dtypes and
 parity classes. The reference, every backend, the dump format, the importers and the parity

@@ -17,6 +17,9 @@ from eagle4.cli.import_case import import_case
 from eagle4.compare import compare_outputs
 from eagle4.spec import kernel_spec
 
+# the real K2 golden, project test data (see tests/data/goldens/cuda/SOURCE.md)
+UPDATE_GOLDEN = Path(__file__).resolve().parents[1] / "data" / "goldens" / "cuda" / "cost_draft_tree_update_case.txt"
+
 SCORE_OK = """\
 # a small K1 case: B=1 K=2 W=2 H=3 cc=5
 meta 1 2 2 3 5
@@ -82,9 +85,7 @@ def test_parser_errors_name_file_and_line(tmp_path, mutate, pattern):
 
 
 def test_truncated_golden_fails(tmp_path):
-    src = Path(__file__).parents[2].parent / "shared" / "goldens" / "cuda" / "cost_draft_tree_update_case.txt"
-    if not src.is_file():
-        pytest.fail(f"{src} missing (the shared goldens folder must sit beside the repository)")
+    src = UPDATE_GOLDEN
     raw = src.read_text()
     cut = write(tmp_path, raw[: len(raw) // 2], "trunc.txt")  # ends in the middle of a line
     with pytest.raises(CdtTextError, match=r"trunc\.txt:\d+: .*declares \d+ values, the line has \d+"):
@@ -96,14 +97,14 @@ def test_truncated_golden_fails(tmp_path):
 
 
 def test_bool_values_must_be_01(tmp_path):
-    src = Path(__file__).parents[2].parent / "shared" / "goldens" / "cuda" / "cost_draft_tree_update_case.txt"
+    src = UPDATE_GOLDEN
     text = src.read_text().replace("input_tree_mask 256 1 1 0", "input_tree_mask 256 1 2 0", 1)
     with pytest.raises(CdtTextError, match=r"input_tree_mask: bool values must be 0 or 1"):
         parse_cdt_text(write(tmp_path, text), "K2")
 
 
 def test_unknown_key_for_k2(tmp_path):
-    src = Path(__file__).parents[2].parent / "shared" / "goldens" / "cuda" / "cost_draft_tree_update_case.txt"
+    src = UPDATE_GOLDEN
     text = src.read_text() + "mystery_array 2 1 2\n"
     with pytest.raises(CdtTextError, match=r"unknown key 'mystery_array'"):
         parse_cdt_text(write(tmp_path, text), "K2")

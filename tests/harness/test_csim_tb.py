@@ -27,7 +27,7 @@ from eagle4.parity import reference_outcome
 pytestmark = [pytest.mark.csim, pytest.mark.slow]
 
 MY_KERNELS = ("draft_tree_score", "update_draft_state", "work_deltas", "tree_mask")
-GOLDENS = Path(__file__).resolve().parents[2].parent / "shared" / "goldens" / "cuda"
+GOLDENS = Path(__file__).resolve().parents[1] / "data" / "goldens" / "cuda"
 PRODUCER = {"backend": "ref", "device": "cpu", "note": "tests/harness/test_csim_tb.py"}
 
 

@@ -24,7 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 HLS = REPO / "hls"
-REPORT = REPO.parent / "shared" / "hls-reports" / "gct02__AHLS__main_csynth.xml"
+REPORT = REPO / "tests" / "data" / "hls-reports" / "gct02__AHLS__main_csynth.xml"
 SYNTH = {
     "fused_draft": ("fused_draft_top", HLS / "fused" / "draft_pipeline" / "draft_pipeline_synth.cpp"),
     "fused_verify": ("fused_verify_top", HLS / "fused" / "verify_pipeline" / "verify_pipeline_synth.cpp"),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-REPORT = REPO.parent / "shared" / "hls-reports" / "gct02__AHLS__main_csynth.xml"
+REPORT = REPO / "tests" / "data" / "hls-reports" / "gct02__AHLS__main_csynth.xml"
 
 
 def _env_without_vitis(tmp_path: Path) -> dict:

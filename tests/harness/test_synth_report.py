@@ -1,4 +1,4 @@
-"""The synthesis-report parser on the eight real reports of ../shared/hls-reports and on edge cases."""
+"""The synthesis-report parser on the eight real reports of tests/data/hls-reports and on edge cases."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from eagle4.report.synth_report import KEYS, SynthReportError, parse_report
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "hls-reports"
+SHARED = Path(__file__).resolve().parents[1] / "data" / "hls-reports"
 
 # Expected values read by hand off each file.
 EXPECTED = {

@@ -25,7 +25,7 @@ from eagle4.parity import judge, reference_outcome, run_case
 pytestmark = pytest.mark.csim
 
 MY_KERNELS = ("draft_tree_score", "update_draft_state", "work_deltas", "tree_mask")
-GOLDENS = Path(__file__).resolve().parents[2].parent / "shared" / "goldens" / "cuda"
+GOLDENS = Path(__file__).resolve().parents[1] / "data" / "goldens" / "cuda"
 
 
 def _need_tools():

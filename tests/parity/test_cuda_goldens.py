@@ -1,6 +1,6 @@
 """The reference against the only real outputs of the original CUDA kernel (KERNELS.md §12).
 
-The three public case files in ../shared/goldens/cuda (see SOURCE.md there) are imported with
+The three public case files in tests/data/goldens/cuda (see SOURCE.md there) are imported with
 the cdt-text parser, run on the ref backend and compared bit for bit; the import-case CLI must
 produce a dump that round-trips to the same verdict.
 """
@@ -21,8 +21,7 @@ from eagle4.compare import compare_outputs
 
 pytestmark = [pytest.mark.parity, pytest.mark.cpu]
 
-SHARED = Path(__file__).parents[2].parent / "shared"
-GOLDEN_DIR = SHARED / "goldens" / "cuda"
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "data" / "goldens" / "cuda"
 GOLDENS = [
     ("cost_draft_tree_score_case.txt", "draft_tree_score"),
     ("cost_draft_tree_score_case_hot.txt", "draft_tree_score"),
@@ -44,8 +43,8 @@ MUST_COMPARE = {
 def golden(name: str) -> Path:
     path = GOLDEN_DIR / name
     if not path.is_file():
-        pytest.fail(f"CUDA golden {path} is missing: the real-kernel outputs live in ../shared/goldens/cuda "
-                    "(see SOURCE.md there); check out the shared folder beside this repository", pytrace=False)
+        pytest.fail(f"CUDA golden {path} is missing: the real-kernel outputs are project test data "
+                    "(tests/data/goldens/cuda, see SOURCE.md there)", pytrace=False)
     return path
 
 
@@ -77,7 +76,7 @@ def test_import_case_cli_round_trip(name, kernel, tmp_path, capsys):
     case = load_dump(dump)  # verifies sha256, shapes and dtypes against the spec
     prod = case.meta["producer"]
     assert prod["backend"] == "cuda-original"
-    assert prod["device"] == "GPU (per ../shared/goldens/cuda/SOURCE.md)"
+    assert prod["device"] == "GPU (per tests/data/goldens/cuda/SOURCE.md)"
     assert prod["source"] == name
     assert prod["source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
     out = ReferenceBackend().run(case.kernel, case.inputs, case.params)

@@ -16,7 +16,7 @@ from eagle4.cases.cdt_text import parse_cdt_text
 from eagle4.cases.dump import arrays_to_case, read_npz, save_dump
 from eagle4.spec import kernel_spec
 
-CUDA_ORIGINAL = {"backend": "cuda-original", "device": "GPU (per ../shared/goldens/cuda/SOURCE.md)"}
+CUDA_ORIGINAL = {"backend": "cuda-original", "device": "GPU (per tests/data/goldens/cuda/SOURCE.md)"}
 
 
 def import_case(fmt: str, path: str | Path, kernel: str | None, out: str | Path,

@@ -1,4 +1,4 @@
-"""Per-call HBM bytes of the seven kernels (KERNELS.md §10), ported from ../shared/spec/bytes_model.py.
+"""Per-call HBM bytes of the seven kernels (KERNELS.md §10), ported from the spec's bytes_model.py (copy: tests/data/spec).
 
 "Touched bytes" of a straightforward implementation, each input read once and each output written
 once; the H100 roofline of a call is ``(bytes_in + bytes_out) / HBM bandwidth``. Figures from here

@@ -1,0 +1,64 @@
+"""A clone needs nothing beside it: no code or test reads the reference bundle next to the checkout,
+and every folder of project test data says where its files come from."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data"
+SCANNED = ("src", "tests", "scripts", "plugins", "docker", ".ci")
+SCANNED_FILES = ("conftest.py", "tox.ini", "pyproject.toml")
+_BUNDLE = "sha" + "red"  # spelled in two parts so this file does not match its own patterns
+# ../shared, /work/shared, "shared" or 'shared' as a path component
+FORBIDDEN = re.compile(r"\.\./%s\b|/work/%s\b|[\"']%s[\"']" % (_BUNDLE, _BUNDLE, _BUNDLE))
+TEXT_SUFFIXES = {".py", ".sh", ".toml", ".ini", ".cfg", ".txt", ".yml", ".yaml", ".json", ".cpp", ".hpp", ".h",
+                 ".tcl", ".md", ""}
+
+
+def _files():
+    for top in SCANNED:
+        for p in sorted((REPO / top).rglob("*")):
+            if p.is_file() and p.suffix in TEXT_SUFFIXES and "__pycache__" not in p.parts:
+                yield p
+    for name in SCANNED_FILES:
+        if (REPO / name).is_file():
+            yield REPO / name
+
+
+def test_nothing_reads_the_bundle_beside_the_checkout():
+    hits = []
+    for p in _files():
+        if p == Path(__file__).resolve():
+            continue
+        for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+            if FORBIDDEN.search(line):
+                hits.append(f"{p.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not hits, "reads outside the repository (copy the file into tests/data instead):\n" + "\n".join(hits)
+
+
+def test_the_pattern_catches_what_it_must():
+    for line in ('GOLDENS = REPO.parent / "%s" / "goldens"' % _BUNDLE, "cat ../%s/spec/KERNELS.md" % _BUNDLE,
+                 "open('/work/%s/hls-reports/x.xml')" % _BUNDLE):
+        assert FORBIDDEN.search(line), line
+    assert not FORBIDDEN.search("a %s library" % _BUNDLE)
+
+
+def test_every_data_folder_has_its_source_note():
+    folders = sorted({p.parent for p in DATA.rglob("*") if p.is_file() and p.name != "SOURCE.md"})
+    assert folders, f"{DATA} holds no test data"
+    for folder in folders:
+        note = folder / "SOURCE.md"
+        assert note.is_file(), f"{folder.relative_to(REPO)} has no SOURCE.md (origin, commit, format, licence)"
+        text = note.read_text()
+        for word in ("Origin", "Format", "Licence"):
+            assert word.lower() in text.lower(), f"{note.relative_to(REPO)} does not state its {word}"
+        for f in folder.iterdir():  # every file is named in the note
+            if f.is_file() and f.name != "SOURCE.md":
+                assert f.name in text, f"{note.relative_to(REPO)} does not name {f.name}"
+
+
+def test_the_real_goldens_and_reports_are_in_the_project():
+    assert len(list((DATA / "goldens" / "cuda").glob("*.txt"))) == 3
+    assert len([p for p in (DATA / "hls-reports").iterdir() if p.suffix in (".xml", ".rpt")]) == 8
