@@ -38,13 +38,22 @@ class ParityResult:
     kernel: str
     case_id: str
     outputs: list[OutputDiff]
+    not_compared: list[str] = field(default_factory=list)  # outputs the backend produced with no expectation
+    unexpected_missing: list[str] = field(default_factory=list)  # required outputs with no expectation
 
     @property
     def ok(self) -> bool:
-        return all(o.ok for o in self.outputs)
+        # nothing passes vacuously: no compared output, or a required one without expectation, is a FAIL
+        return bool(self.outputs) and not self.unexpected_missing and all(o.ok for o in self.outputs)
 
     def report(self) -> str:
         lines = [f"{self.kernel} {self.case_id}: {'PASS' if self.ok else 'FAIL'}"]
+        if not self.outputs:
+            lines.append("  no output was compared (the expectation holds none)")
+        if self.unexpected_missing:
+            lines.append(f"  no expectation for required output(s) {self.unexpected_missing}: not compared")
+        if self.not_compared:
+            lines.append(f"  not compared (no expectation): {self.not_compared}")
         for o in self.outputs:
             if o.ok:
                 continue
@@ -154,9 +163,20 @@ _REGIONS = {"update_verify": _k7_region}
 _HOOKS = {"logits_to_probas": _k5_hook}
 
 
+def missing_expectations(kernel: str | KernelSpec, expected: dict) -> list[str]:
+    """Non-optional outputs of the kernel that ``expected`` holds no array for."""
+    spec = kernel if isinstance(kernel, KernelSpec) else kernel_spec(kernel)
+    return [a.name for a in spec.outputs if not a.optional and a.name not in expected]
+
+
 def compare_outputs(kernel: str | KernelSpec, expected: dict[str, np.ndarray], actual: dict[str, np.ndarray],
-                    inputs: dict[str, np.ndarray], params: dict, case_id: str = "") -> ParityResult:
-    """Compare every output that ``expected`` holds, by the spec's parity class of each."""
+                    inputs: dict[str, np.ndarray], params: dict, case_id: str = "", *,
+                    require_all: bool = False) -> ParityResult:
+    """Compare every output that ``expected`` holds, by the spec's parity class of each.
+
+    The result names the outputs ``actual`` holds that were not compared; with ``require_all`` (a dump
+    check) a non-optional output without expectation fails the comparison.
+    """
     spec = kernel if isinstance(kernel, KernelSpec) else kernel_spec(kernel)
     regions = _REGIONS.get(spec.key, lambda *_: {})(spec, expected, params)
     diffs = []
@@ -171,4 +191,6 @@ def compare_outputs(kernel: str | KernelSpec, expected: dict[str, np.ndarray], a
     hook = _HOOKS.get(spec.key)
     if hook:
         hook(spec, expected, actual, inputs, params, diffs)
-    return ParityResult(spec.key, case_id, diffs)
+    not_compared = sorted(k for k, v in (actual or {}).items() if k not in expected and v is not None)
+    return ParityResult(spec.key, case_id, diffs, not_compared,
+                        missing_expectations(spec, expected) if require_all else [])

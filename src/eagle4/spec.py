@@ -354,6 +354,11 @@ def _eval(expr: str, env: dict[str, int]) -> int:
     return int(eval(_compiled(expr), {"__builtins__": {}}, dict(env)))  # expressions come from this module only
 
 
+def shape_of(arg: Arg, env: dict[str, int]) -> tuple[int, ...]:
+    """The concrete shape of ``arg`` under the bound symbols ``env`` (no ``*`` dimension allowed)."""
+    return tuple(_eval(e, env) for e in arg.shape)
+
+
 def check_arrays(spec: KernelSpec, arrays: dict, params: dict, *, role: str = "inputs") -> dict[str, int]:
     """Validate shapes and dtypes of ``arrays`` (numpy) against ``spec``; return the bound symbols.
 

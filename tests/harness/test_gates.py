@@ -94,8 +94,11 @@ def test_approximation_gate_is_invalid_until_measured(tmp_path):
          "provenance": ["measured"], "artifacts": ["reports/acceptance_impact.csv"]}
     (r,) = evaluate_all(_contract([g]), tmp_path / "reports", root=tmp_path)
     assert r.status == "INVALID" and not r.passed and "missing" in r.reasons[0]
-    _write(tmp_path / "reports" / "acceptance_impact.csv", [{"approximation": "hot+int8", "impact": 0.01,
-                                                            "provenance": "measured"}])
+    row = {"approximation": "hot+int8", "impact": 0.01, "provenance": "measured"}
+    _write(tmp_path / "reports" / "acceptance_impact.csv", [row])  # no contract hash: refused
+    (r,) = evaluate_all(_contract([g]), tmp_path / "reports", root=tmp_path)
+    assert r.status == "INVALID" and "no contract_sha256" in " ".join(r.reasons)
+    _write(tmp_path / "reports" / "acceptance_impact.csv", [{"contract_sha256": contract_sha256(_contract([g])), **row}])
     (r,) = evaluate_all(_contract([g]), tmp_path / "reports", root=tmp_path)
     assert r.status == "PASS"
 
@@ -105,11 +108,15 @@ def test_ratio_gate_spec_vs_baseline_and_acceptance(tmp_path):
               "op": ">=", "threshold": 2.0, "provenance": ["measured"], "artifacts": ["reports/throughput.csv"]},
              {"name": "acc", "metric": "mean_acceptance_length", "op": ">=", "threshold": 3.0,
               "provenance": ["measured"], "artifacts": ["reports/acceptance_lengths.csv"]}]
+    sha = contract_sha256(_contract(gates))
     _write(tmp_path / "reports" / "throughput.csv",
-           [{"run": "spec", "tokens_per_s": v, "provenance": "measured"} for v in (210, 200, 205, 199, 201)]
-           + [{"run": "baseline", "tokens_per_s": v, "provenance": "measured"} for v in (100, 101, 99, 100, 98)])
+           [{"contract_sha256": sha, "run": "spec", "tokens_per_s": v, "provenance": "measured"}
+            for v in (210, 200, 205, 199, 201)]
+           + [{"contract_sha256": sha, "run": "baseline", "tokens_per_s": v, "provenance": "measured"}
+              for v in (100, 101, 99, 100, 98)])
     _write(tmp_path / "reports" / "acceptance_lengths.csv",
-           [{"accept_length": a - 1, "tokens_committed": a, "provenance": "measured"} for a in (3, 4, 2, 4)])
+           [{"contract_sha256": sha, "accept_length": a - 1, "tokens_committed": a, "provenance": "measured"}
+            for a in (3, 4, 2, 4)])
     r1, r2 = evaluate_all(_contract(gates), tmp_path / "reports", root=tmp_path)
     assert r1.status == "PASS" and r1.value == pytest.approx(201 / 100)
     assert r2.status == "PASS" and r2.value == pytest.approx(3.25)
@@ -120,8 +127,8 @@ def test_ordering_rule_needs_three_consecutive_green_runs(tmp_path):
             "after": ["bytes_final"], "after_consecutive": 3, "stage": "full"}
     c = _contract([BYTE_GATE, full])
     rep = _reports(tmp_path, c)
-    _write(rep / "acceptance_lengths.csv", [{"accept_length": 2, "provenance": "measured"}])
     sha = contract_sha256(c)
+    _write(rep / "acceptance_lengths.csv", [{"contract_sha256": sha, "accept_length": 2, "provenance": "measured"}])
     for i in range(3):
         res = evaluate_all(c, rep, root=tmp_path, record_ledger=True)
         assert res[1].status == "BLOCKED", i

@@ -12,7 +12,7 @@ SCANNED = ("src", "tests", "scripts", "plugins", "docker", ".ci")
 SCANNED_FILES = ("conftest.py", "tox.ini", "pyproject.toml")
 _BUNDLE = "sha" + "red"  # spelled in two parts so this file does not match its own patterns
 # ../shared, /work/shared, "shared" or 'shared' as a path component
-FORBIDDEN = re.compile(r"\.\./%s\b|/work/%s\b|[\"']%s[\"']" % (_BUNDLE, _BUNDLE, _BUNDLE))
+FORBIDDEN = re.compile(rf"\.\./{_BUNDLE}\b|/work/{_BUNDLE}\b|[\"']{_BUNDLE}[\"']")
 TEXT_SUFFIXES = {".py", ".sh", ".toml", ".ini", ".cfg", ".txt", ".yml", ".yaml", ".json", ".cpp", ".hpp", ".h",
                  ".tcl", ".md", ""}
 
@@ -39,10 +39,10 @@ def test_nothing_reads_the_bundle_beside_the_checkout():
 
 
 def test_the_pattern_catches_what_it_must():
-    for line in ('GOLDENS = REPO.parent / "%s" / "goldens"' % _BUNDLE, "cat ../%s/spec/KERNELS.md" % _BUNDLE,
-                 "open('/work/%s/hls-reports/x.xml')" % _BUNDLE):
+    for line in (f'GOLDENS = REPO.parent / "{_BUNDLE}" / "goldens"', f"cat ../{_BUNDLE}/spec/KERNELS.md",
+                 f"open('/work/{_BUNDLE}/hls-reports/x.xml')"):
         assert FORBIDDEN.search(line), line
-    assert not FORBIDDEN.search("a %s library" % _BUNDLE)
+    assert not FORBIDDEN.search(f"a {_BUNDLE} library")
 
 
 def test_every_data_folder_has_its_source_note():

@@ -11,9 +11,12 @@ A backend never mutates the caller's arrays.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
+
+from eagle4.spec import KernelSpec, check_arrays, shape_of
 
 
 class BackendUnavailable(RuntimeError):
@@ -41,7 +44,8 @@ class Backend(ABC):
             raise BackendUnavailable(f"backend {self.name!r} is not available: {why}")
 
     @abstractmethod
-    def run(self, kernel: str, inputs: dict[str, np.ndarray], params: dict) -> dict[str, np.ndarray]:
+    def run(self, kernel: str, inputs: dict[str, np.ndarray], params: dict,
+            want: Collection[str] = ()) -> dict[str, np.ndarray]:
         ...
 
     def device_info(self) -> DeviceInfo:
@@ -49,3 +53,31 @@ class Backend(ABC):
 
     def supports(self, kernel: str) -> bool:
         return True
+
+
+def requested_buffers(spec: KernelSpec, inputs: dict[str, np.ndarray], params: dict,
+                      want: Collection[str]) -> dict[str, np.ndarray]:
+    """Poison-filled buffers for the optional outputs in ``want`` that ``inputs`` does not hold yet.
+
+    Passing the buffer is how the CUDA op (and every backend here) is asked for an optional output,
+    so a backend adds these to its inputs and runs as usual. Outputs with a data-dependent cap
+    (``*`` in the shape) are sized by the kernel when its inputs ask for them, so they are left out.
+    """
+    import torch
+
+    from eagle4 import dtypes as dt
+    from eagle4.kernels import poison
+
+    optional = {a.name for a in spec.outputs if a.optional}
+    unknown = sorted(set(want) - optional)
+    if unknown:
+        raise ValueError(f"{spec.key}: {unknown} are not optional outputs of {spec.op}; optional: {sorted(optional)}")
+    todo = [a for a in spec.outputs if a.name in want and a.name not in inputs and "*" not in a.shape]
+    if not todo:
+        return {}
+    env = check_arrays(spec, inputs, params, role="inputs")
+    hidden = next((dt.logical_dtype(inputs[a.name]) for a in spec.tensors
+                   if a.dtype == "hidden" and a.name in inputs), "float32")
+    return {a.name: dt.to_numpy(poison(shape_of(a, env), dt.torch_dtype(hidden if a.dtype == "hidden" else a.dtype),
+                                       torch.device("cpu")))
+            for a in todo}

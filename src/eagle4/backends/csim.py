@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4 import dtypes as dt
-from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo
+from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo, requested_buffers
 from eagle4.spec import KERNEL_ORDER, check_arrays, kernel_spec
 
 REPO = Path(__file__).resolve().parents[3]
@@ -488,7 +488,7 @@ class CsimBackend(Backend):
             out[a.name] = _poison_array(shape, hidden if a.dtype == "hidden" else a.dtype)
         return out
 
-    def run(self, kernel, inputs, params):
+    def run(self, kernel, inputs, params, want=()):
         self.require()
         self.last_port_bytes = {}
         spec = kernel_spec(kernel)
@@ -496,6 +496,7 @@ class CsimBackend(Backend):
             raise BackendUnavailable(f"backend 'csim' does not support {spec.key}: no hls/{spec.key}/{spec.key}_capi.cpp")
         self._function(spec.key)  # a kernel that failed to compile raises CsimBuildError here
         env = check_arrays(spec, inputs, params, role="inputs")
+        inputs = {**inputs, **requested_buffers(spec, inputs, params, want)}  # optional outputs asked for
         outs = {a.name: np.array(inputs[a.name], copy=True, order="C") for a in spec.outputs if a.name in inputs}
         outs.update(self._allocate(spec, inputs, params, env))
         ins = {a.name: np.array(inputs[a.name], copy=True, order="C") for a in spec.tensors

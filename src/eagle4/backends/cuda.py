@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4 import dtypes as dt
-from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo
+from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo, requested_buffers
 from eagle4.spec import KERNELS, check_arrays, kernel_spec
 
 REPO = Path(__file__).resolve().parents[3]
@@ -250,12 +250,13 @@ class CudaBackend(Backend):
             all_t["output_tokens"].copy_(all_t["topk_tokens_sampling"].gather(1, all_t["sort_layer_indices"][:, :K]))
         return {a.name: all_t[a.name] for a in spec.outputs if all_t.get(a.name) is not None}
 
-    def run(self, kernel, inputs, params):
+    def run(self, kernel, inputs, params, want=()):
         import torch
 
         self.require()
         spec = kernel_spec(kernel)
         check_arrays(spec, inputs, params, role="inputs")
+        inputs = {**inputs, **requested_buffers(spec, inputs, params, want)}
         dev = self.torch_device
         tensors = {k: dt.to_torch(v, dev) for k, v in inputs.items()}
         out = self.call(spec.key, tensors, params)

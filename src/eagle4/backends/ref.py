@@ -7,7 +7,7 @@ import torch
 
 from eagle4 import dtypes as dt
 from eagle4 import kernels
-from eagle4.backends.base import Backend, DeviceInfo
+from eagle4.backends.base import Backend, DeviceInfo, requested_buffers
 from eagle4.spec import check_arrays, kernel_spec
 
 
@@ -23,10 +23,11 @@ class ReferenceBackend(Backend):
             return False, "torch.cuda.is_available() is False (no NVIDIA GPU or driver on this machine)"
         return True, ""
 
-    def run(self, kernel, inputs, params):
+    def run(self, kernel, inputs, params, want=()):
         self.require()
         spec = kernel_spec(kernel)
         check_arrays(spec, inputs, params, role="inputs")
+        inputs = {**inputs, **requested_buffers(spec, inputs, params, want)}
         tensors = {k: dt.to_torch(v, self.device) for k, v in inputs.items()}
         out = kernels.call(spec.key, tensors, params)
         return {k: dt.to_numpy(v) for k, v in out.items()}

@@ -5,8 +5,8 @@ A dump is a plain NumPy ``.npz`` (see docs/dump_format.md):
 * ``initial_<name>``: prior contents of an in/out buffer, or of an output buffer whose untouched
   region is compared (sentinels);
 * ``expected_<name>``: the kernel's output;
-* ``meta_json``: a 0-d string array holding a JSON object with ``params`` (the ABI's scalar
-  arguments by name) and, for dumps the harness writes, ``format``, ``kernel``, ``case_id``,
+* ``meta_json``: a 0-d string array holding a JSON object: the ABI's scalar arguments by name,
+  flat or wrapped in ``params`` (the harness writes ``params``), and, for dumps the harness writes, ``format``, ``kernel``, ``case_id``,
   ``seed``, ``dtypes`` (logical dtype of every array; bfloat16 is stored as uint16 bits),
   ``producer`` (backend, device, library versions, git commit) and ``sha256`` of the payload.
 
@@ -65,6 +65,7 @@ def case_arrays(case: Case) -> dict[str, np.ndarray]:
 def save_dump(path: str | os.PathLike, case: Case, expected: dict[str, np.ndarray], producer: dict) -> str:
     """Write ``case`` with ``expected`` outputs atomically; returns the payload sha256."""
     spec = kernel_spec(case.kernel)
+    check_scalars(spec, case.params, str(path))  # never write a dump that load_dump would refuse
     check_arrays(spec, case.inputs, case.params, role="inputs")
     check_arrays(spec, expected, case.params, role="outputs")
     arrays = _split(spec, case.inputs, expected)
@@ -113,9 +114,11 @@ def read_npz(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
         meta = json.loads(str(raw.pop("meta_json")[()]))
     except (json.JSONDecodeError, TypeError) as e:
         raise DumpError(f"{path}: meta_json is not valid JSON ({e})") from e
-    if not isinstance(meta, dict) or not isinstance(meta.get("params", {}), dict):
-        raise DumpError(f"{path}: meta_json must be a JSON object with a 'params' object")
-    declared = meta.get("dtypes", {})
+    if not isinstance(meta, dict):
+        raise DumpError(f"{path}: meta_json must be a JSON object, got {type(meta).__name__}")
+    declared = meta.get("dtypes") or {}
+    if not isinstance(declared, dict):
+        raise DumpError(f"{path}: meta_json.dtypes must be a JSON object (array name -> dtype), got {json.dumps(declared)}")
     arrays = {}
     for k, v in raw.items():
         try:
@@ -125,9 +128,72 @@ def read_npz(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     return meta, arrays
 
 
+# meta_json fields that are not scalar arguments (docs/dump_format.md)
+META_FIELDS = frozenset({"format", "kernel", "op", "case_id", "seed", "tags", "note", "params", "dtypes",
+                         "producer", "sha256"})
+_I64 = (-(2**63), 2**63 - 1)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def params_from_meta(spec: KernelSpec, meta: dict, source: str) -> dict:
+    """The scalar arguments of a meta_json object, in either documented form, validated.
+
+    * flat (docs/dump_format.md §2, issue 2): ``{"batch_size": 2, "node_top_k": 8, ...}``, optionally
+      beside the other meta fields (``kernel``, ``producer``, ...);
+    * wrapped (what the harness writes): ``{"params": {...}, ...}``.
+    A key that is neither a scalar argument nor a meta field, or both forms at once, is refused.
+    """
+    scalars = {a.name for a in spec.scalars}
+    flat = {k: v for k, v in meta.items() if k in scalars}
+    unknown = sorted(set(meta) - scalars - META_FIELDS)
+    if unknown:
+        raise DumpError(f"{source}: meta_json field(s) {unknown} are neither scalar arguments of {spec.op} "
+                        f"({sorted(scalars)}) nor meta fields ({sorted(META_FIELDS)})")
+    if "params" in meta:
+        params = meta["params"]
+        if not isinstance(params, dict):
+            raise DumpError(f"{source}: meta_json.params must be a JSON object of scalar arguments, "
+                            f"got {type(params).__name__}")
+        if flat:
+            raise DumpError(f"{source}: meta_json holds scalars both flat ({sorted(flat)}) and in 'params'; use one form")
+    else:
+        params = flat
+    check_scalars(spec, params, source)
+    return dict(params)
+
+
+def check_scalars(spec: KernelSpec, params: dict, source: str) -> None:
+    """Every scalar argument present, of its kind: int (int64 range), bool (true/false or 0/1), f32 (a
+    number in float32 range). DumpError names the file and the field; never a silent int() of 2.5."""
+    extra = sorted(set(params) - {a.name for a in spec.scalars})
+    if extra:
+        raise DumpError(f"{source}: meta params {extra} are not scalar arguments of {spec.op}; "
+                        f"expected {sorted(a.name for a in spec.scalars)}")
+    missing = [a.name for a in spec.scalars if a.name not in params]
+    if missing:
+        raise DumpError(f"{source}: missing scalar argument(s) {missing} of {spec.op} in meta_json")
+    for a in spec.scalars:
+        v = params[a.name]
+        if a.dtype == "bool":
+            ok = isinstance(v, bool) or (type(v) is int and v in (0, 1))
+            want = "true/false (or 0/1)"
+        elif a.dtype == "f32":
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and not (
+                np.isfinite(v) and abs(float(v)) > _F32_MAX)
+            want = "a number in float32 range"
+        else:
+            ok = type(v) is int and _I64[0] <= v <= _I64[1]
+            want = "an integer in int64 range"
+        if not ok:
+            raise DumpError(f"{source}: meta_json scalar {a.name!r} must be {want}, got {json.dumps(v)}")
+
+
 def arrays_to_case(spec: KernelSpec, meta: dict, arrays: dict[str, np.ndarray], source: str) -> Case:
     """Sort npz entries into inputs / expected by the naming rule and validate them against the spec."""
-    params = meta.get("params", {})
+    for field, kind in (("case_id", str), ("note", str), ("tags", list), ("seed", int), ("producer", dict),
+                        ("dtypes", dict)):
+        if meta.get(field) is not None and not isinstance(meta[field], kind):
+            raise DumpError(f"{source}: meta_json.{field} must be a JSON {kind.__name__}, got {json.dumps(meta[field])}")
     inputs: dict[str, np.ndarray] = {}
     expected: dict[str, np.ndarray] = {}
     tensor_names = {a.name for a in spec.tensors}
@@ -149,16 +215,12 @@ def arrays_to_case(spec: KernelSpec, meta: dict, arrays: dict[str, np.ndarray], 
         if bucket is inputs and key != name and a.role == "in":
             raise DumpError(f"{source}: {key!r}: {name} is a pure input; store it as {name}")
         bucket[name] = arr
+    params = params_from_meta(spec, meta, source)
     try:
         check_arrays(spec, inputs, params, role="inputs")
         check_arrays(spec, expected, params, role="outputs")
     except SpecError as e:
         raise DumpError(f"{source}: {e}") from e
-    scalars = {a.name for a in spec.scalars}
-    extra = set(params) - scalars
-    if extra:
-        raise DumpError(f"{source}: meta params {sorted(extra)} are not scalar arguments of {spec.op}; "
-                        f"expected {sorted(scalars)}")
     return Case(
         kernel=spec.key,
         case_id=meta.get("case_id") or Path(source).stem,
@@ -179,8 +241,10 @@ def load_dump(path: str | os.PathLike, *, require_sha: bool = True) -> Case:
         raise DumpError(f"{path}: format {meta.get('format')!r} is not {FORMAT!r} "
                         "(a user's own .npz goes through 'eagle4 import-case --format spec-npz')")
     kernel = meta.get("kernel")
+    if not isinstance(kernel, str):
+        raise DumpError(f"{path}: meta_json.kernel must be a kernel name (string), got {json.dumps(kernel)}")
     try:
-        spec = kernel_spec(kernel or "")
+        spec = kernel_spec(kernel)
     except KeyError as e:
         raise DumpError(f"{path}: {e}") from e
     if require_sha:

@@ -6,7 +6,9 @@ import sys
 
 from eagle4.backends import get_backend
 from eagle4.cases.dump import DumpError, load_dump, save_dump
+from eagle4.compare import missing_expectations
 from eagle4.parity import Outcome, judge, run_case
+from eagle4.spec import SpecError
 
 
 def _backend(args):
@@ -16,20 +18,34 @@ def _backend(args):
     return b
 
 
+def check_one(backend, path) -> tuple[bool, str]:
+    """(passed, report) for one dump. A PASS needs an expectation for every non-optional output; the
+    report names any output that was not compared."""
+    case = load_dump(path)
+    missing = missing_expectations(case.kernel, case.expected)
+    if missing:
+        return False, (f"FAIL {case.kernel} {case.case_id} ({path}): the dump holds no expectation for "
+                       f"{missing}; nothing passes without evidence (expected_<name> for every non-optional output)")
+    actual = run_case(backend, case)
+    verdict = judge(case, Outcome(case.expected, None), actual, require_all=True)
+    if not verdict.ok:
+        return False, verdict.report
+    res = verdict.result
+    compared = [d.name for d in res.outputs]
+    extra = f"; not compared (no expectation): {res.not_compared}" if res.not_compared else ""
+    return True, f"PASS {case.kernel} {case.case_id} ({path}): compared {compared}{extra}"
+
+
 def cmd_check(args) -> int:
     backend = _backend(args)
     failed = 0
     for path in args.dumps:
         try:
-            case = load_dump(path)
-        except DumpError as e:
-            print(f"ERROR {e}", file=sys.stderr)
-            failed += 1
-            continue
-        actual = run_case(backend, case)
-        verdict = judge(case, Outcome(case.expected, None), actual)
-        print(verdict.report if not verdict.ok else f"PASS {case.kernel} {case.case_id} ({path})")
-        failed += not verdict.ok
+            ok, report = check_one(backend, path)
+        except (DumpError, SpecError, ValueError, KeyError, OSError) as e:  # one bad file never aborts the rest
+            ok, report = False, f"ERROR {path}: {e}" if str(path) not in str(e) else f"ERROR {e}"
+        print(report, file=sys.stderr if report.startswith("ERROR") else sys.stdout)
+        failed += not ok
     print(f"{len(args.dumps) - failed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

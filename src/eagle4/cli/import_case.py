@@ -3,7 +3,8 @@
 * ``--format cdt-text``: the public ``key count v1..vN`` text format of the CUDA goldens (K1, K2;
   other kernels with scalars given as ``<name> 1 value`` lines);
 * ``--format spec-npz``: a user's plain ``.npz`` with arrays named by ABI names, ``initial_<name>``,
-  ``expected_<name>`` and a 0-d string ``meta_json`` holding ``{"params": {...}}`` (all kernels).
+  ``expected_<name>`` and a 0-d string ``meta_json``: a flat JSON object of the scalar arguments by
+  name (or ``{"params": {...}}``, the form dumps use) (all kernels).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from eagle4.cases.cdt_text import parse_cdt_text
 from eagle4.cases.dump import arrays_to_case, read_npz, save_dump
+from eagle4.compare import missing_expectations
 from eagle4.spec import kernel_spec
 
 CUDA_ORIGINAL = {"backend": "cuda-original", "device": "GPU (per tests/data/goldens/cuda/SOURCE.md)"}
@@ -63,6 +65,10 @@ def _run(args) -> int:
     case, sha = import_case(args.format, args.file, args.kernel, args.out, args.backend, args.device, args.case_id)
     print(f"{case.case_id}: wrote {args.out} (kernel {case.kernel}, payload sha256 {sha[:16]}..., "
           f"expected outputs {sorted(case.expected)})")
+    missing = missing_expectations(case.kernel, case.expected)
+    if missing:
+        print(f"  warning: no expected_ array for {missing}: `eagle4 check` will FAIL this dump until it has them",
+              file=sys.stderr)
     if case.meta.get("ignored_keys"):
         print(f"  ignored keys not in the ABI: {', '.join(case.meta['ignored_keys'])}", file=sys.stderr)
     return 0

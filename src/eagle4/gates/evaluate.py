@@ -65,8 +65,10 @@ def consecutive_green(reports_dir, gate: str, contract_sha256: str, hw: str | No
     """How many of the most recent ledger entries of ``gate`` (same contract, and same --hw mode when
     given) are PASS, in a row."""
     n = 0
+    if not contract_sha256:
+        return 0  # a row without a contract hash is never evidence
     for r in reversed(ledger_rows(reports_dir)):
-        if r["gate"] != gate or r["contract_sha256"] != contract_sha256 or (hw and r.get("hw") != hw):
+        if r.get("gate") != gate or r.get("contract_sha256") != contract_sha256 or (hw and r.get("hw") != hw):
             continue
         if r["status"] != "PASS":
             break

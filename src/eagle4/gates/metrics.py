@@ -50,8 +50,12 @@ def _artifact(ctx: Ctx, rel: str, who: str) -> list[dict]:
 
 
 def _check_contract(rows, rel: str, ctx: Ctx) -> None:
-    shas = {r.get("contract_sha256") for r in rows if r.get("contract_sha256")}
-    if shas and shas != {ctx.contract_sha256}:
+    unhashed = sum(1 for r in rows if not r.get("contract_sha256"))
+    if unhashed:  # a row that says nothing of its contract is no evidence for this one
+        raise MissingMetric(f"{rel}: {unhashed} row(s) carry no contract_sha256; rows without a contract hash are "
+                            "refused; re-run `eagle4 budget`")
+    shas = {r["contract_sha256"] for r in rows}
+    if shas != {ctx.contract_sha256}:
         raise MissingMetric(f"{rel} was produced under contract {sorted(s[:12] for s in shas)}, not the gated "
                             f"contract {ctx.contract_sha256[:12]}; re-run `eagle4 budget`")
 
@@ -108,6 +112,7 @@ def draft_step_latency_us(gate, ctx: Ctx) -> Metric:
 def throughput(gate, ctx: Ctx, run: str | None = None) -> Metric:
     rel = "reports/throughput.csv"
     rows = _artifact(ctx, rel, "the e2e/perf driver writes tokens/s per named run")
+    _check_contract(rows, rel, ctx)
     run = run or gate.run or "spec"
     sel = [r for r in rows if r.get("run") == run]
     if ctx.mode == "fpga":

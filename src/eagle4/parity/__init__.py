@@ -22,9 +22,18 @@ class Outcome:
     error: str | None  # "PreconditionError: ..." when the kernel refused the case
 
 
+def requested_outputs(case: Case) -> frozenset[str]:
+    """Optional outputs the case holds an expectation for: the backend must be asked to produce them."""
+    spec = kernel_spec(case.kernel)
+    return frozenset(a.name for a in spec.outputs if a.optional and a.name in (case.expected or {})
+                     and a.name not in case.inputs)
+
+
 def run_case(backend: Backend, case: Case) -> Outcome:
+    want = requested_outputs(case)
     try:
-        return Outcome(backend.run(case.kernel, case.inputs, case.params), None)
+        # ``want`` only when there is something to ask: wrappers that never see optional outputs keep (kernel, inputs, params)
+        return Outcome(backend.run(case.kernel, case.inputs, case.params, **({"want": want} if want else {})), None)
     except PreconditionError as e:
         return Outcome(None, f"PreconditionError: {e}")
 
@@ -48,14 +57,16 @@ class Verdict:
     result: ParityResult | None = None
 
 
-def judge(case: Case, expected: Outcome, actual: Outcome) -> Verdict:
-    """Both refused the case, or both produced matching outputs."""
+def judge(case: Case, expected: Outcome, actual: Outcome, *, require_all: bool = False) -> Verdict:
+    """Both refused the case, or both produced matching outputs (``require_all``: the expectation must
+    cover every non-optional output, as a stored dump's must)."""
     if expected.error or actual.error:
         if expected.error and actual.error:
             return Verdict(True, f"both refused: {expected.error} | {actual.error}")
         return Verdict(False, f"{case.case_id}: reference {'refused: ' + expected.error if expected.error else 'ran'}"
                               f", backend {'refused: ' + actual.error if actual.error else 'ran'}")
-    res = compare_outputs(case.kernel, expected.outputs, actual.outputs, case.inputs, case.params, case.case_id)
+    res = compare_outputs(case.kernel, expected.outputs, actual.outputs, case.inputs, case.params, case.case_id,
+                          require_all=require_all)
     return Verdict(res.ok, res.report(), res)
 
 

@@ -132,7 +132,7 @@ def _measured_accepts(path: Path, sha: str | None = None) -> list[int] | None:
         return None
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    if sha and rows and "contract_sha256" in rows[0]:
+    if sha:  # rows without a contract hash (or of another contract) are refused, never taken as this one's
         rows = [r for r in rows if r.get("contract_sha256") == sha]
     rows = [r for r in rows if r.get("provenance", "measured") == "measured"]
     vals = [int(float(r["accept_length"])) for r in rows if r.get("accept_length") not in (None, "")]
