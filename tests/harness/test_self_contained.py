@@ -45,18 +45,33 @@ def test_the_pattern_catches_what_it_must():
     assert not FORBIDDEN.search(f"a {_BUNDLE} library")
 
 
-def test_every_data_folder_has_its_source_note():
-    folders = sorted({p.parent for p in DATA.rglob("*") if p.is_file() and p.name != "SOURCE.md"})
-    assert folders, f"{DATA} holds no test data"
-    for folder in folders:
+def _note_for(folder: Path) -> Path | None:
+    """The SOURCE.md (or a data set's README.md) of ``folder`` or of its nearest ancestor under tests/data."""
+    while folder != DATA.parent:
+        for name in ("SOURCE.md", "README.md"):
+            if (folder / name).is_file():
+                return folder / name
+        folder = folder.parent
+    return None
+
+
+def test_every_data_file_has_a_source_note():
+    files = [p for p in DATA.rglob("*") if p.is_file() and p.suffix != ".md" and "__pycache__" not in p.parts]
+    assert files, f"{DATA} holds no test data"
+    for f in files:
+        note = _note_for(f.parent)
+        assert note is not None, f"{f.relative_to(REPO)} has no SOURCE.md beside or above it (origin, format, licence)"
+
+
+def test_copied_data_notes_state_origin_format_licence_and_name_each_file():
+    for folder in (DATA / "goldens" / "cuda", DATA / "hls-reports", DATA / "spec"):
         note = folder / "SOURCE.md"
-        assert note.is_file(), f"{folder.relative_to(REPO)} has no SOURCE.md (origin, commit, format, licence)"
-        text = note.read_text()
-        for word in ("Origin", "Format", "Licence"):
-            assert word.lower() in text.lower(), f"{note.relative_to(REPO)} does not state its {word}"
-        for f in folder.iterdir():  # every file is named in the note
+        text = note.read_text().lower()
+        for word in ("origin", "format", "licence", "commit"):
+            assert word in text, f"{note.relative_to(REPO)} does not state its {word}"
+        for f in folder.iterdir():
             if f.is_file() and f.name != "SOURCE.md":
-                assert f.name in text, f"{note.relative_to(REPO)} does not name {f.name}"
+                assert f.name.lower() in text, f"{note.relative_to(REPO)} does not name {f.name}"
 
 
 def test_the_real_goldens_and_reports_are_in_the_project():
