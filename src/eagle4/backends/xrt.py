@@ -1,0 +1,327 @@
+"""FPGA board backend: the seven kernels (and the two fused pipelines) from an xclbin through pyxrt.
+
+``XrtBackend(xclbin=PATH)`` (or ``EAGLE4_XCLBIN``, or the contract's ``[fpga] xclbin``): opens device 0,
+loads the xclbin, and finds every entry point of ``eagle4.backends.xrt_abi.KERNEL_NAMES`` by name (a
+stale xclbin, whose argument count differs from the tops', is refused). One call of ``run``:
+
+1. checks the arrays against the spec (shapes, dtypes) and allocates the outputs as the C-sim does;
+2. binds the entry point's arguments by name: a buffer object per m_axi argument, allocated in the
+   memory bank the argument is connected to (``kernel.group_id``), reused across calls; the scalars from
+   the params, or derived from the arrays as the C ABI wrappers derive them (``DERIVED``), each a
+   32-bit int (float bits for f32 scalars);
+3. writes and syncs every buffer to the device, starts the run and waits with a timeout (never
+   unbounded: a hung run raises ``XrtTimeout`` naming the kernel, the call and the timeout, and the
+   kernel handle is reopened so the next call does not inherit it);
+4. syncs back and reads the outputs and the counters block (``last_counters``; ``last_port_bytes``
+   when the build counts bytes), and times the call (``last_timing``: host->device, kernel, device->host).
+
+Kernel preconditions are the design's: the tops have no error channel except K6's ``err_info`` and the
+fused pipelines' status, which ``run`` turns into ``PreconditionError``.
+
+Provenance: ``measured`` on a board. The pyxrt test double of ``tests/xrt_double`` declares itself
+(``EAGLE4_TEST_DOUBLE``); numbers obtained through it are labelled ``double``, which no gate accepts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import struct
+import time
+from pathlib import Path
+
+import numpy as np
+
+from eagle4.backends import xrt_abi
+from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo
+from eagle4.spec import check_arrays, kernel_spec
+
+DEFAULT_TIMEOUT_S = 10.0
+MIN_BO_BYTES = 64  # absent optional buffers still need a valid bo (the flag scalar keeps the kernel off it)
+
+
+class XrtTimeout(RuntimeError):
+    """A run did not complete within the timeout; the message names kernel, call and timeout."""
+
+
+def _present(name):
+    return lambda t, p: int(t.get(name) is not None)
+
+
+# Scalars of the tops that are not spec params: derived from the arrays exactly as the C ABI wrappers
+# (hls/<key>/<key>_capi.cpp) derive them before calling the same top.
+DERIVED = {
+    "draft_tree_score": {
+        "hot_len": lambda t, p: int(t["hot_token_id"].shape[0]) if p["use_hot_token_id"] and t.get("hot_token_id") is not None else 0,
+        "hidden_size": lambda t, p: int(t["input_hidden_states"].shape[-1]),
+        "has_tokens": _present("topk_tokens_sampling"),
+        "write_output_tokens": _present("output_tokens"),
+    },
+    "work_deltas": {"write_per_req": _present("per_req_deltas")},
+    "logits_to_probas": {
+        "B": lambda t, p: int(t["temperatures"].shape[0]),
+        "G": lambda t, p: int(p["rows_per_req"]),
+        "V": lambda t, p: int(t["logits"].shape[-1]),
+    },
+    "update_verify": {
+        "hidden_words": lambda t, p: int(t["hidden_states"].shape[-1] * t["hidden_states"].dtype.itemsize // 2),
+        "has_node_ids": _present("verify_node_ids"),
+    },
+}
+
+
+def _runtime():
+    """The pyxrt module, imported lazily; BackendUnavailable naming what is missing."""
+    try:
+        return importlib.import_module("pyxrt")
+    except ImportError as e:
+        raise BackendUnavailable(
+            f"pyxrt (XRT's Python binding) is not importable ({e}): install XRT and `source /opt/xilinx/xrt/setup.sh`, "
+            "or run inside the fpga-xrt image") from None
+
+
+def is_double(rt) -> bool:
+    return bool(getattr(rt, "EAGLE4_TEST_DOUBLE", False))
+
+
+def resolve_xclbin(xclbin: str | os.PathLike | None = None, contract=None) -> Path | None:
+    """--xclbin, else EAGLE4_XCLBIN, else the contract's [fpga] xclbin (relative to the contract)."""
+    if xclbin:
+        return Path(xclbin)
+    if os.environ.get("EAGLE4_XCLBIN"):
+        return Path(os.environ["EAGLE4_XCLBIN"])
+    if contract is not None:
+        from eagle4.workload.trace import contract_dict
+
+        rel = (contract_dict(contract).get("fpga") or {}).get("xclbin")
+        if rel:
+            base = Path(getattr(contract, "source_path", ".") or ".").parent
+            return (base / rel) if not Path(rel).is_absolute() else Path(rel)
+    return None
+
+
+def board_missing(xclbin: str | os.PathLike | None = None, device_index: int = 0) -> str | None:
+    """None when pyxrt, a device and the xclbin are all here, else what is missing (one sentence)."""
+    try:
+        rt = _runtime()
+    except BackendUnavailable as e:
+        return str(e)
+    try:
+        n = int(rt.enumerate_devices())
+    except Exception as e:  # noqa: BLE001 - any failure of the driver query means no usable device
+        return f"pyxrt could not enumerate devices ({type(e).__name__}: {e})"
+    if n <= device_index:
+        return (f"no FPGA device {device_index}: pyxrt.enumerate_devices() = {n} "
+                "(check `xbutil examine`, the driver and the board's power)")
+    path = resolve_xclbin(xclbin)
+    if path is None:
+        return ("no xclbin: pass --xclbin PATH, set EAGLE4_XCLBIN or [fpga] xclbin in the contract "
+                "(build one with `make -C hls xclbin TARGET=hw PLATFORM=...`)")
+    if not path.is_file():
+        return f"the xclbin {path} does not exist (build it with `make -C hls xclbin TARGET=hw PLATFORM=...`)"
+    return None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class XrtBackend(Backend):
+    name = "xrt"
+
+    def __init__(self, xclbin: str | os.PathLike | None = None, device_index: int = 0,
+                 timeout_s: float | None = None):
+        self.xclbin_path = resolve_xclbin(xclbin)
+        self.device_index = device_index
+        self.timeout_s = float(timeout_s or os.environ.get("EAGLE4_XRT_TIMEOUT_S") or DEFAULT_TIMEOUT_S)
+        self._rt = None
+        self._dev = None
+        self._uuid = None
+        self._kernels: dict[str, object] = {}
+        self._bos: dict[tuple[str, int], object] = {}
+        self.board: dict[str, str] = {}
+        self.last_counters: dict = {}
+        self.last_port_bytes: dict[str, tuple[int, int]] = {}
+        self.last_timing: dict[str, float] = {}
+
+    @property
+    def provenance(self) -> str:  # type: ignore[override]
+        if self._rt is None:
+            try:
+                self._rt = _runtime()
+            except BackendUnavailable:
+                return "measured"
+        return "double" if is_double(self._rt) else "measured"
+
+    # -- availability and opening ------------------------------------------------------------
+    def available(self):
+        why = board_missing(self.xclbin_path, self.device_index)
+        return (why is None), (why or "")
+
+    def open(self) -> None:
+        if self._dev is not None:
+            return
+        self.require()
+        rt = self._rt = _runtime()
+        self._dev = rt.device(self.device_index)
+        xb = rt.xclbin(str(self.xclbin_path))
+        self._uuid = self._dev.load_xclbin(xb)
+        have = {k.get_name(): k.get_num_args() for k in xb.get_kernels()}
+        missing = [n for n in xrt_abi.KERNEL_NAMES if n not in have]
+        if missing:
+            raise BackendUnavailable(f"backend 'xrt': the xclbin {self.xclbin_path} lacks the kernels {missing} "
+                                     "(rebuild it with `make -C hls xclbin`)")
+        stale = {n: (have[n], len(xrt_abi.interface(n).xrt_args())) for n in xrt_abi.KERNEL_NAMES
+                 if have[n] != len(xrt_abi.interface(n).xrt_args())}
+        if stale:
+            raise BackendUnavailable(f"backend 'xrt': the xclbin {self.xclbin_path} was built from other tops "
+                                     f"(kernel: (xclbin args, current args)) {stale}; rebuild it with `make -C hls xclbin`")
+        for n in xrt_abi.KERNEL_NAMES:
+            self._kernels[n] = rt.kernel(self._dev, self._uuid, n)
+        self.board = self._board_info(xb)
+
+    def _board_info(self, xb) -> dict[str, str]:
+        rt = self._rt
+        info = {"fpga_backend": "pyxrt test double (C-sim underneath)" if is_double(rt) else "pyxrt",
+                "fpga_xclbin": str(self.xclbin_path), "fpga_xclbin_sha256": _sha256(self.xclbin_path),
+                "fpga_xclbin_uuid": self._uuid.to_string(), "fpga_shell": xb.get_xsa_name()}
+        for key, label in (("name", "fpga_board"), ("bdf", "fpga_bdf"), ("max_clock_frequency_mhz", "fpga_clock_mhz")):
+            try:
+                info[label] = self._dev.get_info(getattr(rt.xrt_info_device, key))
+            except Exception as e:  # noqa: BLE001 - a query the driver does not answer is recorded as such
+                info[label] = f"unavailable ({type(e).__name__})"
+        try:
+            host = json.loads(self._dev.get_info(rt.xrt_info_device.host))
+            info["fpga_xrt_version"] = str(host.get("version") or host.get("build", {}).get("version") or host)
+        except Exception as e:  # noqa: BLE001
+            info["fpga_xrt_version"] = f"unavailable ({type(e).__name__})"
+        return info
+
+    def device_info(self) -> DeviceInfo:
+        board = self.board.get("fpga_board", "fpga (not opened)")
+        return DeviceInfo(self.name, f"{board} [{self.provenance}]", dict(self.board))
+
+    def supports(self, kernel: str) -> bool:
+        return True  # every spec kernel has an entry point (xrt_abi.KERNEL_TABLE)
+
+    # -- one call ------------------------------------------------------------------------------
+    def _entry(self, key: str, tensors: dict) -> str:
+        if key == "draft_tree_score":
+            return "krnl_draft_tree_score_f32" if tensors["input_hidden_states"].dtype.itemsize == 4 \
+                else "krnl_draft_tree_score"
+        return f"krnl_{key}"
+
+    def _bo(self, kname: str, index: int, nbytes: int):
+        k = self._kernels[kname]
+        key = (kname, index)
+        b = self._bos.get(key)
+        if b is None or b.size() < nbytes:
+            b = self._rt.bo(self._dev, max(nbytes, MIN_BO_BYTES), self._rt.bo.flags.normal, k.group_id(index))
+            self._bos[key] = b
+        return b
+
+    def run(self, kernel, inputs, params):
+        from eagle4.backends.csim import CsimBackend
+        from eagle4.kernels import PreconditionError
+
+        self.open()
+        spec = kernel_spec(kernel)
+        env = check_arrays(spec, inputs, params, role="inputs")
+        outs = {a.name: np.array(inputs[a.name], copy=True, order="C") for a in spec.outputs if a.name in inputs}
+        outs.update(CsimBackend._allocate(self, spec, inputs, params, env))  # same output sizing as the C-sim
+        ins = {a.name: np.ascontiguousarray(inputs[a.name]) for a in spec.tensors if a.role == "in" and a.name in inputs}
+        if spec.key == "logits_to_probas" and ins["logits"].dtype != np.float32:
+            ins["logits"] = ins["logits"].astype(np.float32)  # f16/bf16 -> f32 is exact (§5.3), as the C-sim does
+        tensors = {**ins, **outs}
+        kname = self._entry(spec.key, tensors)
+        iface = xrt_abi.interface(kname)
+        derived = DERIVED.get(spec.key, {})
+        rt = self._rt
+        to_dev, from_dev = rt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE, rt.xclBOSyncDirection.XCL_BO_SYNC_BO_FROM_DEVICE
+        values: list = []
+        bufs: dict[str, tuple[object, int]] = {}
+        t0 = time.perf_counter()
+        for i, (name, kind, _) in enumerate(iface.xrt_args()):
+            if kind == "global":
+                if name == "e4_counters":
+                    nbytes = 8 * xrt_abi.counters_words(len(iface.buffers))
+                    b = self._bo(kname, i, nbytes)
+                else:
+                    arr = tensors.get(name)
+                    nbytes = arr.nbytes if arr is not None else 0
+                    b = self._bo(kname, i, nbytes)
+                    if arr is not None and arr.nbytes:
+                        b.write(arr.reshape(-1).view(np.uint8), 0)
+                b.sync(to_dev, b.size(), 0)
+                bufs[name] = (b, nbytes)
+                values.append(b)
+            else:
+                arg = next(a for a in iface.args if a.name == name)
+                if name in derived:
+                    v = derived[name](tensors, params)
+                elif name in params:
+                    v = params[name]
+                else:
+                    raise BackendUnavailable(f"backend 'xrt': {kname}.{name} is neither a param of {spec.key} nor "
+                                             "derived (eagle4.backends.xrt.DERIVED); the top changed")
+                values.append(_register(v, arg.host_scalar, kname, name))
+        t1 = time.perf_counter()
+        k = self._kernels[kname]
+        r = rt.run(k)
+        for i, v in enumerate(values):
+            r.set_arg(i, v)
+        r.start()
+        state = r.wait(int(self.timeout_s * 1000))
+        t2 = time.perf_counter()
+        if state != rt.ert_cmd_state.ERT_CMD_STATE_COMPLETED:
+            shapes = {n: tuple(a.shape) for n, a in ins.items()}
+            self._kernels[kname] = rt.kernel(self._dev, self._uuid, kname)  # do not reuse the hung handle
+            self._bos = {key: b for key, b in self._bos.items() if key[0] != kname}
+            kind = XrtTimeout if "TIMEOUT" in str(state) else RuntimeError
+            raise kind(f"xrt: {kname} ({spec.key}) did not complete: state {state} after {self.timeout_s:g} s "
+                       f"(call: params {dict(params)}, input shapes {shapes}); the kernel handle was reopened")
+        for name, arr in outs.items():
+            b, nbytes = bufs[name]
+            if nbytes:
+                b.sync(from_dev, nbytes, 0)
+                raw = np.asarray(b.read(nbytes, 0)).view(np.uint8)
+                arr.reshape(-1).view(np.uint8)[:] = raw
+        cb, nbytes = bufs["e4_counters"]
+        cb.sync(from_dev, nbytes, 0)
+        words = np.asarray(cb.read(nbytes, 0)).view(np.uint64)
+        t3 = time.perf_counter()
+        self.last_timing = {"h2d_s": t1 - t0, "kernel_s": t2 - t1, "d2h_s": t3 - t2}
+        self._read_counters(kname, iface, words)
+        if spec.key == "reject_sample" and self.last_counters["status"] != 0:
+            raise PreconditionError(f"reject_sample: the kernel refused the call (status "
+                                    f"{self.last_counters['status']}, err_info {self.last_counters['aux']})")
+        return outs
+
+    def _read_counters(self, kname, iface, words) -> None:
+        if int(words[0]) != xrt_abi.COUNTERS_MAGIC:
+            raise RuntimeError(f"xrt: {kname} wrote no counters block (word 0 = {int(words[0]):#x}, expected "
+                               f"{xrt_abi.COUNTERS_MAGIC:#x}); the xclbin is not built from hls/xclbin/kernels")
+        head = {n: int(words[i]) for i, n in enumerate(xrt_abi.HEADER_WORDS)}
+        for n in ("status", "aux"):
+            head[n] = int(np.int64(np.uint64(head[n])))
+        ports = {a.name: (int(words[8 + 2 * i]), int(words[9 + 2 * i])) for i, a in enumerate(iface.buffers)}
+        counted = all(r != xrt_abi.NOT_COUNTED for r, _ in ports.values())
+        self.last_counters = {**head, "kernel": kname, "ports": ports, "bytes_counted": counted,
+                              "cycles_counted": head["cycles"] != xrt_abi.NOT_COUNTED}
+        self.last_port_bytes = ports if counted else {}
+
+
+def _register(v, host_scalar: str, kname: str, name: str) -> int:
+    """The 32-bit register value pyxrt's run.set_arg(index, int) passes."""
+    if host_scalar == "float":
+        return struct.unpack("<i", struct.pack("<f", float(np.float32(v))))[0]
+    iv = int(bool(v)) if isinstance(v, (bool, np.bool_)) else int(v)
+    if not -(2**31) <= iv < 2**31:
+        raise ValueError(f"xrt: {kname}.{name} = {iv} does not fit the entry point's 32-bit register")
+    return iv

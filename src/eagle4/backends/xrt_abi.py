@@ -1,0 +1,374 @@
+"""The board interface of every xclbin kernel: argument order, m_axi ports and banks, the counters block.
+
+The xclbin kernels are thin Vitis entry points generated into ``hls/xclbin/kernels/krnl_<name>.cpp``
+(``python -m eagle4.backends.xrt_abi --write``) around the synthesizable tops of ``hls/`` (h13's code
+stays untouched). They exist because of one hard fact of the Python runtime: pyxrt's
+``run.set_arg(index, int)`` passes a 4-byte int and XRT refuses any scalar whose size differs ("Bad
+argument size"), so a top with ``int64_t`` scalars cannot be started from Python. Each entry point
+therefore takes
+
+* every m_axi buffer of its top, same name, same order, with the top's INTERFACE options;
+* every scalar as a 32-bit s_axilite register (``int`` for int/int64/bool, ``float`` for f32),
+  widened to the top's type inside;
+* one extra m_axi port ``e4_counters`` (bundle ``gmem_ctr``): the counters block the kernel writes at
+  the end of a run (layout below).
+
+The argument list is read from the top's declaration (the header preprocessed by g++ in the counting
+C-sim mode, so ``PORT(T)`` ports and raw pointers are told apart) and never written by hand: when h13
+changes a top, ``--write`` regenerates the entry points and ``tests/xrt`` fails until it is run.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from eagle4.backends import csim
+
+HLS = csim.HLS_DIR
+KERNELS_DIR = HLS / "xclbin" / "kernels"
+CONNECTIVITY = HLS / "xclbin" / "connectivity.cfg"
+
+# ---------------------------------------------------------------------------------------------
+# The counters block (uint64 words) every entry point writes to e4_counters at the end of a run.
+# h13's hardware counter struct (hls/include) will fill the cycle/stall words in synthesis; until it
+# lands they hold NOT_COUNTED, and so do the byte words of a synthesized build (nothing counts them).
+COUNTERS_MAGIC = 0xE4C0_0001
+NOT_COUNTED = 2**64 - 1
+HEADER_WORDS = ("magic", "status", "aux", "n_ports", "cycles", "stall_read", "stall_write", "stall_stream")
+STATUS, AUX = 1, 2  # status: the top's return value (0 for void tops); aux: a scalar output (K6 err_info)
+
+
+def counters_words(n_ports: int) -> int:
+    return len(HEADER_WORDS) + 2 * n_ports
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    ctype: str        # element type for pointers ("float", "const int64_t"), scalar type otherwise
+    kind: str         # "port" (PORT(T) m_axi), "ptr" (raw T* m_axi), "out_scalar" (raw T* on s_axilite), "scalar"
+    pragma: str = ""  # the top's m_axi options (bundle, depth, ...) for ports
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.kind in ("port", "ptr")
+
+    @property
+    def elem(self) -> str:
+        return self.ctype.replace("const", "").strip()
+
+    @property
+    def host_scalar(self) -> str:
+        """The entry point's 32-bit register type."""
+        return "float" if self.elem == "float" else "int"
+
+
+@dataclass(frozen=True)
+class KernelIface:
+    name: str          # the xclbin kernel (krnl_<...>)
+    top: str           # the HLS top it wraps
+    source: str        # path under hls/ of the top's definition
+    header: str        # path under hls/ to include ("" : declare the top from the parsed list)
+    key: str | None    # spec key of a per-kernel top, None for the fused pipelines
+    returns: str       # "void" or "int"
+    args: tuple[Arg, ...]
+
+    @property
+    def buffers(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.is_buffer)
+
+    @property
+    def scalars(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.kind == "scalar")
+
+    def xrt_args(self) -> list[tuple[str, str, int]]:
+        """The entry point's arguments as XRT numbers them: (name, 'global'|'scalar', size in bytes)."""
+        out = []
+        for a in self.args:
+            if a.is_buffer:
+                out.append((a.name, "global", 8))
+            elif a.kind == "scalar":
+                out.append((a.name, "scalar", 4))
+        return out + [("e4_counters", "global", 8)]
+
+
+# (xclbin kernel, top, source of the top, header, spec key)
+KERNEL_TABLE = (
+    ("krnl_draft_tree_score", "draft_tree_score_top", "draft_tree_score/draft_tree_score.cpp",
+     "draft_tree_score/draft_tree_score.hpp", "draft_tree_score"),
+    ("krnl_draft_tree_score_f32", "draft_tree_score_top_f32", "draft_tree_score/draft_tree_score.cpp",
+     "draft_tree_score/draft_tree_score.hpp", "draft_tree_score"),
+    ("krnl_update_draft_state", "update_draft_state_top", "update_draft_state/update_draft_state.cpp",
+     "update_draft_state/update_draft_state.hpp", "update_draft_state"),
+    ("krnl_work_deltas", "work_deltas_top", "work_deltas/work_deltas.cpp", "work_deltas/work_deltas.hpp",
+     "work_deltas"),
+    ("krnl_tree_mask", "tree_mask_top", "tree_mask/tree_mask.cpp", "tree_mask/tree_mask.hpp", "tree_mask"),
+    ("krnl_logits_to_probas", "logits_to_probas_top", "logits_to_probas/logits_to_probas.cpp",
+     "logits_to_probas/logits_to_probas.hpp", "logits_to_probas"),
+    ("krnl_reject_sample", "reject_sample_top", "reject_sample/reject_sample.cpp",
+     "reject_sample/reject_sample.hpp", "reject_sample"),
+    ("krnl_update_verify", "update_verify_top", "update_verify/update_verify.cpp",
+     "update_verify/update_verify.hpp", "update_verify"),
+    ("krnl_fused_draft", "fused_draft_top", "fused/draft_pipeline/draft_pipeline_synth.cpp", "", None),
+    ("krnl_fused_verify", "fused_verify_top", "fused/verify_pipeline/verify_pipeline_synth.cpp", "", None),
+)
+KERNEL_NAMES = tuple(k[0] for k in KERNEL_TABLE)
+FUSED_KERNELS = ("krnl_fused_draft", "krnl_fused_verify")
+
+
+class InterfaceError(RuntimeError):
+    """A top's declaration could not be read (missing file, g++ failed, unexpected parameter)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the tops
+
+_PRAGMA = re.compile(r"HLS\s+INTERFACE\s+m_axi\s+port\s*=\s*(\w+)([^\"\n\\]*)")
+
+
+def _split_params(text: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _preprocess(path: Path) -> str:
+    cxx = csim.find_cxx()
+    if cxx is None:
+        raise InterfaceError("g++ is needed to read the HLS tops' declarations (install g++ or set CXX)")
+    cmd = [cxx, "-E", "-P", "-std=c++17", "-DEAGLE4_CSIM_COUNTERS", "-DEAGLE4_HLS4ML_HEADERS",
+           *csim.include_flags(), f"-I{path.parent}", f"-I{HLS / 'fused' / 'common'}", str(path)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode:
+        raise InterfaceError(f"g++ -E {path} failed:\n{p.stderr[-2000:]}")
+    return p.stdout
+
+
+def _parse_param(p: str, pragmas: dict[str, str], where: str) -> Arg:
+    p = " ".join(p.split())
+    m = re.match(r"^(?:::)?eagle4\s*::\s*CountedPort\s*<\s*(.+?)\s*>\s+(\w+)$", p)
+    if m:
+        return Arg(m.group(2), m.group(1), "port", pragmas.get(m.group(2), ""))
+    m = re.match(r"^(.+?)\s*\*\s*(\w+)$", p)
+    if m:
+        kind = "ptr" if m.group(2) in pragmas else "out_scalar"
+        return Arg(m.group(2), m.group(1).strip(), kind, pragmas.get(m.group(2), ""))
+    m = re.match(r"^((?:const\s+)?(?:unsigned\s+)?(?:int|bool|float|int64_t|int32_t|uint32_t|long long|long))\s+(\w+)$", p)
+    if m:
+        return Arg(m.group(2), m.group(1).replace("const ", ""), "scalar")
+    raise InterfaceError(f"{where}: cannot read parameter {p!r}")
+
+
+@functools.cache
+def _interface_cached(name: str, digest: str) -> KernelIface:
+    kname, top, source, header, key = next(k for k in KERNEL_TABLE if k[0] == name)
+    src = HLS / source
+    text = src.read_text()
+    pragmas = {m.group(1): " ".join(re.sub(r"offset\s*=\s*slave", "", m.group(2)).split())
+               for m in _PRAGMA.finditer(text)}
+    pre = _preprocess(src)
+    m = re.search(rf"\b(void|int)\s+{top}\s*\(", pre)
+    if not m:
+        raise InterfaceError(f"hls/{source}: no declaration of {top} found")
+    depth, i = 1, m.end()
+    while depth:
+        depth += {"(": 1, ")": -1}.get(pre[i], 0)
+        i += 1
+    params = _split_params(pre[m.end(): i - 1])
+    args = tuple(_parse_param(p, pragmas, f"hls/{source}:{top}") for p in params)
+    return KernelIface(kname, top, source, header, key, m.group(1), args)
+
+
+def interface(name: str) -> KernelIface:
+    """The interface of xclbin kernel ``name`` (parsed from its top; cached per source contents)."""
+    if name not in KERNEL_NAMES:
+        raise KeyError(f"unknown xclbin kernel {name!r}; known: {', '.join(KERNEL_NAMES)}")
+    source = next(k[2] for k in KERNEL_TABLE if k[0] == name)
+    h = hashlib.sha256()
+    for p in sorted(csim._header_files(include_tb=False)) + [HLS / source]:
+        h.update(p.read_bytes())
+    return _interface_cached(name, h.hexdigest())
+
+
+# ---------------------------------------------------------------------------------------------
+# The generated entry points
+
+
+def render_entry_point(k: KernelIface) -> str:
+    """C++ of the Vitis entry point of ``k`` (deterministic: the committed file must equal it)."""
+    bufs = k.buffers
+    params = []
+    for a in k.args:
+        if a.is_buffer:
+            params.append(f"{a.ctype}* {a.name}")
+        elif a.kind == "scalar":
+            params.append(f"{a.host_scalar} {a.name}")
+    params.append("uint64_t* e4_counters")
+    L = [f"// GENERATED by `python -m eagle4.backends.xrt_abi --write` from hls/{k.source} ({k.top}); do not edit.",
+         "// Vitis entry point of the xclbin (hls/xclbin/README.md): 32-bit s_axilite scalars (pyxrt passes 4-byte",
+         "// ints), the top's m_axi ports, and the counters block written at the end of a run",
+         "// (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).",
+         "#include <cstdint>", ""]
+    if k.header:
+        L.append(f'#include "{k.header}"')
+    else:
+        L.append('#include "eagle4_port.h"')
+        decl = []
+        for a in k.args:
+            decl.append(f"{a.ctype}* {a.name}" if a.kind in ("ptr", "out_scalar", "port") else f"{a.ctype} {a.name}")
+        L.append(f'extern "C" {k.returns} {k.top}({", ".join(decl)});')
+    L += ["", f'extern "C" void {k.name}({", ".join(params)}) {{']
+    for a in bufs:
+        opts = a.pragma or "bundle = gmem0"
+        L.append(f"#pragma HLS INTERFACE m_axi port = {a.name} offset = slave {opts}")
+    L.append(f"#pragma HLS INTERFACE m_axi port = e4_counters offset = slave bundle = gmem_ctr depth = "
+             f"{counters_words(len(bufs))}")
+    for a in k.scalars:
+        L.append(f"#pragma HLS INTERFACE s_axilite port = {a.name}")
+    L.append("#pragma HLS INTERFACE s_axilite port = return")
+    L.append("#ifdef EAGLE4_CSIM_COUNTERS")
+    L.append(f"  ::eagle4::PortCounter e4c[{max(len(bufs), 1)}] = {{}};")
+    L.append("#define E4X_PORT(p, slot) PORT_ARG((p), e4c, (slot))")
+    L.append("#else")
+    L.append("#define E4X_PORT(p, slot) (p)")
+    L.append("#endif")
+    outs = [a for a in k.args if a.kind == "out_scalar"]
+    for a in outs:
+        L.append(f"  {a.ctype} {a.name}_value = -1;")
+    call = []
+    for a in k.args:
+        if a.kind == "port":
+            call.append(f"E4X_PORT({a.name}, {bufs.index(a)})")
+        elif a.kind == "ptr":
+            call.append(a.name)
+        elif a.kind == "out_scalar":
+            call.append(f"&{a.name}_value")
+        else:
+            call.append(f"static_cast<{a.ctype}>({a.name})")
+    ret = "const int64_t e4_status = " if k.returns == "int" else ""
+    L.append(f"  {ret}{k.top}({', '.join(call)});")
+    if k.returns != "int":
+        L.append("  const int64_t e4_status = 0;")
+    aux = f"static_cast<uint64_t>({outs[0].name}_value)" if outs else "0"
+    L += [f"  e4_counters[0] = {COUNTERS_MAGIC:#x}ull;",
+          "  e4_counters[1] = static_cast<uint64_t>(e4_status);",
+          f"  e4_counters[2] = {aux};",
+          f"  e4_counters[3] = {len(bufs)};",
+          "  // cycles and stall classes: filled from the hardware counter struct once hls/include has it",
+          "  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;",
+          f"  for (int i = 0; i < {len(bufs)}; ++i) {{",
+          "#ifdef EAGLE4_CSIM_COUNTERS",
+          "    e4_counters[8 + 2 * i] = e4c[i].bytes_read;",
+          "    e4_counters[9 + 2 * i] = e4c[i].bytes_written;",
+          "#else",
+          "    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct",
+          "    e4_counters[9 + 2 * i] = ~0ull;",
+          "#endif",
+          "  }",
+          "#undef E4X_PORT",
+          "}", ""]
+    return "\n".join(L)
+
+
+def entry_point_path(name: str) -> Path:
+    return KERNELS_DIR / f"{name}.cpp"
+
+
+def stale_entry_points() -> list[str]:
+    """Kernels whose committed entry point differs from what the current tops generate."""
+    return [n for n in KERNEL_NAMES
+            if not entry_point_path(n).is_file() or entry_point_path(n).read_text() != render_entry_point(interface(n))]
+
+
+def write_entry_points() -> list[Path]:
+    KERNELS_DIR.mkdir(parents=True, exist_ok=True)
+    out = []
+    for n in KERNEL_NAMES:
+        p = entry_point_path(n)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(render_entry_point(interface(n)))
+        tmp.replace(p)
+        out.append(p)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The HBM bank map (hls/xclbin/connectivity.cfg, read by v++ --config and by the test double)
+
+
+def bank_map(cfg: Path = CONNECTIVITY) -> dict[tuple[str, str], list[int]]:
+    """{(kernel, argument): [HBM pseudo-channel indices]} from the ``sp=`` lines of the connectivity file
+    (compute unit ``<kernel>_1``; ``HBM[a:b]`` is a range)."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for ln in cfg.read_text().splitlines():
+        ln = ln.split("#", 1)[0].strip()
+        m = re.match(r"^sp\s*=\s*(\w+?)_1\.(\w+)\s*:\s*HBM\[(\d+)(?::(\d+))?\]$", ln)
+        if m:
+            lo, hi = int(m.group(3)), int(m.group(4) or m.group(3))
+            out[(m.group(1), m.group(2))] = list(range(lo, hi + 1))
+    return out
+
+
+def render_connectivity(n_channels: int = 32) -> str:
+    """One HBM pseudo-channel per m_axi bundle, striped round-robin over the kernels' bundles so the hot
+    streams of one kernel sit on different channels (the striping the FPGA-designs issue asks for)."""
+    L = ["# GENERATED by `python -m eagle4.backends.xrt_abi --write`: v++ --connectivity of the EAGLE4 xclbin.",
+         "# One compute unit per kernel; each m_axi bundle of a kernel on its own HBM pseudo-channel, striped",
+         "# round-robin so that two bundles of one kernel never share a channel. Ports of one bundle share it.",
+         "[connectivity]"]
+    ch = 0
+    for n in KERNEL_NAMES:
+        L.append(f"nk={n}:1:{n}_1")
+    for n in KERNEL_NAMES:
+        k = interface(n)
+        bundle_ch: dict[str, int] = {}
+        for a in k.buffers:
+            b = re.search(r"bundle\s*=\s*(\w+)", a.pragma or "bundle = gmem0").group(1)
+            if b not in bundle_ch:
+                bundle_ch[b] = ch % n_channels
+                ch += 1
+            L.append(f"sp={n}_1.{a.name}:HBM[{bundle_ch[b]}]")
+        L.append(f"sp={n}_1.e4_counters:HBM[{ch % n_channels}]")
+        ch += 1
+    return "\n".join(L) + "\n"
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--write"]:
+        for p in write_entry_points():
+            print(f"wrote {p}")
+        CONNECTIVITY.write_text(render_connectivity())
+        print(f"wrote {CONNECTIVITY}")
+        return 0
+    if argv == ["--check"]:
+        stale = stale_entry_points()
+        if CONNECTIVITY.read_text() != render_connectivity():
+            stale.append(str(CONNECTIVITY))
+        if stale:
+            print("stale (run python -m eagle4.backends.xrt_abi --write): " + ", ".join(stale), file=sys.stderr)
+            return 1
+        return 0
+    print("usage: python -m eagle4.backends.xrt_abi --write | --check", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
