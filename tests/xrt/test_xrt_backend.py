@@ -120,3 +120,29 @@ def test_register_values_are_32_bit():
     assert _register(np.float32(-1.5), "float", "k", "a") == np.array([-1.5], np.float32).view(np.int32)[0]
     with pytest.raises(ValueError, match="32-bit"):
         _register(2**31, "int", "k", "a")
+
+
+def test_fused_draft_pipeline_matches_the_fused_csim(xrt_backend):
+    fc = pytest.importorskip("eagle4.budget.fused_csim")
+    s = fc.DraftShape(B=3, K=8, widths=[1, 8, 3, 5], H=24, Vt=96, V=500, N=128, M=64, I=64, L=13, verify_num=40,
+                      use_hot=True, hidden_dtype="bfloat16", weight_dtype="int8", seed=5)
+    inputs = fc.make_draft_inputs(s)
+    want, _ = fc.run_draft("fused", s, inputs)
+    got = xrt_backend.fused_draft_step(s, inputs)
+    assert set(got) == set(fc.DRAFT_OUTPUTS) & set(got) and got
+    for k, v in got.items():
+        assert np.array_equal(np.ascontiguousarray(v).view(np.uint8), np.ascontiguousarray(want[k]).view(np.uint8)), k
+
+
+def test_fused_verify_pipeline_matches_the_fused_csim(xrt_backend):
+    fc = pytest.importorskip("eagle4.budget.fused_csim")
+    s = fc.VerifyShape(B=5, Q=16, S=6, V=200, H=6, L=9, eos=-1, temperatures=[1.0, 0.0, 0.7], seed=3)
+    rng = np.random.default_rng(3)
+    par = np.stack([fc.random_tree(rng, s.Q, "random") for _ in range(s.B)])
+    inputs = fc.make_verify_inputs(s, parents=par)
+    want, _ = fc.run_verify("fused", s, inputs, debug=False)
+    got = xrt_backend.fused_verify_step(s, inputs)
+    assert set(want) <= set(got)
+    for k in want:
+        assert np.array_equal(np.ascontiguousarray(got[k]).view(np.uint8),
+                              np.ascontiguousarray(want[k]).view(np.uint8)), k

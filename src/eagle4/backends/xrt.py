@@ -240,67 +240,158 @@ class XrtBackend(Backend):
             ins["logits"] = ins["logits"].astype(np.float32)  # f16/bf16 -> f32 is exact (§5.3), as the C-sim does
         tensors = {**ins, **outs}
         kname = self._entry(spec.key, tensors)
-        iface = xrt_abi.interface(kname)
         derived = DERIVED.get(spec.key, {})
-        rt = self._rt
-        to_dev, from_dev = rt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE, rt.xclBOSyncDirection.XCL_BO_SYNC_BO_FROM_DEVICE
-        values: list = []
-        bufs: dict[str, tuple[object, int]] = {}
+        scalars = {}
+        for a in xrt_abi.interface(kname).scalars:
+            if a.name in derived:
+                scalars[a.name] = derived[a.name](tensors, params)
+            elif a.name in params:
+                scalars[a.name] = params[a.name]
+            else:
+                raise BackendUnavailable(f"backend 'xrt': {kname}.{a.name} is neither a param of {spec.key} nor "
+                                         "derived (eagle4.backends.xrt.DERIVED); the top changed")
+        bufs = self._upload(kname, tensors)
+        shapes = {n: tuple(a.shape) for n, a in ins.items()}
+        self._launch(kname, bufs, scalars, what=f"params {dict(params)}, input shapes {shapes}")
+        self._download(bufs, outs)
+        if spec.key == "reject_sample" and self.last_counters["status"] != 0:
+            raise PreconditionError(f"reject_sample: the kernel refused the call (status "
+                                    f"{self.last_counters['status']}, err_info {self.last_counters['aux']})")
+        return outs
+
+    # -- buffers and launches (shared by the kernels and the fused pipelines) -----------------------
+    def _upload(self, kname: str, arrays: dict[str, np.ndarray | None]) -> dict[str, tuple[object, int]]:
+        """One bo per m_axi argument of ``kname`` (in its bank), filled from ``arrays`` and synced to the device;
+        plus the counters block. Returns {argument: (bo, bytes used)}."""
         t0 = time.perf_counter()
+        to_dev = self._rt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE
+        bufs = {}
+        for i, (name, kind, _) in enumerate(xrt_abi.interface(kname).xrt_args()):
+            if kind != "global":
+                continue
+            if name == "e4_counters":
+                nbytes = 8 * xrt_abi.counters_words(len(xrt_abi.interface(kname).buffers))
+                b = self._bo(kname, i, nbytes)
+            else:
+                arr = arrays.get(name)
+                nbytes = arr.nbytes if arr is not None else 0
+                b = self._bo(kname, i, nbytes)
+                if nbytes:
+                    b.write(np.ascontiguousarray(arr).reshape(-1).view(np.uint8), 0)
+            b.sync(to_dev, b.size(), 0)
+            bufs[name] = (b, nbytes)
+        self.last_timing = {"h2d_s": time.perf_counter() - t0}
+        return bufs
+
+    def _launch(self, kname: str, bufs: dict, scalars: dict, *, what: str, views: dict | None = None) -> None:
+        """Set every argument (``views``: {argument: sub-bo} replacing a whole buffer), start, wait with the
+        timeout, read the counters block into ``last_counters``."""
+        rt, iface = self._rt, xrt_abi.interface(kname)
+        t1 = time.perf_counter()
+        r = rt.run(self._kernels[kname])
         for i, (name, kind, _) in enumerate(iface.xrt_args()):
             if kind == "global":
-                if name == "e4_counters":
-                    nbytes = 8 * xrt_abi.counters_words(len(iface.buffers))
-                    b = self._bo(kname, i, nbytes)
-                else:
-                    arr = tensors.get(name)
-                    nbytes = arr.nbytes if arr is not None else 0
-                    b = self._bo(kname, i, nbytes)
-                    if arr is not None and arr.nbytes:
-                        b.write(arr.reshape(-1).view(np.uint8), 0)
-                b.sync(to_dev, b.size(), 0)
-                bufs[name] = (b, nbytes)
-                values.append(b)
+                r.set_arg(i, (views or {}).get(name) or bufs[name][0])
             else:
-                arg = next(a for a in iface.args if a.name == name)
-                if name in derived:
-                    v = derived[name](tensors, params)
-                elif name in params:
-                    v = params[name]
-                else:
-                    raise BackendUnavailable(f"backend 'xrt': {kname}.{name} is neither a param of {spec.key} nor "
-                                             "derived (eagle4.backends.xrt.DERIVED); the top changed")
-                values.append(_register(v, arg.host_scalar, kname, name))
-        t1 = time.perf_counter()
-        k = self._kernels[kname]
-        r = rt.run(k)
-        for i, v in enumerate(values):
-            r.set_arg(i, v)
+                r.set_arg(i, _register(scalars[name], next(a.host_scalar for a in iface.args if a.name == name),
+                                       kname, name))
         r.start()
         state = r.wait(int(self.timeout_s * 1000))
         t2 = time.perf_counter()
         if state != rt.ert_cmd_state.ERT_CMD_STATE_COMPLETED:
-            shapes = {n: tuple(a.shape) for n, a in ins.items()}
             self._kernels[kname] = rt.kernel(self._dev, self._uuid, kname)  # do not reuse the hung handle
             self._bos = {key: b for key, b in self._bos.items() if key[0] != kname}
             kind = XrtTimeout if "TIMEOUT" in str(state) else RuntimeError
-            raise kind(f"xrt: {kname} ({spec.key}) did not complete: state {state} after {self.timeout_s:g} s "
-                       f"(call: params {dict(params)}, input shapes {shapes}); the kernel handle was reopened")
+            raise kind(f"xrt: {kname} ({iface.key or 'fused pipeline'}) did not complete: state {state} after "
+                       f"{self.timeout_s:g} s (call: {what}); the kernel handle was reopened")
+        cb, nbytes = bufs["e4_counters"]
+        cb.sync(rt.xclBOSyncDirection.XCL_BO_SYNC_BO_FROM_DEVICE, nbytes, 0)
+        words = np.asarray(cb.read(nbytes, 0)).view(np.uint64)
+        self.last_timing["kernel_s"] = self.last_timing.get("kernel_s", 0.0) + (t2 - t1)
+        self._read_counters(kname, iface, words)
+
+    def _download(self, bufs: dict, outs: dict[str, np.ndarray]) -> None:
+        t0 = time.perf_counter()
+        from_dev = self._rt.xclBOSyncDirection.XCL_BO_SYNC_BO_FROM_DEVICE
         for name, arr in outs.items():
+            if arr is None:
+                continue
             b, nbytes = bufs[name]
             if nbytes:
                 b.sync(from_dev, nbytes, 0)
-                raw = np.asarray(b.read(nbytes, 0)).view(np.uint8)
-                arr.reshape(-1).view(np.uint8)[:] = raw
-        cb, nbytes = bufs["e4_counters"]
-        cb.sync(from_dev, nbytes, 0)
-        words = np.asarray(cb.read(nbytes, 0)).view(np.uint64)
-        t3 = time.perf_counter()
-        self.last_timing = {"h2d_s": t1 - t0, "kernel_s": t2 - t1, "d2h_s": t3 - t2}
-        self._read_counters(kname, iface, words)
-        if spec.key == "reject_sample" and self.last_counters["status"] != 0:
-            raise PreconditionError(f"reject_sample: the kernel refused the call (status "
-                                    f"{self.last_counters['status']}, err_info {self.last_counters['aux']})")
+                arr.reshape(-1).view(np.uint8)[:] = np.asarray(b.read(nbytes, 0)).view(np.uint8)
+        self.last_timing["d2h_s"] = time.perf_counter() - t0
+
+    # -- the fused pipelines (the host protocol of hls/fused/*/..._synth.cpp) ------------------------
+    def fused_draft_step(self, s, inputs: dict[str, np.ndarray], candidates=None) -> dict[str, np.ndarray]:
+        """One draft step of ``krnl_fused_draft`` (``s``: eagle4.budget.fused_csim.DraftShape): phase 0, one
+        phase-1 call per layer on that layer's slices (sub-buffers) of the per-layer buffers, phase 2.
+        ``candidates`` (cand_p, cand_t): the testbench mode (bypass_lm_head). Returns the DRAFT_OUTPUTS."""
+        from eagle4.budget import fused_csim as fc
+
+        self.open()
+        kname = "krnl_fused_draft"
+        a = {k: np.ascontiguousarray(np.array(v, copy=True)) for k, v in inputs.items() if v is not None}
+        if candidates is not None:
+            a["cand_p"] = np.ascontiguousarray(candidates[0], dtype=np.float32)
+            a["cand_t"] = np.ascontiguousarray(candidates[1], dtype=np.int64)
+        (B, K, D, H, Vt, Vh, N, M, I, S_max, Tcap, capkv, cappack, use_hot, hid_code, w_code,
+         vn_final) = fc._draft_iscalars(s, a)
+        if (hid_code, w_code) != (1, 1):
+            raise ValueError("krnl_fused_draft is built for bf16 hidden states and an int8 LM head "
+                             f"(got hidden code {hid_code}, weight code {w_code})")
+        cfg = dict(B=B, K=K, D=D, H=H, Vt=Vt, Vh=Vh, N=N, M=M, I=I, S_max=S_max, Tcap=Tcap, capkv=capkv,
+                   cappack=cappack, use_hot=use_hot, vn_final=vn_final, bypass_lm_head=int(candidates is not None))
+        bufs = self._upload(kname, a)
+        widths, vns = a["widths"].tolist(), a["verify_nums"].tolist()
+        per_layer = {"draft_hidden": B * K * H, "out_hidden": B * K * H, "out_tokens": B * K, "work_deltas": K + 1,
+                     "qo_indptr": B + 1, "kv_indptr": B + 1, "kv_indices": capkv, "positions": B * K,
+                     "mask_indptr_bits": B + 1, "mask_indptr_bytes": B + 1, "packed_mask": cappack,
+                     "cand_p": B * 64, "cand_t": B * 64}
+
+        def call(phase, d=0):
+            views = {}
+            if phase == 1:
+                for name, per in per_layer.items():
+                    if name in a and bufs[name][1]:
+                        item = a[name].dtype.itemsize
+                        off, size = d * per * item, bufs[name][1] - d * per * item
+                        views[name] = self._rt.bo(bufs[name][0], size, off)
+            sc = {**cfg, "phase": phase, "W": widths[d] if phase == 1 else 0,
+                  "W_next": widths[d + 1] if phase == 1 and d + 1 < D else 0, "Vn": vns[d] if phase == 1 else 0}
+            self._launch(kname, bufs, sc, what=f"phase {phase} layer {d}", views=views)
+            if self.last_counters["status"] != 0:
+                raise RuntimeError(f"xrt: {kname} phase {phase} layer {d} returned {self.last_counters['status']} "
+                                   "(-2: a size exceeds a bound of e4f_bounds.h)")
+
+        call(0)
+        for d in range(D):
+            call(1, d)
+        call(2)
+        outs = {k: a[k] for k in fc.DRAFT_OUTPUTS if k in a}
+        self._download(bufs, outs)
+        return outs
+
+    def fused_verify_step(self, s, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One verify step of ``krnl_fused_verify`` (``s``: fused_csim.VerifyShape, bf16 hidden states)."""
+        from eagle4.budget import fused_csim as fc
+
+        self.open()
+        kname = "krnl_fused_verify"
+        a = {k: np.ascontiguousarray(np.array(v, copy=True)) for k, v in inputs.items() if v is not None}
+        isc = fc._verify_iscalars(s, a)
+        if isc[7] != 1:
+            raise ValueError("krnl_fused_verify is built for bf16 hidden states")
+        sc = dict(zip(("B", "Q", "S", "V", "H", "S_max", "eos", "capkv", "cappack"),
+                      [v for i, v in enumerate(isc) if i != 7], strict=True))
+        sc.update(threshold_single=s.threshold_single, threshold_acc=s.threshold_acc,
+                  has_node_ids=int(a.get("verify_node_ids") is not None))
+        bufs = self._upload(kname, a)
+        self._launch(kname, bufs, sc, what=f"B={s.B} Q={s.Q} V={s.V}")
+        if self.last_counters["status"] != 0:
+            raise RuntimeError(f"xrt: {kname} returned {self.last_counters['status']}")
+        outs = {k: a[k] for k in fc.VERIFY_OUTPUTS if k in a and k not in fc.VERIFY_DEBUG}  # taps: no ports
+        self._download(bufs, outs)
         return outs
 
     def _read_counters(self, kname, iface, words) -> None:

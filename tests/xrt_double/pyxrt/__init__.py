@@ -224,7 +224,17 @@ class bo:  # noqa: N801
         device_only = 2
         host_only = 3
 
-    def __init__(self, dev: device, size: int, flags, group: int):
+    def __init__(self, dev, size: int, flags, group: int | None = None):
+        if isinstance(dev, bo):  # bo(parent, size, offset): a sub-buffer sharing the parent's storage
+            parent, offset = dev, int(flags)
+            if offset < 0 or int(size) <= 0 or offset + int(size) > parent._size:
+                raise RuntimeError(f"sub-buffer of {size} bytes at {offset} exceeds the parent's {parent._size}")
+            self._size, self.group = int(size), parent.group
+            self._host = memoryview(parent._host)[offset: offset + self._size]
+            self._dev = memoryview(parent._dev)[offset: offset + self._size]
+            self._host_dirty = parent._host_dirty[offset: offset + self._size]
+            self._dev_newer = parent._dev_newer[offset: offset + self._size]
+            return
         if not isinstance(dev, device):
             raise TypeError("bo(): the first argument must be a pyxrt.device")
         if int(size) <= 0:
