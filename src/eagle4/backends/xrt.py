@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4.backends import xrt_abi
-from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo
+from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo, requested_buffers
 from eagle4.spec import check_arrays, kernel_spec
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -226,13 +226,14 @@ class XrtBackend(Backend):
             self._bos[key] = b
         return b
 
-    def run(self, kernel, inputs, params):
+    def run(self, kernel, inputs, params, want=()):
         from eagle4.backends.csim import CsimBackend
         from eagle4.kernels import PreconditionError
 
         self.open()
         spec = kernel_spec(kernel)
         env = check_arrays(spec, inputs, params, role="inputs")
+        inputs = {**inputs, **requested_buffers(spec, inputs, params, want)}  # optional outputs asked for
         outs = {a.name: np.array(inputs[a.name], copy=True, order="C") for a in spec.outputs if a.name in inputs}
         outs.update(CsimBackend._allocate(self, spec, inputs, params, env))  # same output sizing as the C-sim
         ins = {a.name: np.ascontiguousarray(inputs[a.name]) for a in spec.tensors if a.role == "in" and a.name in inputs}

@@ -321,7 +321,7 @@ class run:  # noqa: N801
                                 f"got {type(value).__name__}")
             if a["banks"] and value.group not in a["banks"]:
                 raise RuntimeError(f"set_arg({index}): bo in memory bank HBM[{value.group}] but argument '{a['name']}' "
-                                   f"of {self._k._name} is connected to {['HBM[%d]' % b for b in a['banks']]}")
+                                   f"of {self._k._name} is connected to {[f'HBM[{b}]' for b in a['banks']]}")
         else:
             if isinstance(value, bo) or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise TypeError(f"set_arg({index}): argument '{a['name']}' of {self._k._name} is a scalar; "
@@ -329,7 +329,7 @@ class run:  # noqa: N801
             if not -(2**31) <= int(value) < 2**31:
                 raise TypeError(f"set_arg({index}): {value} does not fit the 32-bit int pyxrt passes")
             if a["size"] != 4:
-                raise RuntimeError(f"Bad argument size '4'")
+                raise RuntimeError("Bad argument size '4'")
         self._args[index] = value
 
     def start(self) -> None:
