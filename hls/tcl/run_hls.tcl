@@ -1,5 +1,5 @@
 # One Vitis HLS step for one kernel or fused design; driven by hls/Makefile through environment variables:
-#   EAGLE4_KERNEL (a kernel key, or a fused design: fused_draft | fused_verify), EAGLE4_STEP
+#   EAGLE4_KERNEL (a design name of hls/**/design.desc: a kernel key, fused_draft, fused_verify), EAGLE4_STEP
 #   (csim|csynth|cosim|export), EAGLE4_PART, EAGLE4_CLOCK_NS, EAGLE4_HLS_DIR (the hls/ folder),
 #   EAGLE4_DUMP_DIR (dumps for the testbench's -argv; per-kernel flow only).
 # Each step runs the ones it depends on (cosim needs csynth); a failing step stops the script.
@@ -14,37 +14,61 @@ set part     [need EAGLE4_PART]
 set clock_ns [need EAGLE4_CLOCK_NS]
 set hls_dir  [need EAGLE4_HLS_DIR]
 
-# Fused dataflow designs (hls/fused/): design -> top, folder and design sources (relative to hls/).
-# The top is the concrete synthesis wrapper (<design>_synth.cpp) around the templated pipeline top;
-# the per-kernel sources listed define what the composed cores reference (e.g. EAGLE4_K2_DECAY).
-# No testbench: their C-simulation is g++ (pytest tests/harness/test_fused_designs.py).
-set fused_designs [dict create \
-  fused_draft [dict create top fused_draft_top dir fused/draft_pipeline files {
-    fused/draft_pipeline/draft_pipeline_synth.cpp
-    fused/draft_pipeline/draft_pipeline.cpp
-    update_draft_state/update_draft_state.cpp
-  }] \
-  fused_verify [dict create top fused_verify_top dir fused/verify_pipeline files {
-    fused/verify_pipeline/verify_pipeline_synth.cpp
-    fused/verify_pipeline/verify_pipeline.cpp
-  }]]
+# The design and its sources come from its description, hls/**/design.desc (the one source list, also
+# read by the g++ C-simulation build, eagle4.backends.hls_designs): "key values" lines, '#' comments.
+proc read_desc {path} {
+  set f [open $path]
+  set text [read $f]
+  close $f
+  set d [dict create uses {} csim {} csim_uses {} tb {}]
+  foreach line [split $text "\n"] {
+    set line [string trim $line]
+    if {$line eq "" || [string index $line 0] eq "#"} { continue }
+    dict set d [lindex $line 0] [lrange $line 1 end]
+  }
+  dict set d dir [file dirname $path]
+  return $d
+}
+proc find_design {hls_dir name} {
+  foreach p [lsort [concat [glob -nocomplain "$hls_dir/*/design.desc"] [glob -nocomplain "$hls_dir/*/*/design.desc"]]] {
+    set d [read_desc $p]
+    if {[dict get $d name] eq $name} { return $d }
+  }
+  puts stderr "run_hls.tcl: no design named $name (no hls/**/design.desc with 'name $name')"
+  exit 2
+}
+# synthesized sources: the design's own, then those of the designs it uses (absolute paths)
+proc synth_files {hls_dir name} {
+  set d [find_design $hls_dir $name]
+  set out {}
+  foreach f [dict get $d synth] { lappend out [file join [dict get $d dir] $f] }
+  foreach u [dict get $d uses] {
+    foreach f [synth_files $hls_dir $u] { if {[lsearch -exact $out $f] < 0} { lappend out $f } }
+  }
+  return $out
+}
 
-if {[dict exists $fused_designs $kernel]} {
-  # ---- fused design: per-design file list, no testbench ----
+set design [find_design $hls_dir $kernel]
+set src    [dict get $design dir]
+set files  [synth_files $hls_dir $kernel]
+set cflags "-std=c++17 -I$hls_dir/include -I$src"
+foreach f $files {
+  if {![file exists $f]} { puts stderr "run_hls.tcl: no design source $f"; exit 2 }
+}
+# testbench: the tb files plus the C-sim-only sources (the C ABI wrapper the testbench calls)
+set tb_files {}
+foreach f [concat [dict get $design tb] [dict get $design csim]] { lappend tb_files [file join $src $f] }
+
+if {[llength [dict get $design tb]] == 0} {
+  # ---- a design without a Vitis testbench (the fused dataflow designs of hls/fused) ----
   if {$step eq "csim" || $step eq "cosim"} {
     puts stderr "run_hls.tcl: $kernel has no Vitis testbench; its C-simulation (EXACT against the unfused chain)"
     puts stderr "  runs with g++: python -m pytest tests/harness/test_fused_designs.py tests/harness/test_fused_synth_tops.py"
     exit 2
   }
-  set d      [dict get $fused_designs $kernel]
-  set src    "$hls_dir/[dict get $d dir]"
-  set cflags "-std=c++17 -I$hls_dir/include -I$src"
-  foreach f [dict get $d files] {
-    if {![file exists "$hls_dir/$f"]} { puts stderr "run_hls.tcl: no design source $hls_dir/$f"; exit 2 }
-  }
   open_project -reset proj
-  set_top [dict get $d top]
-  foreach f [dict get $d files] { add_files "$hls_dir/$f" -cflags $cflags }
+  set_top [dict get $design top]
+  foreach f $files { add_files $f -cflags $cflags }
   open_solution -reset solution1 -flow_target vitis
   set_part $part
   create_clock -period $clock_ns -name default
@@ -57,20 +81,15 @@ if {[dict exists $fused_designs $kernel]} {
   exit 0
 }
 
-# ---- one kernel (hls/<key>/): top <key>_top, testbench tb_<key>.cpp on the dumps ----
+# ---- one kernel (hls/<key>/): its top, testbench tb_<key>.cpp on the dumps ----
 set dump_dir [need EAGLE4_DUMP_DIR]
-set src      "$hls_dir/$kernel"
-set cflags   "-std=c++17 -I$hls_dir/include -I$src"
-
-if {![file exists "$src/$kernel.cpp"]} { puts stderr "run_hls.tcl: no kernel source $src/$kernel.cpp"; exit 2 }
 set dumps [lsort [glob -nocomplain "$dump_dir/*.npz"]]
 if {[llength $dumps] == 0} { puts stderr "run_hls.tcl: no dumps in $dump_dir (make dumps)"; exit 2 }
 
 open_project -reset proj
-set_top "${kernel}_top"
-add_files "$src/$kernel.cpp" -cflags $cflags
-add_files -tb "$src/tb_$kernel.cpp" -cflags "$cflags -I$hls_dir/include/tb"
-add_files -tb "$src/${kernel}_capi.cpp" -cflags "$cflags"
+set_top [dict get $design top]
+foreach f $files { add_files $f -cflags $cflags }
+foreach f $tb_files { add_files -tb $f -cflags "$cflags -I$hls_dir/include/tb" }
 open_solution -reset solution1 -flow_target vitis
 set_part $part
 create_clock -period $clock_ns -name default

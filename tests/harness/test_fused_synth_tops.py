@@ -38,7 +38,8 @@ def _toolchain():
     cxx = shutil.which(os.environ.get("CXX") or "g++")
     ap = hls4ml_ap_types()
     if cxx is None or ap is None:
-        pytest.skip("g++ or the hls4ml ap_types headers are missing")
+        pytest.fail("g++ or the hls4ml ap_types headers are missing (apt-get install g++; pip install hls4ml)",
+                    pytrace=False)
     return cxx, ap
 
 
@@ -69,23 +70,59 @@ def test_synth_top_compiles_in_plain_pointer_synthesis_mode(design):
     _gxx(["-DEAGLE4_HLS4ML_HEADERS", "-fsyntax-only", str(src)])
 
 
-def _tcl_designs() -> dict[str, tuple[str, list[str]]]:
-    """design -> (top, sources relative to hls/) as run_hls.tcl declares them (read with tclsh)."""
+def _tclsh() -> str:
     tclsh = shutil.which("tclsh")
     if tclsh is None:
-        pytest.skip("tclsh is not installed")
-    text = (HLS / "tcl" / "run_hls.tcl").read_text()
-    start = text.index("set fused_designs")
-    end = text.index("\n\n", start)
-    script = text[start:end] + "\nforeach k [dict keys $fused_designs] { set d [dict get $fused_designs $k];" \
-        " puts \"$k [dict get $d top] [join [dict get $d files] { }]\" }\n"
-    out = subprocess.run([tclsh], input=script, capture_output=True, text=True, check=True).stdout
-    return {ln.split()[0]: (ln.split()[1], ln.split()[2:]) for ln in out.splitlines() if ln.strip()}
+        pytest.fail("tclsh is not installed (apt-get install tcl): the Vitis flow's Tcl cannot be checked",
+                    pytrace=False)
+    return tclsh
+
+
+_VITIS_STUBS = """set ::log [open {log} a]
+foreach cmd {{open_project set_top add_files open_solution set_part create_clock config_interface csim_design
+             cosim_design export_design}} {{
+  proc $cmd args "puts \\$::log \\"$cmd \\$args\\""
+}}
+proc csynth_design args {{ puts $::log "csynth_design"; file mkdir proj/solution1/syn/report }}
+"""
+
+
+def _tcl_designs(tmp_path) -> dict[str, tuple[str, list[str]]]:
+    """design -> (top, synthesized sources relative to hls/) as run_hls.tcl itself resolves them from the
+    design.desc files (the real script under tclsh, Vitis' commands stubbed)."""
+    tclsh = _tclsh()
+    out = {}
+    for design in SYNTH:
+        log = tmp_path / f"{design}.log"
+        stubs = tmp_path / f"{design}.tcl"
+        stubs.write_text(_VITIS_STUBS.format(log=log) + f"source {HLS / 'tcl' / 'run_hls.tcl'}\n")
+        env = dict(os.environ, EAGLE4_KERNEL=design, EAGLE4_STEP="csynth", EAGLE4_PART="p", EAGLE4_CLOCK_NS="4",
+                   EAGLE4_HLS_DIR=str(HLS))
+        res = subprocess.run([tclsh, str(stubs)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        lines = log.read_text().splitlines()
+        top = next(ln.split()[1] for ln in lines if ln.startswith("set_top "))
+        files = [str(Path(ln.split()[1]).relative_to(HLS)) for ln in lines if ln.startswith("add_files ")]
+        out[design] = (top, files)
+    return out
+
+
+def test_tcl_and_csim_build_read_the_same_description(tmp_path):
+    """One source list: what run_hls.tcl synthesizes is what eagle4.backends.hls_designs says, and the
+    C-sim library links those same files for the design."""
+    from eagle4.backends import csim, hls_designs
+
+    ds = csim.all_designs()
+    for design, (top, files) in _tcl_designs(tmp_path).items():
+        assert top == ds[design].top
+        assert files == [str(f.relative_to(HLS)) for f in hls_designs.synth_sources(design, ds)]
+        linked = [str(f.relative_to(HLS)) for f in hls_designs.csim_sources(design, ds)]
+        assert linked[:len(files)] == files
 
 
 @pytest.mark.parametrize("design", sorted(SYNTH))
 def test_tcl_file_list_links_without_undefined_symbols(tmp_path, design):
-    designs = _tcl_designs()
+    designs = _tcl_designs(tmp_path)
     assert sorted(designs) == sorted(SYNTH)
     top, files = designs[design]
     assert top == SYNTH[design][0]
@@ -103,7 +140,7 @@ def test_tcl_file_list_links_without_undefined_symbols(tmp_path, design):
 
 # ------------------------------------------------------ the synthesis tops == the C-ABI entries
 
-fc = pytest.importorskip("eagle4.budget.fused_csim")
+from eagle4.budget import fused_csim as fc  # noqa: E402
 
 
 def _ptr(a: dict, name: str, off: int = 0):
@@ -248,18 +285,10 @@ mkdir -p proj/solution1/syn/report && cp {REPORT} proj/solution1/syn/report/csyn
 
 def test_fused_draft_csynth_runs_the_real_tcl_with_the_right_top(tmp_path):
     """The stand-in is tclsh with the Vitis commands stubbed: run_hls.tcl itself picks the top and sources."""
-    tclsh = shutil.which("tclsh")
-    if tclsh is None:
-        pytest.skip("tclsh is not installed")
+    tclsh = _tclsh()
     log = tmp_path / "tcl.log"
     stubs = tmp_path / "stubs.tcl"
-    stubs.write_text(f"""set ::log [open {log} a]
-foreach cmd {{open_project set_top add_files open_solution set_part create_clock config_interface csim_design
-             cosim_design export_design}} {{
-  proc $cmd args "puts \\$::log \\"$cmd \\$args\\""
-}}
-proc csynth_design args {{ puts $::log "csynth_design"; file mkdir proj/solution1/syn/report }}
-set argv [lassign $argv flag script]
+    stubs.write_text(_VITIS_STUBS.format(log=log) + """set argv [lassign $argv flag script]
 source $script
 """)
     _stand_in(tmp_path, f'exec {tclsh} {stubs} "$@"\n')

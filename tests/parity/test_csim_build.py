@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from eagle4.backends import csim
-from eagle4.backends.csim import CsimBackend
+from eagle4.backends.csim import CsimBackend, CsimBuildError
 from eagle4.compare import compare_outputs
 from eagle4.kernels import PreconditionError
 from eagle4.parity import judge, reference_outcome, run_case
@@ -240,7 +240,7 @@ def test_a_broken_kernel_is_isolated_and_reported(tmp_path):
     import shutil
 
     hls = tmp_path / "hls"
-    shutil.copytree(csim.HLS_DIR, hls, ignore=shutil.ignore_patterns("tb_*", "fused", "tcl"))
+    shutil.copytree(csim.HLS_DIR, hls, ignore=shutil.ignore_patterns("fused", "tcl"))
     src = hls / "work_deltas" / "work_deltas.cpp"
     src.write_text(src.read_text() + "\nthis is not C++;\n")
     code = """
@@ -256,6 +256,11 @@ try:
     raise SystemExit("no error")
 except CsimBuildError as e:
     assert sys.argv[2] in str(e), str(e)[:500]
+    assert b.build_info["cache"] in str(e), str(e)[:500]  # the error names the build folder it used
+assert not b.build_info["complete"] and ".failed-" in b.build_info["cache"]
+again = CsimBackend(cache_dir=sys.argv[1])
+again.build()
+assert again.cache_hit is False, "a build with a failed source was cached"
 out = b.run("tree_mask", {"seq_lens": np.array([1]), "req_pool_indices": np.array([0]),
                           "req_to_token": np.zeros((1, 2), np.int32), "tree_cache_locs": np.array([[5]]),
                           "tree_parent": np.array([[-1]])}, {"S_max": 2, "B": 1, "T": 1, "Q": 1,
@@ -267,6 +272,20 @@ print("ok")
     p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cache"), str(src)], capture_output=True,
                        text=True, env=env, timeout=300)
     assert p.returncode == 0 and "ok" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_gxx_timeout_is_an_error_naming_the_cache_and_nothing_is_cached(tmp_path, monkeypatch):
+    _need_tools()
+    monkeypatch.setenv("EAGLE4_CXX_TIMEOUT_S", "0.001")
+    with pytest.raises(CsimBuildError, match=r"timed out after 0\.001 s .*cache folder " + str(tmp_path)):
+        b = CsimBackend(cache_dir=tmp_path)
+        b.build()
+        b.run("work_deltas", {"work_scores": np.zeros((1, 3), np.float32)},
+              {"batch_size": 1, "node_count": 1, "node_top_k": 1, "verify_num": 1, "row_stride": 3})
+    assert not [d for d in tmp_path.iterdir() if d.is_dir() and not d.name.startswith(".failed-")]
+    monkeypatch.setenv("EAGLE4_CXX_TIMEOUT_S", "soon")
+    with pytest.raises(ValueError, match="EAGLE4_CXX_TIMEOUT_S"):
+        csim.cxx_timeout_s()
 
 
 def test_prune_cache_keeps_the_newest_entries(tmp_path):

@@ -1,13 +1,21 @@
-"""C-simulation backend: the HLS C++ of every kernel compiled with g++ into one shared library.
+"""C-simulation backend: the HLS C++ of every design compiled with g++ into one shared library.
 
-Every kernel folder ``hls/<key>/`` that has a ``<key>_capi.cpp`` contributes ``<key>.cpp`` (the
-synthesizable top) and ``<key>_capi.cpp`` (the uniform C ABI wrapper, see
-``hls/include/eagle4_capi.h``). They are compiled with the byte counters on (``EAGLE4_CSIM_COUNTERS``:
-every ``PORT(T)`` counts the bytes each m_axi port moves) against the Apache-2.0 ap_types headers the
-``hls4ml`` package ships (``EAGLE4_HLS4ML_HEADERS``), and linked into one ``.so`` cached under
-``<repo>/.cache/csim/<sha256>/`` (``EAGLE4_CSIM_CACHE`` overrides the root). The key hashes every
-source and header, the flags and the compiler version, so an edit rebuilds and nothing else does;
-a file lock plus an atomic rename keep pytest-xdist workers from racing on the same build.
+The designs and their sources are those of the per-folder descriptions ``hls/**/design.desc``
+(``eagle4.backends.hls_designs``; the Vitis flow reads the same files). Every design with C-sim sources
+is an entry of the library: the seven kernels (``<key>.cpp``, the synthesizable top, and
+``<key>_capi.cpp``, the uniform C ABI wrapper of ``hls/include/eagle4_capi.h``) and the two fused
+pipelines (their tops, their C-ABI entries and the unfused reference chains). Sources are compiled
+with the byte counters on (``EAGLE4_CSIM_COUNTERS``: every ``PORT(T)`` counts the bytes each m_axi port
+moves) against the Apache-2.0 ap_types headers the ``hls4ml`` package ships
+(``EAGLE4_HLS4ML_HEADERS``), and linked into one ``.so`` cached under ``<repo>/.cache/csim/<sha256>/``
+(``EAGLE4_CSIM_CACHE`` overrides the root). The key hashes every source, header, description, the flags
+and the compiler version, so an edit rebuilds and nothing else does; a file lock plus an atomic rename
+keep pytest-xdist workers from racing on the same build. A build where anything failed is never cached
+(the next build retries), every error names the cache folder, and every g++ run has a timeout
+(``EAGLE4_CXX_TIMEOUT_S``, default 900 s).
+
+Kernels are called through ``run``/``call_raw`` (spec order); the other entries through
+``call_entry`` (``eagle4.budget.fused_csim`` reads the fused designs' port counters this way).
 
 The library is loaded with ctypes rather than a compiled Python extension: the C ABI is flat
 (arrays of pointers, shapes and scalars), so no build-time Python dependency (pybind11, headers,
@@ -39,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4 import dtypes as dt
+from eagle4.backends import hls_designs
 from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo, requested_buffers
 from eagle4.spec import KERNEL_ORDER, check_arrays, kernel_spec
 
@@ -57,10 +66,17 @@ SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-f
 
 MAX_TENSORS = 64  # more than any kernel has
 ERRBUF_LEN = 4096
+# One g++ run (a compile or the link): generous for a loaded 2-core CI runner, short of a hang.
+DEFAULT_CXX_TIMEOUT_S = 900.0
 
 
 class CsimBuildError(RuntimeError):
-    """g++ failed on a kernel's sources; the message holds the compiler output."""
+    """g++ failed on a design's sources (or timed out); the message holds the compiler output and the
+    cache folder the build used."""
+
+
+class CsimCallError(RuntimeError):
+    """A design entry of the library returned an error code; the message holds its error text."""
 
 
 class PortCounter(ctypes.Structure):
@@ -100,6 +116,20 @@ def find_cxx() -> str | None:
     return shutil.which(cxx)
 
 
+def cxx_timeout_s() -> float:
+    """Seconds one g++ invocation may take (``EAGLE4_CXX_TIMEOUT_S``, default DEFAULT_CXX_TIMEOUT_S)."""
+    raw = os.environ.get("EAGLE4_CXX_TIMEOUT_S")
+    if raw is None:
+        return DEFAULT_CXX_TIMEOUT_S
+    try:
+        v = float(raw)
+    except ValueError:
+        v = -1.0
+    if not v > 0:
+        raise ValueError(f"EAGLE4_CXX_TIMEOUT_S must be a positive number of seconds, got {raw!r}")
+    return v
+
+
 def tools_missing() -> str:
     """'' when g++ and the hls4ml headers are present, else what is missing and how to get it."""
     why = []
@@ -118,22 +148,29 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     return Path(env) if env else REPO / ".cache" / "csim"
 
 
+def all_designs() -> dict[str, hls_designs.Design]:
+    """The designs of hls/ by name (their design.desc files)."""
+    return hls_designs.designs(HLS_DIR)
+
+
+def library_entries() -> tuple[str, ...]:
+    """Designs that are entries of the C-sim library (kernels in KERNEL_ORDER first, then the rest)."""
+    ds = all_designs()
+    kernels = [k for k in KERNEL_ORDER if k in ds and ds[k].csim_entry]
+    return tuple(kernels + sorted(n for n, d in ds.items() if d.csim_entry and n not in kernels))
+
+
 def kernel_keys_with_capi() -> tuple[str, ...]:
-    """Kernels whose folder has a C ABI wrapper (the ones the csim backend supports)."""
-    return tuple(k for k in KERNEL_ORDER if (HLS_DIR / k / f"{k}_capi.cpp").is_file())
-
-
-def kernel_sources(key: str) -> list[Path]:
-    """The library sources of one kernel: <key>.cpp (if present) and <key>_capi.cpp."""
-    d = HLS_DIR / key
-    return [p for p in (d / f"{key}.cpp", d / f"{key}_capi.cpp") if p.is_file()]
+    """Kernels whose design has a C ABI wrapper (the ones the csim backend supports)."""
+    ds = all_designs()
+    return tuple(k for k in KERNEL_ORDER if k in ds and ds[k].csim_entry)
 
 
 def snapshot_sources(files) -> dict[str, bytes]:
     """Read every source once: {path relative to hls/: bytes}. The build hashes and compiles this
     snapshot, so an edit landing mid-build (several engineers share the tree) can never end up in a
     cache entry keyed by other contents."""
-    return {str(f.relative_to(HLS_DIR)): f.read_bytes() for f in sorted(set(files))}
+    return {str(Path(f).relative_to(HLS_DIR)): Path(f).read_bytes() for f in sorted(set(files))}
 
 
 def materialize(snapshot: dict[str, bytes], dest: Path) -> Path:
@@ -151,25 +188,21 @@ def _hash_snapshot(h, snapshot: dict[str, bytes]):
         h.update(snapshot[rel])
 
 
-def _header_files(include_tb: bool) -> list[Path]:
+HEADER_SUFFIXES = (".h", ".hpp", ".inc", ".ipp")
+
+
+def header_files(include_tb: bool) -> list[Path]:
+    """Every header under hls/ (the sources include each other across folders), and the descriptions;
+    the testbench headers (hls/include/tb, tb_*) only when ``include_tb``."""
     files = []
-    for p in INCLUDE_DIR.rglob("*"):
-        if p.is_file() and p.suffix in (".h", ".hpp", ".inc", ".ipp"):
-            if not include_tb and "tb" in p.relative_to(INCLUDE_DIR).parts[:-1]:
-                continue
-            files.append(p)
+    for p in HLS_DIR.rglob("*"):
+        if not p.is_file() or not (p.suffix in HEADER_SUFFIXES or p.name == hls_designs.DESC_NAME):
+            continue
+        rel = p.relative_to(HLS_DIR).parts
+        if not include_tb and ("tb" in rel[:-1] or p.name.startswith("tb_")):
+            continue
+        files.append(p)
     return files
-
-
-def _kernel_folder_files(key: str, include_tb: bool) -> list[Path]:
-    d = HLS_DIR / key
-    out = []
-    for p in d.iterdir() if d.is_dir() else ():
-        if p.is_file() and p.suffix in (".h", ".hpp", ".cpp", ".cc", ".inc", ".ipp"):
-            if not include_tb and p.name.startswith("tb_"):
-                continue
-            out.append(p)
-    return out
 
 
 _CXX_VERSION: dict[str, str] = {}
@@ -177,7 +210,8 @@ _CXX_VERSION: dict[str, str] = {}
 
 def cxx_version(cxx: str) -> str:
     if cxx not in _CXX_VERSION:
-        _CXX_VERSION[cxx] = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.strip()
+        _CXX_VERSION[cxx] = subprocess.run([cxx, "--version"], capture_output=True, text=True,
+                                           timeout=60).stdout.strip()
     return _CXX_VERSION[cxx]
 
 
@@ -211,18 +245,40 @@ def _file_lock(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _complete(entry: Path) -> bool:
+    """A cache entry counts only when its build finished with nothing failed."""
+    try:
+        info = json.loads((entry / "build.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(info.get("complete", not info.get("errors")))
+
+
 def cached_build(root: Path, digest: str, builder) -> tuple[Path, bool]:
     """Return (entry dir, cache_hit). ``builder(tmpdir)`` fills a fresh dir, which is renamed into place
-    atomically under an exclusive lock, so concurrent processes build each digest once."""
+    atomically under an exclusive lock, so concurrent processes build each digest once.
+
+    A build is cached only when it completed (``build.json`` with ``"complete": false``, or a builder
+    that raises, is never a cache entry): a partial build stays in ``<root>/.failed-<digest>-*`` for the
+    process that made it, and the next build of the digest tries again."""
+    root.mkdir(parents=True, exist_ok=True)
     final = root / digest
-    if (final / "build.json").is_file():
+    if _complete(final):
         return final, True
     with _file_lock(root / f"{digest}.lock"):
-        if (final / "build.json").is_file():
+        if _complete(final):
             return final, True
+        for old in root.glob(f".failed-{digest}-*"):  # earlier failed attempts (their .so may still be
+            shutil.rmtree(old, ignore_errors=True)  # mapped by a process; unlinking is safe on Linux)
+        if final.exists():  # an entry left by an older harness that cached a failure
+            shutil.rmtree(final, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=root))
         try:
             builder(tmp)
+            if not _complete(tmp):
+                failed = Path(tempfile.mkdtemp(prefix=f".failed-{digest}-", dir=root))
+                os.replace(tmp, failed)
+                return failed, False
             os.replace(tmp, final)  # atomic: readers see either nothing or a complete entry
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -230,9 +286,26 @@ def cached_build(root: Path, digest: str, builder) -> tuple[Path, bool]:
     return final, False
 
 
-def _compile(cxx: str, flags, src: Path, obj: Path, hls_root: Path) -> tuple[Path, int, str]:
+def run_cxx(cmd: list[str], what: str, cache: Path) -> subprocess.CompletedProcess:
+    """Run one g++ command with the build timeout; a timeout is a CsimBuildError naming the cache."""
+    limit = cxx_timeout_s()
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise CsimBuildError(f"g++ timed out after {limit:g} s {what} (cache folder {cache}; nothing was cached; "
+                             f"raise EAGLE4_CXX_TIMEOUT_S on a slow machine):\n{' '.join(cmd)}") from None
+
+
+def _object_name(rel: str) -> str:
+    return rel.replace("/", "__").rsplit(".", 1)[0] + ".o"
+
+
+def _compile(cxx: str, flags, src: Path, obj: Path, hls_root: Path, cache: Path) -> tuple[Path, int, str]:
     cmd = [cxx, *flags, *include_flags(hls_root), "-c", str(src), "-o", str(obj)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        p = run_cxx(cmd, f"compiling {src.relative_to(hls_root)}", cache)
+    except CsimBuildError as e:
+        return src, 124, str(e).replace(str(hls_root), str(HLS_DIR))
     out = (" ".join(cmd) + "\n" + p.stdout + p.stderr) if p.returncode else p.stderr
     return src, p.returncode, out.replace(str(hls_root), str(HLS_DIR))  # messages name the real files
 
@@ -240,20 +313,22 @@ def _compile(cxx: str, flags, src: Path, obj: Path, hls_root: Path) -> tuple[Pat
 def build_library(cache_dir=None, sanitize: bool = False, jobs: int | None = None) -> tuple[Path, dict, bool]:
     """Build (or find) the csim library. Returns (path of the .so, build info, cache_hit).
 
-    Build info: ``kernels`` linked in, ``errors`` {kernel: compiler output} of kernels that failed
-    to compile (they are left out of the library; running them raises CsimBuildError).
+    The library holds every design of hls/ whose design.desc has C-sim sources (the kernels' C-ABI
+    wrappers, the fused designs' entries). Build info: ``kernels`` (the entries linked in), ``errors``
+    {entry: compiler output} of entries whose sources failed (left out; using them raises
+    CsimBuildError), ``cache`` (the folder the build lives in). A build with errors is never cached.
     """
     missing = tools_missing()
     if missing:
         raise BackendUnavailable(f"backend 'csim' is not available: {missing}")
     cxx = find_cxx()
     flags = list(BASE_FLAGS) + (list(SANITIZE_FLAGS) if sanitize else [])
-    keys = kernel_keys_with_capi()
-    files = _header_files(include_tb=False)
-    for k in keys:
-        files += _kernel_folder_files(k, include_tb=False)
-    snap = snapshot_sources(files)
-    digest = build_digest("lib", snap, flags + list(keys))
+    ds = all_designs()
+    entries = library_entries()
+    sources = {e: [str(f.relative_to(HLS_DIR)) for f in hls_designs.csim_sources(e, ds)] for e in entries}
+    unique = sorted({s for ss in sources.values() for s in ss})
+    snap = snapshot_sources(header_files(include_tb=False) + [HLS_DIR / s for s in unique])
+    digest = build_digest("lib", snap, flags + list(entries))
     root = cache_root(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
 
@@ -261,36 +336,40 @@ def build_library(cache_dir=None, sanitize: bool = False, jobs: int | None = Non
         t0 = time.time()
         jobs_ = jobs or os.cpu_count() or 2
         src_root = materialize(snap, tmp / "src")
-        work = [(k, src_root / s.relative_to(HLS_DIR)) for k in keys for s in kernel_sources(k)
-                if str(s.relative_to(HLS_DIR)) in snap]
-        errors: dict[str, str] = {}
-        warnings: dict[str, str] = {}
-        objs: dict[str, list[Path]] = {k: [] for k in keys}
+        failed: dict[str, str] = {}
+        warned: dict[str, str] = {}
         with ThreadPoolExecutor(max_workers=jobs_) as ex:
-            futs = [(k, ex.submit(_compile, cxx, flags, s, tmp / f"{s.stem}.o", src_root)) for k, s in work]
-            for k, fut in futs:
-                src, rc, out = fut.result()
+            futs = {s: ex.submit(_compile, cxx, flags, src_root / s, tmp / _object_name(s), src_root, root)
+                    for s in unique}
+            for s, fut in futs.items():
+                _, rc, out = fut.result()
                 if rc:
-                    errors[k] = errors.get(k, "") + out
-                else:
-                    objs[k].append(tmp / f"{src.stem}.o")
-                    if out.strip():
-                        warnings[k] = warnings.get(k, "") + out
-        linked = [k for k in keys if k not in errors and objs[k]]
+                    failed[s] = out
+                elif out.strip():
+                    warned[s] = out
+        errors = {e: "".join(failed[s] for s in sources[e] if s in failed) for e in entries
+                  if any(s in failed for s in sources[e])}
+        warnings = {e: "".join(warned[s] for s in sources[e] if s in warned) for e in entries
+                    if any(s in warned for s in sources[e])}
+        linked = [e for e in entries if e not in errors]
+        objs = sorted({_object_name(s) for e in linked for s in sources[e]})
         if linked:
             cmd = [cxx, "-shared", *([f for f in flags if f.startswith("-fsanitize")]), "-o", str(tmp / LIB_NAME),
-                   *[str(o) for k in linked for o in objs[k]]]
-            p = subprocess.run(cmd, capture_output=True, text=True)
+                   *[str(tmp / o) for o in objs]]
+            p = run_cxx(cmd, "linking the csim library", root)
             if p.returncode:
-                raise CsimBuildError(f"linking the csim library failed:\n{' '.join(cmd)}\n{p.stdout}{p.stderr}")
+                raise CsimBuildError(f"linking the csim library failed (cache folder {root}; nothing was cached):\n"
+                                     f"{' '.join(cmd)}\n{p.stdout}{p.stderr}")
         for o in tmp.glob("*.o"):
             o.unlink()
         info = {"kernels": linked, "errors": errors, "warnings": warnings, "flags": flags, "cxx": cxx_version(cxx),
-                "digest": digest, "seconds": round(time.time() - t0, 2), "sanitize": sanitize}
+                "digest": digest, "seconds": round(time.time() - t0, 2), "sanitize": sanitize,
+                "sources": sources, "complete": not errors}
         (tmp / "build.json").write_text(json.dumps(info, indent=1))
 
     entry, hit = cached_build(root, digest, builder)
     info = json.loads((entry / "build.json").read_text())
+    info["cache"] = str(entry)
     return entry / LIB_NAME, info, hit
 
 
@@ -445,19 +524,89 @@ class CsimBackend(Backend):
             self._lib = lib
         return path
 
-    def _function(self, key: str):
+    def library(self) -> ctypes.CDLL:
+        """The loaded library (built on first use): for callers of a design's synthesis top."""
+        if self._lib is None:
+            self.build()
+        if self._lib is None:
+            raise CsimBuildError(f"csim: no entry of the library compiled (cache folder {self.build_info.get('cache')}):\n"
+                                 + "\n".join(self.build_info.get("errors", {}).values()))
+        return self._lib
+
+    def _require_entry(self, design: str):
         known = set(self.build_info.get("kernels", ())) | set(self.build_info.get("errors", {}))
-        if self.library_path is None or key not in known:
-            self.build()  # first use, or a wrapper appeared since the build: a new digest
+        if self.library_path is None or design not in known:
+            self.build()  # first use, or a design appeared since the build: a new digest
         errors = self.build_info.get("errors", {})
-        if key in errors:
-            raise CsimBuildError(f"csim: hls/{key} failed to compile:\n{errors[key]}")
-        if key not in self.build_info.get("kernels", ()) or self._lib is None:
-            raise BackendUnavailable(f"backend 'csim' has no build of {key} (no hls/{key}/{key}_capi.cpp)")
-        fn = getattr(self._lib, f"eagle4_{key}")
+        if design in errors:
+            raise CsimBuildError(f"csim: hls design {design} failed to compile (build folder "
+                                 f"{self.build_info.get('cache')}, not cached: the next build retries):\n{errors[design]}")
+        if design not in self.build_info.get("kernels", ()) or self._lib is None:
+            raise BackendUnavailable(f"backend 'csim' has no build of {design} (no design.desc with C-sim sources)")
+
+    def _symbol(self, design: str, symbol: str):
+        self._require_entry(design)
+        fn = getattr(self._lib, symbol)
         fn.argtypes = _CAPI_ARGTYPES
         fn.restype = ctypes.c_int
         return fn
+
+    def _function(self, key: str):
+        return self._symbol(key, f"eagle4_{key}")
+
+    def _invoke(self, fn, arrays, iscalars, fscalars, n_counters: int) -> tuple[int, str, list[tuple[int, int]]]:
+        """Marshal ``arrays`` (C-contiguous numpy arrays or None, in the entry's tensor order) and the
+        scalars to the uniform C ABI (hls/include/eagle4_capi.h) and call ``fn``; outputs are written
+        in place. Returns (return code, error text, per-counter (bytes read, bytes written))."""
+        n = len(arrays)
+        ptrs = (ctypes.c_void_p * max(1, n))()
+        shapes = (ctypes.c_int64 * max(1, 4 * n))()
+        ebytes = (ctypes.c_int32 * max(1, n))()
+        for i, arr in enumerate(arrays):
+            if arr is None:
+                continue
+            if arr.ndim > 4:
+                raise ValueError(f"csim: tensor {i} has {arr.ndim} dimensions; the C ABI carries at most 4")
+            if not arr.flags.c_contiguous:
+                raise ValueError(f"csim: tensor {i} must be C-contiguous")
+            ptrs[i] = arr.ctypes.data
+            dims = list(arr.shape) + [1] * (4 - arr.ndim)
+            for d in range(4):
+                shapes[4 * i + d] = dims[d]
+            ebytes[i] = arr.dtype.itemsize
+        iscal = (ctypes.c_int64 * max(1, len(iscalars)))(*[int(v) for v in iscalars])
+        fscal = (ctypes.c_float * max(1, len(fscalars)))(*[float(v) for v in fscalars])
+        counters = (PortCounter * max(1, n_counters, n))()
+        err = ctypes.create_string_buffer(ERRBUF_LEN)
+        rc = fn(ptrs, shapes, ebytes, iscal, fscal, counters, err, ERRBUF_LEN)
+        return rc, err.value.decode(errors="replace"), [(int(c.bytes_read), int(c.bytes_written)) for c in counters]
+
+    def port_names(self, design: str, symbol: str) -> list[str]:
+        """The port list a design's entry reports (its ``const char* <symbol>()``: comma-separated)."""
+        self._require_entry(design)
+        f = getattr(self._lib, symbol)
+        f.restype = ctypes.c_char_p
+        return [p for p in f().decode().split(",") if p]
+
+    def call_entry(self, design: str, symbol: str, ports_symbol: str, arrays, iscalars, fscalars) -> dict[str, tuple[int, int]]:
+        """Call a design entry that is not a spec kernel (the fused pipelines and their unfused chains):
+        ``arrays`` in the entry's tensor order (None: absent); returns {port: (bytes read, written)} for
+        the ports ``ports_symbol`` names (repeated names add up), also kept in ``last_port_bytes``.
+        A non-zero return raises CsimCallError with the entry's message."""
+        self.require()
+        fn = self._symbol(design, symbol)
+        ports = self.port_names(design, ports_symbol)
+        self.last_port_bytes = {}
+        rc, err, cnt = self._invoke(fn, list(arrays), iscalars, fscalars, len(ports))
+        if rc != 0:
+            raise CsimCallError(f"{symbol} returned {rc}: {err}")
+        out: dict[str, list[int]] = {}
+        for i, p in enumerate(ports):
+            c = out.setdefault(p, [0, 0])
+            c[0] += cnt[i][0]
+            c[1] += cnt[i][1]
+        self.last_port_bytes = {p: (r, w) for p, (r, w) in out.items()}
+        return dict(self.last_port_bytes)
 
     # -- run -----------------------------------------------------------------------------------
     def _allocate(self, spec, inputs, params, env) -> dict[str, np.ndarray]:
@@ -516,35 +665,14 @@ class CsimBackend(Backend):
         spec = kernel_spec(kernel)
         fn = self._function(spec.key)
         tensor_args = list(spec.tensors)
-        n = len(tensor_args)
-        ptrs = (ctypes.c_void_p * n)()
-        shapes = (ctypes.c_int64 * (4 * n))()
-        ebytes = (ctypes.c_int32 * n)()
-        counters = (PortCounter * n)()
-        self.last_port_bytes = {}
-        for i, a in enumerate(tensor_args):
-            arr = tensors.get(a.name)
-            if arr is None:
-                continue
-            if arr.ndim > 4:
-                raise ValueError(f"csim: {a.name} has {arr.ndim} dimensions; the C ABI carries at most 4")
-            if not arr.flags.c_contiguous:
-                raise ValueError(f"csim: {a.name} must be C-contiguous")
-            ptrs[i] = arr.ctypes.data
-            dims = list(arr.shape) + [1] * (4 - arr.ndim)
-            for d in range(4):
-                shapes[4 * i + d] = dims[d]
-            ebytes[i] = arr.dtype.itemsize
         ivals = [int(bool(params[a.name])) if a.dtype == "bool" else int(params[a.name])
                  for a in spec.scalars if a.dtype != "f32"]
         fvals = [float(np.float32(params[a.name])) for a in spec.scalars if a.dtype == "f32"]
-        iscal = (ctypes.c_int64 * max(1, len(ivals)))(*ivals)
-        fscal = (ctypes.c_float * max(1, len(fvals)))(*fvals)
-        err = ctypes.create_string_buffer(ERRBUF_LEN)
-        rc = fn(ptrs, shapes, ebytes, iscal, fscal, counters, err, ERRBUF_LEN)
-        self.last_port_bytes = {a.name: (int(counters[i].bytes_read), int(counters[i].bytes_written))
-                                for i, a in enumerate(tensor_args) if ptrs[i]}
+        self.last_port_bytes = {}
+        arrays = [tensors.get(a.name) for a in tensor_args]
+        rc, err, counters = self._invoke(fn, arrays, ivals, fvals, len(tensor_args))
+        self.last_port_bytes = {a.name: counters[i] for i, a in enumerate(tensor_args) if arrays[i] is not None}
         if rc < 0:
-            raise PreconditionError(err.value.decode(errors="replace") or f"{spec.key}: refused (code {rc})")
+            raise PreconditionError(err or f"{spec.key}: refused (code {rc})")
         if rc != 0:
-            raise RuntimeError(f"csim {spec.key}: unexpected return code {rc}: {err.value.decode(errors='replace')}")
+            raise RuntimeError(f"csim {spec.key}: unexpected return code {rc}: {err}")

@@ -17,20 +17,21 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle4.backends import hls_designs
 from eagle4.backends.base import BackendUnavailable
 from eagle4.backends.csim import (
     BASE_FLAGS,
     HLS_DIR,
     CsimBuildError,
-    _header_files,
-    _kernel_folder_files,
+    all_designs,
     build_digest,
     cache_root,
     cached_build,
     find_cxx,
+    header_files,
     include_flags,
-    kernel_sources,
     materialize,
+    run_cxx,
     snapshot_sources,
     tools_missing,
 )
@@ -46,7 +47,9 @@ SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSa
 
 
 def testbench_source(key: str) -> Path:
-    return HLS_DIR / key / f"tb_{key}.cpp"
+    """The testbench file of a kernel's design (its design.desc ``tb``; the conventional name when none)."""
+    d = all_designs().get(key)
+    return d.tb[0] if d is not None and d.tb else HLS_DIR / key / f"tb_{key}.cpp"
 
 
 def has_testbench(key: str) -> bool:
@@ -67,21 +70,23 @@ def build_testbench(key: str, *, sanitize: bool = True, counters: bool = True, c
         raise FileNotFoundError(f"no testbench {src}")
     flags = [f.replace("-O2", "-O1") for f in BASE_FLAGS if counters or f != "-DEAGLE4_CSIM_COUNTERS"]
     flags += list(TB_SANITIZE_FLAGS) if sanitize else []
-    snap = snapshot_sources(_header_files(include_tb=True) + _kernel_folder_files(key, include_tb=True))
+    sources = hls_designs.testbench_sources(key, all_designs())
+    snap = snapshot_sources(header_files(include_tb=True) + sources)
     digest = build_digest(f"tb_{key}", snap, flags)
     cxx = find_cxx()
+    root = cache_root(cache_dir) / "tb"
     exe_name = f"tb_{key}" if counters else f"tb_{key}_raw_ports"
 
     def builder(tmp: Path):
         src_root = materialize(snap, tmp / "src")  # compile exactly what was hashed
-        sources = [src_root / s.relative_to(HLS_DIR) for s in (src, *kernel_sources(key))]
-        cmd = [cxx, *flags, *include_flags(src_root), *[str(s) for s in sources], "-o", str(tmp / exe_name)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        files = [src_root / s.relative_to(HLS_DIR) for s in sources]
+        cmd = [cxx, *flags, *include_flags(src_root), *[str(s) for s in files], "-o", str(tmp / exe_name)]
+        p = run_cxx(cmd, f"building {exe_name}", root)
         if p.returncode:
-            raise CsimBuildError(f"building {exe_name} failed:\n{' '.join(cmd)}\n{p.stdout}{p.stderr}")
+            raise CsimBuildError(f"building {exe_name} failed (cache folder {root}; nothing was cached):\n"
+                                 f"{' '.join(cmd)}\n{p.stdout}{p.stderr}")
         (tmp / "build.json").write_text(json.dumps({"cmd": cmd, "warnings": p.stderr}))
 
-    root = cache_root(cache_dir) / "tb"
     root.mkdir(parents=True, exist_ok=True)
     entry, _ = cached_build(root, digest, builder)
     return entry / exe_name

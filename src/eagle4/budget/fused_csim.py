@@ -1,10 +1,9 @@
 """C-simulation of the fused dataflow designs (hls/fused/) and of their unfused reference chain.
 
-``hls/fused/{draft_pipeline,verify_pipeline}/*.cpp`` and the per-kernel tops they compose
-(``hls/<key>/<key>.cpp`` for the keys of ``KERNEL_DEPS``) are compiled with g++ (byte counters on, the
-hls4ml ap_types headers, the csim backend's flags) into one shared library cached under
-``<repo>/.cache/csim/fused-<hash>/`` (the key hashes every source, header, flag and the compiler).
-Four entry points share the uniform C ABI of ``hls/include/eagle4_capi.h``:
+The designs ``fused_draft`` and ``fused_verify`` (``hls/fused/*/design.desc``) are entries of the one
+C-sim library of ``eagle4.backends.csim``; this module shapes their inputs and calls them through the
+backend (``CsimBackend.call_entry``), which returns the bytes every port moved. Four entry points share
+the uniform C ABI of ``hls/include/eagle4_capi.h``:
 
 * ``eagle4_fused_draft_step`` / ``eagle4_unfused_draft_step``: one whole draft step (init, D layers,
   finalize + verify-set selection) on identical tensors;
@@ -16,18 +15,9 @@ Each call returns the outputs and the bytes every port moved ({port: (read, writ
 
 from __future__ import annotations
 
-import ctypes
-import json
-import os
-import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
-
-REPO = Path(__file__).resolve().parents[3]
-FUSED_DIR = REPO / "hls" / "fused"
-LIB_NAME = "libeagle4_fused.so"
 
 DRAFT_TENSORS = (
     "root_token", "draft_hidden", "lm_weight", "lm_scale", "hot_token_id", "widths", "verify_nums", "seq_lens",
@@ -61,168 +51,56 @@ W_CODES = {"int8": 1, "bfloat16": 2, "float32": 4}
 
 
 class FusedCsimError(RuntimeError):
-    """The fused csim library could not be built or a call returned an error."""
+    """The fused designs cannot be built here or a call returned an error."""
 
 
 # ---------------------------------------------------------------------------------------------
-# build / load (self-contained: g++ + the hls4ml ap_types headers, cached by a hash of the sources)
+# the fused entries of the one C-sim library (eagle4.backends.csim)
 
-BUILD_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-ffp-contract=off", "-fno-fast-math", "-DEAGLE4_CSIM_COUNTERS",
-               "-DEAGLE4_HLS4ML_HEADERS", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-label",
-               "-Wno-unused-variable")
+_BACKEND = None
 
 
-class PortCounter(ctypes.Structure):  # eagle4::PortCounter (hls/include/eagle4_port.h)
-    _fields_ = [("bytes_read", ctypes.c_uint64), ("bytes_written", ctypes.c_uint64)]
+def backend():
+    """The csim backend the fused entries run on (built once per process, cached by source hash)."""
+    global _BACKEND
+    if _BACKEND is None:
+        from eagle4.backends.csim import CsimBackend
 
-
-CAPI_ARGTYPES = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32),
-                 ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_float), ctypes.POINTER(PortCounter),
-                 ctypes.c_char_p, ctypes.c_int64]
-
-
-# per-kernel folders whose code the fused designs compose (their cores, and the tops the unfused
-# chain calls): <key>.cpp and every header of the folder (never the C-ABI wrapper or testbench)
-KERNEL_DEPS = ("draft_tree_score", "update_draft_state", "work_deltas", "tree_mask", "update_verify")
-
-
-def _sources() -> list[Path]:
-    fused = [p for p in FUSED_DIR.rglob("*") if p.suffix in (".cpp", ".hpp", ".h") and "csim_build" not in p.parts]
-    kern = [p for k in KERNEL_DEPS for p in (REPO / "hls" / k).iterdir()
-            if p.suffix in (".hpp", ".h") or p.name == f"{k}.cpp"]
-    return sorted(fused + kern)
-
-
-def _ap_types() -> Path | None:
-    import importlib.util
-
-    spec = importlib.util.find_spec("hls4ml")
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        p = Path(loc) / "templates" / "vivado" / "ap_types"
-        if (p / "ap_int.h").is_file():
-            return p
-    return None
-
-
-_LIB = None
+        b = CsimBackend()
+        ok, why = b.available()
+        if not ok:
+            raise FusedCsimError(f"cannot build the fused designs: {why}")
+        _BACKEND = b
+    return _BACKEND
 
 
 def load_library():
-    """Build (cached under <repo>/.cache/csim/fused-<hash>/, or $EAGLE4_CSIM_CACHE) and load the
-    fused csim library; returns the ctypes CDLL."""
-    global _LIB
-    if _LIB is not None:
-        return _LIB
-    import fcntl
-    import hashlib
-    import shutil
-    import subprocess
-    import tempfile
-    from concurrent.futures import ThreadPoolExecutor
-
-    cxx = shutil.which(os.environ.get("CXX") or "g++")
-    ap = _ap_types()
-    if cxx is None or ap is None:
-        raise FusedCsimError("cannot build the fused designs: " + "; ".join(
-            ([] if cxx else ["g++ not found on PATH (apt-get install g++, or set CXX)"])
-            + ([] if ap else ["the hls4ml package (ap_types headers) is not installed: pip install 'hls4ml>=1.0,<1.4'"])))
-    inc = REPO / "hls" / "include"
-    headers = sorted(p for p in inc.rglob("*") if p.suffix in (".h", ".hpp") and "tb" not in p.relative_to(inc).parts[:-1])
-    h = hashlib.sha256()
-    ver = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
-    h.update(json.dumps({"flags": BUILD_FLAGS, "cxx": ver, "ap": str(ap)}).encode())
-    for f in _sources() + headers:
-        h.update(str(f.relative_to(REPO)).encode() + b"\0" + f.read_bytes())
-    digest = "fused-" + h.hexdigest()[:32]
-    root = Path(os.environ.get("EAGLE4_CSIM_CACHE") or REPO / ".cache" / "csim")
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / digest
-    if not (final / "build.json").is_file():
-        with open(root / f"{digest}.lock", "a+") as lk:
-            fcntl.flock(lk, fcntl.LOCK_EX)
-            if not (final / "build.json").is_file():
-                tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=root))
-                try:
-                    t0 = time.time()
-                    srcs = [p for p in _sources() if p.suffix == ".cpp"]
-
-                    def comp(src):
-                        cmd = [cxx, *BUILD_FLAGS, f"-I{inc}", f"-I{ap}", "-c", str(src), "-o", str(tmp / f"{src.stem}.o")]
-                        p = subprocess.run(cmd, capture_output=True, text=True)
-                        return p.returncode, " ".join(cmd) + "\n" + p.stdout + p.stderr
-
-                    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-                        res = list(ex.map(comp, srcs))
-                    errs = [out for rc, out in res if rc]
-                    if errs:
-                        raise FusedCsimError("compiling hls/fused failed:\n" + "\n".join(errs))
-                    p = subprocess.run([cxx, "-shared", "-o", str(tmp / LIB_NAME), *[str(tmp / f"{s.stem}.o") for s in srcs]],
-                                       capture_output=True, text=True)
-                    if p.returncode:
-                        raise FusedCsimError(f"linking failed: {p.stderr}")
-                    for o in tmp.glob("*.o"):
-                        o.unlink()
-                    (tmp / "build.json").write_text(json.dumps({"digest": digest, "seconds": round(time.time() - t0, 2),
-                                                                "sources": [str(s.relative_to(REPO)) for s in srcs]}))
-                    os.replace(tmp, final)
-                except BaseException:
-                    shutil.rmtree(tmp, ignore_errors=True)
-                    raise
-    lib = ctypes.CDLL(str(final / LIB_NAME))
-    for fn in ("eagle4_fused_draft_step", "eagle4_unfused_draft_step", "eagle4_fused_verify_step",
-               "eagle4_unfused_verify_step"):
-        f = getattr(lib, fn)
-        f.argtypes = CAPI_ARGTYPES
-        f.restype = ctypes.c_int
-    for fn in ("eagle4_fused_draft_ports", "eagle4_unfused_draft_ports", "eagle4_fused_verify_ports",
-               "eagle4_unfused_verify_ports"):
-        getattr(lib, fn).restype = ctypes.c_char_p
-    _LIB = lib
-    return lib
+    """The loaded C-sim library (for callers of the synthesis tops ``fused_draft_top``/``fused_verify_top``)."""
+    return backend().library()
 
 
-def port_names(fn: str) -> list[str]:
-    lib = load_library()
-    return [p for p in getattr(lib, fn)().decode().split(",") if p]
+def port_names(entry: str) -> list[str]:
+    """Ports of an entry (``fused_draft``, ``unfused_draft``, ``fused_verify``, ``unfused_verify``)."""
+    return backend().port_names(_DESIGN_OF[entry], f"eagle4_{entry}_ports")
 
 
-def _call(fn: str, names, arrays: dict, iscalars, fscalars, ports_fn: str):
-    lib = load_library()
-    n = len(names)
-    ptrs = (ctypes.c_void_p * n)()
-    shapes = (ctypes.c_int64 * (4 * n))()
-    eb = (ctypes.c_int32 * n)()
-    keep = []
-    for i, name in enumerate(names):
-        a = arrays.get(name)
-        if a is None:
-            ptrs[i] = None
-            for d in range(4):
-                shapes[4 * i + d] = 0
-            eb[i] = 0
-            continue
-        a = np.ascontiguousarray(a)
-        arrays[name] = a
-        keep.append(a)
-        ptrs[i] = a.ctypes.data
-        sh = list(a.shape)[:4] + [1] * (4 - min(a.ndim, 4))
-        for d in range(4):
-            shapes[4 * i + d] = int(sh[d])
-        eb[i] = a.dtype.itemsize
-    ports = port_names(ports_fn)
-    cnt = (PortCounter * max(len(ports), n, 1))()
-    isc = (ctypes.c_int64 * max(len(iscalars), 1))(*[int(v) for v in iscalars])
-    fsc = (ctypes.c_float * max(len(fscalars), 1))(*[float(v) for v in fscalars])
-    err = ctypes.create_string_buffer(4096)
-    rc = getattr(lib, fn)(ptrs, shapes, eb, isc, fsc, cnt, err, 4096)
-    if rc != 0:
-        raise FusedCsimError(f"{fn} returned {rc}: {err.value.decode(errors='replace')}")
-    counts: dict[str, list[int]] = {}
-    for i, p in enumerate(ports):
-        c = counts.setdefault(p, [0, 0])
-        c[0] += int(cnt[i].bytes_read)
-        c[1] += int(cnt[i].bytes_written)
-    return {p: (r, w) for p, (r, w) in counts.items()}
+_DESIGN_OF = {"fused_draft": "fused_draft", "unfused_draft": "fused_draft", "fused_verify": "fused_verify",
+              "unfused_verify": "fused_verify"}
+
+
+def _call(entry: str, names, arrays: dict, iscalars, fscalars):
+    from eagle4.backends.csim import CsimCallError
+
+    ordered = []
+    for name in names:
+        if arrays.get(name) is not None:
+            arrays[name] = np.ascontiguousarray(arrays[name])
+        ordered.append(arrays.get(name))
+    try:
+        return backend().call_entry(_DESIGN_OF[entry], f"eagle4_{entry}_step", f"eagle4_{entry}_ports", ordered,
+                                    iscalars, fscalars)
+    except CsimCallError as e:
+        raise FusedCsimError(str(e)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,10 +208,9 @@ def run_draft(chain: str, s: DraftShape, inputs: dict[str, np.ndarray], *, k5_pa
         a["dbg_topk_t"] = np.full((s.D, s.B, 64), -1, np.int64)
     isc = _draft_iscalars(s, a)
     if chain == "fused":
-        counts = _call("eagle4_fused_draft_step", DRAFT_TENSORS, a, isc, [0.0], "eagle4_fused_draft_ports")
+        counts = _call("fused_draft", DRAFT_TENSORS, a, isc, [0.0])
     elif chain == "unfused":
-        counts = _call("eagle4_unfused_draft_step", DRAFT_TENSORS, a, isc + [k5_passes, int(k4_materialize)], [0.0],
-                       "eagle4_unfused_draft_ports")
+        counts = _call("unfused_draft", DRAFT_TENSORS, a, isc + [k5_passes, int(k4_materialize)], [0.0])
     else:
         raise ValueError(f"chain must be 'fused' or 'unfused', got {chain!r}")
     outs = {k: a[k] for k in DRAFT_OUTPUTS}
@@ -488,12 +365,11 @@ def run_verify(chain: str, s: VerifyShape, inputs: dict[str, np.ndarray], *, k5_
     isc = _verify_iscalars(s, a)
     fsc = [s.threshold_single, s.threshold_acc]
     if chain == "fused":
-        counts = _call("eagle4_fused_verify_step", VERIFY_TENSORS, a, isc, fsc, "eagle4_fused_verify_ports")
+        counts = _call("fused_verify", VERIFY_TENSORS, a, isc, fsc)
     elif chain == "unfused":
         sampling = any(t >= 1e-6 for t in a["temperatures"].tolist())
-        counts = _call("eagle4_unfused_verify_step", VERIFY_TENSORS, a,
-                       isc + [k5_passes, int(k4_materialize), int(k6_sglang and sampling), exp_variant], fsc,
-                       "eagle4_unfused_verify_ports")
+        counts = _call("unfused_verify", VERIFY_TENSORS, a,
+                       isc + [k5_passes, int(k4_materialize), int(k6_sglang and sampling), exp_variant], fsc)
     else:
         raise ValueError(f"chain must be 'fused' or 'unfused', got {chain!r}")
     outs = {k: a[k] for k in VERIFY_OUTPUTS + (VERIFY_DEBUG if debug else ()) if a.get(k) is not None}
