@@ -47,9 +47,10 @@ def test_trace_uses_measured_acceptance_when_present(tmp_path):
     (tmp_path / "reports").mkdir()
     with open(tmp_path / "reports" / "acceptance_lengths.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["accept_length", "provenance"])
+        w.writerow(["accept_length", "provenance", "contract_sha256"])
         for a in [3, 3, 3, 3]:
-            w.writerow([a, "measured"])
+            w.writerow([a, "measured", contract_sha256(SMALL)])
+        w.writerow([0, "measured", ""])  # a row without the contract's hash is never this contract's
     t = build_trace(copy.deepcopy(SMALL), root=tmp_path)
     assert t.accept_provenance == "measured"
     assert all(a == 3 for c in t.cycles for a in c.accept)
