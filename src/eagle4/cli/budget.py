@@ -9,10 +9,12 @@ import time
 
 def cmd(args) -> int:
     from eagle4.budget import run_budget
+    from eagle4.contract import load_contract
 
     t0 = time.time()
+    contract = load_contract(args.contract)  # the one loader: a bad contract is a one-line error, no artifact
     prog = (lambda m: print(f"  {m}", file=sys.stderr)) if args.verbose else None
-    res, rows = run_budget(args.contract, args.reports, progress=prog)
+    res, rows = run_budget(contract, args.reports, progress=prog)
     u, f = res.unfused, res.fused
     print(f"trace: {len(res.trace.cycles)} cycles, batches {res.trace.batches}, prefix L={res.trace.prefix_len}, "
           f"accept lengths {res.trace.accept_provenance} (mean {res.trace.mean_accept:.3f})")

@@ -1,19 +1,21 @@
 """`eagle4 gates --contract contracts/default.toml [--hw cpu|fpga] [--record] [--refresh]`: evaluate the
-contract's [[gates]] on the raw artifacts in reports/ and print the VALID/INVALID summary."""
+contract's [[gates]] on the raw artifacts in reports/, print each gate, the VALID/INVALID line of the
+evaluated gates and the sign-off verdict (SIGNED OFF / NOT SIGNED OFF with every reason)."""
 
 from __future__ import annotations
 
 
 def cmd(args) -> int:
+    from eagle4.contract import load_contract
     from eagle4.gates import evaluate_all, summary
-    from eagle4.workload.trace import contract_sha256
 
+    contract = load_contract(args.contract)  # the one loader: a bad contract is a one-line error
     if args.refresh:
         from eagle4.budget import run_budget
 
-        run_budget(args.contract, args.reports)
-    res = evaluate_all(args.contract, args.reports, hw=args.hw, record_ledger=args.record)
-    print(summary(res, contract_sha256=contract_sha256(args.contract), hw=args.hw))
+        run_budget(contract, args.reports)
+    res = evaluate_all(contract, args.reports, hw=args.hw, record_ledger=args.record)
+    print(summary(res, contract_sha256=contract.sha256, hw=args.hw))
     return 0 if all(r.valid for r in res) else 1
 
 

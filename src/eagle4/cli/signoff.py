@@ -1,5 +1,6 @@
 """`eagle4 signoff`: the main job. Runs the contract end to end on the hardware present, writes
-the artifact pack to reports/ and prints the MLPerf-style VALID/INVALID summary.
+the artifact pack to reports/ and prints one verdict: SIGNED OFF / NOT SIGNED OFF with every reason
+(:func:`eagle4.gates.decide`; report-only misses are shown as misses).
 
 Steps (each reported; a step that cannot run here says why, it is never silently skipped):
 1. contract: load, validate, render reports/benchmark_contract.md;
@@ -75,15 +76,10 @@ def _budget(args, contract, reports: Path) -> StepResult:
 
 def _gates(args, contract, reports: Path):
     from eagle4.gates import evaluate_all, summary
-    from eagle4.workload.trace import contract_sha256
 
     results = evaluate_all(contract, reports, hw=args.hw, record_ledger=True)
-    text = summary(results, contract_sha256=contract_sha256(contract), hw=args.hw)
-    reasons = [f"gate {r.name} INVALID" for r in results if not r.valid]
-    # a gate deselected on this hardware was not evaluated: a run without it cannot sign off
-    reasons += [f"gate {r.name} not evaluated on --hw={args.hw} (needs --hw=fpga with measured board numbers)"
-                for r in results if r.status == "DESELECTED"]
-    return StepResult("gates", "OK", notes=[]), text, reasons
+    text = summary(results, contract_sha256=contract.sha256, hw=args.hw)
+    return StepResult("gates", "OK", notes=[]), text, results
 
 
 def cmd(args) -> int:
@@ -103,7 +99,7 @@ def cmd(args) -> int:
         raise ValueError(f"--skip: unknown step(s) {sorted(unknown)}; steps: {', '.join(STEPS)}")
     results: list[StepResult] = []
     contract = None
-    gate_text, gate_reasons = "", ["gates not evaluated"]
+    gate_text, gate_results = "", None
 
     def step(name, fn):
         if name in skip:
@@ -139,7 +135,7 @@ def cmd(args) -> int:
         step("budget", lambda: _budget(args, contract, reports))
         rest = step("gates", lambda: _gates(args, contract, reports))
         if rest:
-            gate_text, gate_reasons = rest
+            gate_text, gate_results = rest
     env_manifest.write(reports / "env_manifest.txt", {"signoff_hw": args.hw, "contract": str(args.contract)})
 
     table = Table(title=f"eagle4 signoff --hw={args.hw}: {args.contract}")
@@ -151,17 +147,24 @@ def cmd(args) -> int:
     console.print(table)
     if gate_text:
         console.print(gate_text, markup=False, highlight=False)
-    steps_ok = all(r.status == "OK" for r in results) and len(results) == len(STEPS)
-    reasons = [f"step {r.name}: {r.status}" for r in results if r.status != "OK"] + list(gate_reasons)
-    verdict = "VALID" if steps_ok and not reasons else "INVALID"
-    console.print(f"[bold]SIGN-OFF: {verdict}" + ("" if verdict == "VALID" else " because " + "; ".join(reasons)))
+    from eagle4.gates import decide
+
+    step_reasons = [f"step {r.name}: {r.status}" for r in results if r.status != "OK"]
+    step_reasons += [f"step {s}: never reached" for s in STEPS if s not in {r.name for r in results}]
+    if gate_results is None:
+        step_reasons.append("gates not evaluated")
+    v = decide(gate_results or [], hw=args.hw, extra_reasons=step_reasons)
+    verdict = "VALID" if v.signed_off else "INVALID"  # the word the summary has always carried
+    console.print(f"[bold]SIGN-OFF: {verdict}: {v.word}", highlight=False)
+    for line in v.lines()[1:]:
+        console.print(line, markup=False, highlight=False)
     # the summary is part of the artifact pack, not only of the console
     lines = [f"# eagle4 signoff --hw={args.hw} ({args.contract})", "",
              "| step | status | seconds | notes |", "|---|---|---|---|"]
     lines += [f"| {r.name} | {r.status} | {r.seconds:.1f} | {'<br>'.join(n.replace('|', '/') for n in r.notes[:8])} |"
               for r in results]
-    lines += ["", "```", gate_text or "(no gate evaluated)", "```", "", f"**SIGN-OFF: {verdict}**"]
-    lines += [f"* {x}" for x in reasons]
+    lines += ["", "```", gate_text or "(no gate evaluated)", "```", "", f"**SIGN-OFF: {verdict}**: {v.word}", ""]
+    lines += [f"* {x}" for x in v.reasons] + [f"* report-only miss: {x}" for x in v.report_misses]
     (reports / "signoff_summary.md").write_text("\n".join(lines) + "\n")
     console.print(f"artifact pack: {reports}")
     if any(r.status == "CRASHED" for r in results):

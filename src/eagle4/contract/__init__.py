@@ -1,10 +1,19 @@
-"""The benchmark contract: what every run of the workload is pinned to.
+"""The benchmark contract: what every run of the workload is pinned to. The one loader.
 
-``load_contract(path) -> Contract`` reads a TOML file with :mod:`tomllib`, validates it with
-pydantic (errors name the file and the dotted field), checks every prompt file's sha256 and
-resolves model paths. ``Contract.sha256`` is the hash of the canonical content (sorted-key JSON of
-the whole validated document, sections owned by other modules included); every result row carries
-it, and :func:`ensure_same_contract` refuses to compare rows produced under different hashes.
+``load_contract(path) -> Contract`` reads a TOML file with :mod:`tomllib`, validates every section
+with pydantic (``[fpga]``, ``[trace]`` and ``[[gates]]`` included: :mod:`eagle4.contract.fpga`,
+:mod:`~eagle4.contract.trace`, :mod:`~eagle4.contract.gates`), checks every prompt file's sha256 and
+resolves model paths. Any error is one line naming the file and the dotted field. Every command
+loads its contract here; nothing catches the error and reads the raw TOML instead.
+
+``Contract.sha256`` is the hash of the canonical content (sorted-key JSON of the validated document:
+core sections with their defaults, the owned sections as written, extension tables verbatim); every
+result row carries it, and :func:`ensure_same_contract` refuses to compare rows produced under
+different hashes. :func:`contract_sha256` hashes whatever a function was given (a Contract, a path,
+or a partial dict of sections, as tests use).
+
+Extension tables: a top-level table the schema does not know is kept verbatim and hashed (another
+tool's section), unless its name is close to a known section (``[fpgaa]``): that is a typo, refused.
 
 Relative paths in the contract are relative to the repository root: the nearest ancestor of the
 contract file that holds ``pyproject.toml`` (else the contract's own directory).
@@ -12,14 +21,21 @@ contract file that holds ``pyproject.toml`` (else the contract's own directory).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from eagle4.contract.base import ContractError, ContractMismatch, Section
+from eagle4.contract.fpga import FpgaSection
+from eagle4.contract.gates import GateError, GateSpec, check_gate_names, validate_gates
+from eagle4.contract.trace import TraceSection
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,25 +43,17 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore
 
 
-class ContractError(ValueError):
-    """The contract file is missing, malformed or inconsistent; the message names the field."""
+MIN_RUNS = 5  # independent runs per operating point, the least any contract may ask for
+INT64 = (-(2**63), 2**63 - 1)  # TOML integers are 64-bit
 
 
-class ContractMismatch(ValueError):
-    """Results produced under different contracts were about to be compared."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Meta(_Strict):
+class Meta(Section):
     name: str
     version: int = Field(ge=1)
     description: str = ""
 
 
-class TargetArch(_Strict):
+class TargetArch(Section):
     """Llama-style target architecture of a ``load = "dummy"`` pair (weights generated from a seed)."""
 
     hidden_size: int = Field(ge=8, le=65536)
@@ -70,7 +78,7 @@ class TargetArch(_Strict):
         return self.hidden_size // self.num_heads
 
 
-class DraftArch(_Strict):
+class DraftArch(Section):
     """EAGLE3-style draft head: fc over the hidden states captured at ``fc_layers`` of the target,
     ``num_layers`` decoder layer(s) on [embedding ; hidden], LM head over the hot vocabulary."""
 
@@ -80,7 +88,7 @@ class DraftArch(_Strict):
     hot_vocab_size: int = Field(ge=2, description="draft LM-head rows (hot vocabulary; d2t maps them to the target vocab)")
 
 
-class ModelPair(_Strict):
+class ModelPair(Section):
     load: Literal["local", "dummy"] = Field("local", description=(
         "local: read target/draft from model folders; dummy: generate weights of the declared architecture "
         "on the device from `seed` (serving engines' dummy load format) -- drafts are then meaningless, so "
@@ -109,7 +117,7 @@ class ModelPair(_Strict):
         return self
 
 
-class Acceptance(_Strict):
+class Acceptance(Section):
     """Where accepted lengths come from. ``model``: the pair's own drafts (a trained pair). ``trace``:
     a named, hashed accept-length trace measured on a trained pair; K6/K7 are driven to reproduce it
     (the only honest choice for dummy weights, whose drafts mean nothing)."""
@@ -126,14 +134,14 @@ class Acceptance(_Strict):
         return self
 
 
-class Slo(_Strict):
+class Slo(Section):
     """Service-level objective of goodput: a request counts when TTFT and TPOT are both within."""
 
     ttft_ms: float = Field(gt=0)
     tpot_ms: float = Field(gt=0)
 
 
-class Measurement(_Strict):
+class Measurement(Section):
     """Rules of a measured run (serving-benchmark style). A row that misses one is marked INVALID."""
 
     min_samples: int = Field(200, ge=1, description="p50/p99 need at least this many samples per point")
@@ -149,7 +157,7 @@ class Measurement(_Strict):
     hotspot_coverage_min: float = Field(0.70, gt=0, le=1, description="WP2: top-N regions cover this share of step time")
 
 
-class Decode(_Strict):
+class Decode(Section):
     node_top_k: int = Field(ge=1, le=10, description="K: children sampled per frontier node")
     tree_depth: int = Field(ge=1, le=32, description="D_max: draft layers per draft step (root expansion included)")
     verify_num: int = Field(ge=1, le=128, description="Vn: verify budget per step (tokens per request in the verify tree)")
@@ -192,23 +200,23 @@ class Decode(_Strict):
         return self.tree_depth + 1
 
 
-class PromptFile(_Strict):
+class PromptFile(Section):
     path: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
-class Prompts(_Strict):
+class Prompts(Section):
     files: list[PromptFile] = Field(default_factory=list, description="prompt sets (load = 'local'); a dummy pair draws token ids")
     prompt_tokens: int = Field(ge=2, le=8192, description="prompt length in tokens (BOS included); longer prompts are truncated, shorter ones are used as they are")
     output_tokens: int = Field(ge=1, le=8192, description="tokens generated per request (ignore EOS unless decode.stop_on_eos)")
 
 
-class Phase(_Strict):
+class Phase(Section):
     duration_s: float = Field(gt=0)
     concurrency: int = Field(ge=1, le=4096)
 
 
-class BatchProfile(_Strict):
+class BatchProfile(Section):
     mode: Literal["static", "phases", "concurrency", "poisson"] = Field("static", description=(
         "static: every request of a point starts at t = 0; phases: the HTTP client's concurrency phases; "
         "concurrency: `batch` requests always in flight (a finished batch is replaced by the next); "
@@ -222,15 +230,15 @@ class BatchProfile(_Strict):
         return self
 
 
-class OperatingPoint(_Strict):
+class OperatingPoint(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     batch: int = Field(ge=1, le=128)
     request_rate: float | None = Field(None, gt=0, description="poisson mode: requests per second")
 
 
-class Runs(_Strict):
+class Runs(Section):
     warmup: int = Field(ge=0, le=100)
-    runs: int = Field(ge=5, le=1000, description="independent runs per operating point (>= 5)")
+    runs: int = Field(ge=MIN_RUNS, le=1000, description=f"independent runs per operating point (>= {MIN_RUNS})")
     seeds: list[int] = Field(min_length=1)
     cov_max: float = Field(0.05, gt=0, le=1.0, description="max coefficient of variation of tokens/s across runs")
     min_duration_s: float = Field(0.0, ge=0, le=600, description=(
@@ -247,11 +255,9 @@ class Runs(_Strict):
 _MODEL_ADDED_DEFAULTS = {"load": "local", "seed": 0, "target_arch": None, "draft_arch": None}
 
 
-class Contract(BaseModel):
-    """The validated contract. Sections owned by other modules ([fpga], [trace], [[gates]], and any
-    other top-level table) are kept verbatim and are part of the hash."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
+class Contract(Section):
+    """The validated contract: the core sections, the sections of the FPGA accounting and the gates,
+    and any extension tables of other tools (verbatim, hashed)."""
 
     contract: Meta
     model: ModelPair
@@ -263,10 +269,32 @@ class Contract(BaseModel):
     acceptance: Acceptance = Acceptance()
     slo: Slo | None = None
     measurement: Measurement = Measurement()
+    fpga: FpgaSection = FpgaSection()
+    trace: TraceSection = TraceSection()
+    gates: list[GateSpec] = Field(default_factory=list)
+    extensions: dict[str, Any] = Field(default_factory=dict, exclude=True,
+                                       description="top-level tables of other tools, verbatim")
 
     # set by load_contract (excluded from the hash)
     source_path: str | None = Field(None, exclude=True)
     root_dir: str | None = Field(None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_extensions(cls, data):
+        if not isinstance(data, dict):
+            return data
+        known = set(cls.model_fields) - {"extensions"}
+        ext = {k: v for k, v in data.items() if k not in known}
+        if not ext:
+            return data
+        for k, v in ext.items():
+            close = difflib.get_close_matches(k, sorted(known - {"source_path", "root_dir"}), n=1, cutoff=0.8)
+            if close:
+                raise ValueError(f"unknown section [{k}] (did you mean [{close[0]}]?)")
+            if not (isinstance(v, dict) or (isinstance(v, list) and v and all(isinstance(x, dict) for x in v))):
+                raise ValueError(f"unknown top-level key {k!r}: only tables of other tools are kept")
+        return {**{k: v for k, v in data.items() if k in known}, "extensions": ext}
 
     @model_validator(mode="after")
     def _unique_points(self):
@@ -282,11 +310,21 @@ class Contract(BaseModel):
             miss = [p.name for p in self.operating_points if p.request_rate is None]
             if miss:
                 raise ValueError(f"batch_profile.mode = 'poisson' needs request_rate on operating point(s) {miss}")
+        check_gate_names(self.gates)
         return self
 
     # -- derived ---------------------------------------------------------------------------
     def canonical(self) -> dict[str, Any]:
-        d = self.model_dump(mode="json", exclude={"source_path", "root_dir"})
+        """What the hash covers: core sections with their defaults (fields added later left out while
+        they hold their defaults); [fpga], [trace] and [[gates]] as written (validated values, no
+        defaults filled in, so giving them a schema changed no hash); extension tables verbatim."""
+        owned = {"fpga", "trace", "gates"}
+        d = self.model_dump(mode="json", exclude={"source_path", "root_dir", "extensions", *owned})
+        for name in owned & self.model_fields_set:
+            v = getattr(self, name)
+            d[name] = ([g.model_dump(mode="json", exclude_unset=True) for g in v] if name == "gates"
+                       else v.model_dump(mode="json", exclude_unset=True))
+        d.update(self.extensions)
         # Fields added after contracts were first hashed are left out while they hold their defaults,
         # so the hash of an older contract (stored in committed rows) does not change.
         for sec, default in (("acceptance", Acceptance()), ("measurement", Measurement()), ("slo", None)):
@@ -302,8 +340,7 @@ class Contract(BaseModel):
 
     @property
     def sha256(self) -> str:
-        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return canonical_sha256(self.canonical())
 
     @property
     def short_hash(self) -> str:
@@ -336,7 +373,15 @@ class Contract(BaseModel):
 
     @property
     def extra_sections(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+        """Extension tables of other tools (kept verbatim, hashed, rendered)."""
+        return dict(self.extensions)
+
+
+def canonical_sha256(doc: Mapping[str, Any]) -> str:
+    """sha256 of the sorted-key compact JSON of ``doc`` (the contract hash of a canonical document)."""
+    d = {k: v for k, v in doc.items() if k not in ("source_path", "root_dir")}
+    blob = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def sha256_file(path: str | Path) -> str:
@@ -357,26 +402,73 @@ def _root_for(path: Path) -> Path:
 def _fmt_loc(loc) -> str:
     out = ""
     for part in loc:
+        if part in ("function-after[_split_extensions(), Contract]",):
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(top level)"
 
 
+def _out_of_range_ints(obj, loc=()):
+    """Dotted locations of integers outside the 64-bit range TOML allows (tomllib accepts them)."""
+    if isinstance(obj, bool):
+        return
+    if isinstance(obj, int) and not INT64[0] <= obj <= INT64[1]:
+        yield _fmt_loc(loc)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _out_of_range_ints(v, (*loc, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _out_of_range_ints(v, (*loc, i))
+
+
+def _toml_error(path: Path, text: str, e: Exception) -> ContractError:
+    """A TOML syntax error as one line naming the key on the offending line (``x = null`` and the like)."""
+    msg = str(e).splitlines()[0]
+    m = re.search(r"line (\d+)", msg)
+    where = ""
+    if m:
+        lines = text.splitlines()
+        n = int(m.group(1))
+        if 1 <= n <= len(lines):
+            key = re.match(r"\s*([A-Za-z0-9_.\"-]+)\s*=", lines[n - 1])
+            where = f" {key.group(1)} (line {n}):" if key else f" line {n}:"
+    return ContractError(f"{path}:{where} not valid TOML: {msg}")
+
+
+def _validation_error(path: Path, e: ValidationError) -> ContractError:
+    parts = []
+    for err in e.errors():
+        msg = err["msg"].removeprefix("Value error, ")
+        loc = _fmt_loc(err["loc"])
+        got = err.get("input")
+        shown = "" if isinstance(got, (dict, list)) and len(repr(got)) > 60 else f" (got {got!r})"
+        if err["type"] in ("missing", "extra_forbidden") or "input" not in err or loc == "(top level)":
+            shown = ""
+        parts.append(f"{loc}: {msg}{shown}")
+    return ContractError(f"{path}: invalid contract: " + "; ".join(parts))
+
+
 def load_contract(path: str | Path, *, verify_files: bool = True) -> Contract:
+    """Read, validate and (``verify_files``) check the files a contract pins. The only contract loader."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ContractError(f"contract file {path} does not exist")
+    text = path.read_text(encoding="utf-8")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ContractError(f"{path}: not valid TOML: {e}") from e
+        raise _toml_error(path, text, e) from None
+    big = list(_out_of_range_ints(raw))
+    if big:
+        raise ContractError(f"{path}: invalid contract: {', '.join(big)}: integer outside the 64-bit range TOML allows")
     root = _root_for(path.resolve())
     try:
         c = Contract.model_validate({**raw, "source_path": str(path), "root_dir": str(root)})
     except ValidationError as e:
-        lines = [f"{path}: invalid contract:"]
-        for err in e.errors():
-            lines.append(f"  {_fmt_loc(err['loc'])}: {err['msg']}")
-        raise ContractError("\n".join(lines)) from None
+        raise _validation_error(path, e) from None
+    except GateError as e:
+        raise ContractError(f"{path}: invalid contract: {e}") from None
     if verify_files:
         for i, f in enumerate(c.prompts.files):
             p = c.resolve(f.path)
@@ -399,6 +491,53 @@ def load_contract(path: str | Path, *, verify_files: bool = True) -> Contract:
                 raise ContractError(f"{path}: acceptance.sha256: {c.acceptance.trace} has sha256 {got}, the contract "
                                     f"pins {c.acceptance.sha256}; the accept-length trace changed")
     return c
+
+
+# ---------------------------------------------------------------------------------------------
+# what library functions accept as "a contract": a Contract, a path (loaded here), or a partial
+# dict of sections (tests and embedding programs); every section is validated by its schema.
+
+
+def as_contract(contract) -> Contract | dict:
+    """A Contract for a Contract or a path (loaded by :func:`load_contract`, files not re-verified);
+    a dict is returned as it is (a partial document: its sections are validated when read)."""
+    if isinstance(contract, Contract | dict):
+        return contract
+    if isinstance(contract, (str, Path)):
+        return load_contract(contract, verify_files=False)
+    raise TypeError(f"cannot read a contract from {type(contract).__name__}")
+
+
+def contract_dict(contract) -> dict:
+    """The canonical document of a contract (a partial dict is returned as it is)."""
+    c = as_contract(contract)
+    return c if isinstance(c, dict) else c.canonical()
+
+
+def contract_sha256(contract) -> str:
+    """The contract hash of a Contract, a contract file, or a partial dict of sections."""
+    c = as_contract(contract)
+    return canonical_sha256(c) if isinstance(c, dict) else c.sha256
+
+
+def fpga_section(contract) -> FpgaSection:
+    """The validated ``[fpga]`` section (defaults when the contract has none)."""
+    c = as_contract(contract)
+    return FpgaSection.model_validate(c.get("fpga", {})) if isinstance(c, dict) else c.fpga
+
+
+def trace_section(contract) -> TraceSection:
+    """The validated ``[trace]`` section (defaults when the contract has none)."""
+    c = as_contract(contract)
+    return TraceSection.model_validate(c.get("trace", {})) if isinstance(c, dict) else c.trace
+
+
+def load_gates(contract) -> list[GateSpec]:
+    """The validated ``[[gates]]`` of a contract (a Contract, a path, a partial dict, or the raw list)."""
+    if isinstance(contract, list):
+        return validate_gates(contract)
+    c = as_contract(contract)
+    return validate_gates(c.get("gates", [])) if isinstance(c, dict) else list(c.gates)
 
 
 def _row_hash(r) -> str | None:
@@ -438,4 +577,6 @@ def ensure_same_contract(rows: Iterable, *, expected: str | None = None) -> str:
 from eagle4.contract.render import render_markdown, write_markdown  # noqa: E402
 
 __all__ = ["Contract", "ContractError", "ContractMismatch", "load_contract", "ensure_same_contract",
-           "render_markdown", "write_markdown", "sha256_file"]
+           "render_markdown", "write_markdown", "sha256_file", "as_contract", "contract_dict", "contract_sha256",
+           "canonical_sha256", "fpga_section", "trace_section", "load_gates", "FpgaSection", "TraceSection",
+           "GateSpec", "GateError", "MIN_RUNS"]

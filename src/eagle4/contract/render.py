@@ -70,9 +70,10 @@ def render_markdown(c) -> str:
     L += ["", "## Measurement rules", ""]
     L += _table([(f"measurement.{k}", getattr(c.measurement, k), f.description or "")
                  for k, f in type(c.measurement).model_fields.items()])
-    extra = c.extra_sections
+    canon = c.canonical()
+    extra = {k: canon[k] for k in ("fpga", "trace", "gates") if k in canon} | c.extra_sections
     if extra:
-        L += ["", "## Sections owned by other modules (verbatim)", ""]
+        L += ["", "## FPGA accounting, trace, gates and other tools' sections (as written)", ""]
         for k, v in extra.items():
             L += [f"### `{k}`", "", "```json", json.dumps(v, indent=2, sort_keys=True, default=str), "```", ""]
     return "\n".join(L).rstrip() + "\n"

@@ -1,4 +1,10 @@
-"""Gate evaluation, the gate ledger and the MLPerf-style VALID/INVALID summary."""
+"""Gate evaluation, the gate ledger and the VALID/INVALID summary of the evaluated gates.
+
+Provenance: a metric carries every provenance of its rows; under ``--hw=fpga`` (sign-off) a gate
+accepts it only when the *weakest* is in ``signoff_provenance``. Development modes (cpu, cuda)
+judge the rows the claim is about (the byte ratio's counted ports) against ``provenance`` and say
+what the weakest is. Whether the run signs off is decided by :mod:`eagle4.gates.verdict`.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,15 @@ import csv
 import datetime as _dt
 import operator
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle4 import provenance as prov
+from eagle4.contract import GateSpec, as_contract, contract_sha256, load_gates
 from eagle4.gates.metrics import METRICS, Ctx, Metric, MissingMetric, read_rows
-from eagle4.gates.schema import GateSpec, load_gates
+from eagle4.gates.verdict import decide
+from eagle4.validity import RunRule
+from eagle4.vcs import git_commit
 
 LEDGER = "gate_ledger.csv"
 LEDGER_COLUMNS = ("timestamp", "run_id", "contract_sha256", "gate", "status", "value", "threshold", "op",
@@ -31,6 +40,7 @@ class GateResult:
     provenance: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     details: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # facts that do not change the status (weakest provenance)
 
     @property
     def valid(self) -> bool:
@@ -45,15 +55,12 @@ class GateResult:
         v = "-" if self.value is None else f"{self.value:.4g}"
         head = f"{self.name:34s} {('VALID' if self.valid else 'INVALID'):8s} {self.status:10s} {self.metric} = {v} " \
                f"(needs {self.op} {self.threshold:g}) [{','.join(self.provenance) or '-'}]"
-        return head + "".join(f"\n    - {r}" for r in self.reasons)
+        return head + "".join(f"\n    - {r}" for r in self.reasons + self.notes)
 
-
-def _commit(root: Path) -> str:
-    try:
-        return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip()
-    except Exception:  # noqa: BLE001
-        return ""
+    @property
+    def report_miss(self) -> bool:
+        """A report-only gate whose value misses its threshold (shown as a miss, never a pass)."""
+        return self.status == "REPORT" and bool(self.details.get("report_miss"))
 
 
 def ledger_rows(reports_dir) -> list[dict]:
@@ -82,7 +89,7 @@ def record(results: list[GateResult], reports_dir, contract_sha256: str, hw: str
     new = not p.is_file()
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     run_id = f"{now}-{os.getpid()}"
-    commit = _commit(root)
+    commit = git_commit(root)
     with open(p, "a", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=LEDGER_COLUMNS)
         if new:
@@ -133,25 +140,37 @@ def evaluate_gate(g: GateSpec, ctx: Ctx, *, previous: dict[str, GateResult] | No
             den = fn(g, ctx, run=g.baseline) if g.metric == "throughput" else None
             if den is None:
                 raise MissingMetric(f"metric {g.metric} has no named runs; a ratio needs run and baseline")
-            m = Metric(num.value / den.value, sorted(set(num.provenance) | set(den.provenance)), num.artifact,
-                       {"run": num.value, "baseline": den.value})
+            m = Metric(num.value / den.value, prov.parts(num.provenance + den.provenance), num.artifact,
+                       {"run": num.value, "baseline": den.value}, invalid=num.invalid + den.invalid)
         else:
             m = fn(g, ctx)
     except MissingMetric as e:
         res.reasons.insert(0, f"missing: {e}")
         return res
-    res.value, res.provenance, res.details = m.value, m.provenance, m.details
+    res.value, res.provenance, res.details = m.value, m.provenance, dict(m.details)
+    res.reasons += m.invalid
     accepted = g.accepted(ctx.mode)
-    bad = [p for p in m.provenance if p not in accepted]
-    if bad or not m.provenance:
-        res.reasons.append(f"provenance {m.provenance} not accepted under --hw={ctx.mode} (accepts {accepted})"
+    if ctx.mode == "fpga":  # sign-off: the weakest provenance of every row the metric was built from
+        judged = [m.weakest] if m.weakest else []
+    else:
+        judged = m.provenance if m.evidence is None else m.evidence
+    bad = [p for p in judged if p not in accepted]
+    if bad or not judged:
+        what = f"weakest provenance {m.weakest!r} of {m.provenance}" if ctx.mode == "fpga" else f"provenance {judged}"
+        res.reasons.append(f"{what} not accepted under --hw={ctx.mode} (accepts {accepted})"
                            + ("; measured FPGA board numbers are required: run the xrt backend on a V80 and "
                               "write its counters with provenance 'measured'" if ctx.mode == "fpga" else ""))
+    elif ctx.mode != "fpga" and m.weakest not in accepted:
+        share = m.details.get("computed_share_of_fused")
+        res.notes.append(f"weakest provenance is {m.weakest!r}"
+                         + (f" ({share:.0%} of the fused bytes/token)" if share is not None and m.weakest == "computed"
+                            else "") + f"; sign-off (--hw=fpga) judges the weakest against {g.accepted('fpga')}")
     if res.reasons:
         return res
     ok = _OPS[g.op](m.value, g.threshold)
     if g.kind == "report":
         res.status = "REPORT"
+        res.details["report_miss"] = not ok
         msg = f"report only: {m.value:.4g} {'meets' if ok else 'misses'} {g.op} {g.threshold:g}"
         if g.report_band:
             lo, hi = g.report_band
@@ -166,9 +185,9 @@ def evaluate_gate(g: GateSpec, ctx: Ctx, *, previous: dict[str, GateResult] | No
         if top:
             res.reasons.append("figures: unfused {:.3f} MiB/token, fused {:.3f} MiB/token".format(
                 m.details["unfused_bytes_per_token"] / 2**20, m.details["fused_bytes_per_token"] / 2**20))
-            for comp, fb, ub, prov in top:
+            for comp, fb, ub, where in top:
                 res.reasons.append(f"top contributor: {comp}: fused {fb / 2**20:.3f} MiB/token (unfused "
-                                   f"{ub / 2**20:.3f}) [{prov}]")
+                                   f"{ub / 2**20:.3f}) [{where}]")
     return res
 
 
@@ -176,14 +195,13 @@ def evaluate_all(contract, reports_dir="reports", *, hw: str = "cpu", record_led
                  root=None, only: list[str] | None = None) -> list[GateResult]:
     """Evaluate every ``[[gates]]`` entry of ``contract`` (dict, Contract or path) against the raw
     artifacts in ``reports_dir``. ``hw``: the hardware mode ("cpu" default, "fpga" for sign-off)."""
-    from eagle4.workload.trace import contract_sha256
-
+    contract = as_contract(contract)  # a path goes through the one loader; its errors propagate
     root = Path(root or Path(__file__).resolve().parents[3])
     reports = Path(reports_dir)
     if not reports.is_absolute():
         reports = root / reports
     sha = contract_sha256(contract)
-    ctx = Ctx(reports, sha, hw, root)
+    ctx = Ctx(reports, sha, hw, root, RunRule.from_contract(contract))
     gates = load_gates(contract)
     out: list[GateResult] = []
     for g in gates:
@@ -196,6 +214,7 @@ def evaluate_all(contract, reports_dir="reports", *, hw: str = "cpu", record_led
 
 
 def summary(results: list[GateResult], *, contract_sha256: str = "", hw: str = "cpu") -> str:
+    """Every gate's line, the RESULT line (were the evaluated gates valid) and the sign-off VERDICT."""
     lines = [f"EAGLE4 gates (contract {contract_sha256[:12]}, --hw={hw})"]
     for r in results:
         lines.append("  " + r.line().replace("\n", "\n  "))
@@ -206,4 +225,5 @@ def summary(results: list[GateResult], *, contract_sha256: str = "", hw: str = "
                  + (f", {len(desel)} deselected (other --hw)" if desel else ""))
     for r in failed:
         lines.append(f"  INVALID {r.name}: " + "; ".join(r.reasons))
+    lines += decide(results, hw=hw).lines()
     return "\n".join(lines)

@@ -1,7 +1,9 @@
 """Metrics the gates compare, each read from a raw CSV artifact that carries provenance.
 
 A metric function ``fn(gate, ctx) -> Metric`` raises :class:`MissingMetric` (with what is missing and
-who provides it) when the raw data is absent; a value is never invented.
+who provides it) when the raw data is absent; a value is never invented. A metric's provenance is
+every provenance of the rows it was built from (weakest first, :mod:`eagle4.provenance`); repeated
+measurements are judged by :mod:`eagle4.validity` with the contract's runs rule.
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from eagle4 import provenance as prov
+from eagle4.validity import RunRule, summarize_runs
 
 
 class MissingMetric(Exception):
@@ -18,9 +23,17 @@ class MissingMetric(Exception):
 @dataclass
 class Metric:
     value: float
-    provenance: list[str]  # provenance values of the rows the value was computed from
+    provenance: list[str]  # every provenance of the rows the value was computed from, weakest first
     artifact: str
     details: dict = field(default_factory=dict)
+    # provenance of the rows the gate's claim is about (the byte ratio: the counted ports); None = all.
+    # Development modes judge these; sign-off (--hw=fpga) judges the weakest of `provenance`.
+    evidence: list[str] | None = None
+    invalid: list[str] = field(default_factory=list)  # validity reasons (eagle4.validity)
+
+    @property
+    def weakest(self) -> str | None:
+        return prov.weakest(self.provenance)
 
 
 @dataclass
@@ -29,6 +42,7 @@ class Ctx:
     contract_sha256: str
     mode: str  # "cpu" | "fpga" | "cuda"
     root: Path
+    rule: RunRule = field(default_factory=lambda: RunRule.from_contract({}))
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -67,17 +81,19 @@ def bytes_per_token_ratio(gate, ctx: Ctx) -> Metric:
     tot = {r["backend"]: r for r in rows if r["component"] == "TOTAL" and r["backend"] in ("unfused", "fused")}
     if set(tot) != {"unfused", "fused"}:
         raise MissingMetric(f"{rel} lacks the unfused and fused TOTAL rows")
-    counted = {r["provenance"] for r in rows if r["backend"] in ("unfused", "fused") and r["batch"] == "all"
-               and not r["component"].startswith("TOTAL") and r["provenance"] != "computed"}
+    parts = [r for r in rows if r["backend"] in ("unfused", "fused") and r["batch"] == "all"
+             and not r["component"].startswith("TOTAL")]
+    every = prov.parts(r["provenance"] for r in parts)
+    counted = [p for p in every if p != "computed"]
     comps = [r for r in rows if r["backend"] == "fused" and r["batch"] == "all" and not r["component"].startswith("TOTAL")]
     unf = {r["component"]: float(r["bytes_per_token"]) for r in rows if r["backend"] == "unfused" and r["batch"] == "all"}
     comps.sort(key=lambda r: -float(r["bytes_per_token"]))
     top = [(r["component"], float(r["bytes_per_token"]), unf.get(r["component"], 0.0), r["provenance"]) for r in comps[:2]]
     u, f = float(tot["unfused"]["bytes_per_token"]), float(tot["fused"]["bytes_per_token"])
     computed_share = sum(float(r["bytes_per_token"]) for r in comps if r["provenance"] == "computed") / max(f, 1e-30)
-    return Metric(u / f, sorted(counted), rel, {
+    return Metric(u / f, every, rel, {
         "unfused_bytes_per_token": u, "fused_bytes_per_token": f, "top2": top,
-        "computed_share_of_fused": computed_share})
+        "computed_share_of_fused": computed_share}, evidence=counted)
 
 
 def acceptance_length_impact(gate, ctx: Ctx) -> Metric:
@@ -88,7 +104,7 @@ def acceptance_length_impact(gate, ctx: Ctx) -> Metric:
     vals = [float(r["impact"]) for r in rows if r.get("impact") not in (None, "")]
     if not vals:
         raise MissingMetric(f"{rel} has no 'impact' values")
-    return Metric(max(vals), sorted({r["provenance"] for r in rows}), rel, {"rows": len(rows)})
+    return Metric(max(vals), prov.parts(r["provenance"] for r in rows), rel, {"rows": len(rows)})
 
 
 def draft_step_latency_us(gate, ctx: Ctx) -> Metric:
@@ -106,7 +122,7 @@ def draft_step_latency_us(gate, ctx: Ctx) -> Metric:
     fclk = pub[0] if pub else min(clocks)
     t = sum(float(r["T_us"]) for r in fused if int(r["batch"]) == B and float(r["fclk_mhz"]) == fclk
             and r["stage"] in DRAFT_STAGES)
-    return Metric(t, sorted({r["provenance"] for r in fused}), rel, {"batch": B, "fclk_mhz": fclk})
+    return Metric(t, prov.parts(r["provenance"] for r in fused), rel, {"batch": B, "fclk_mhz": fclk})
 
 
 def throughput(gate, ctx: Ctx, run: str | None = None) -> Metric:
@@ -119,10 +135,11 @@ def throughput(gate, ctx: Ctx, run: str | None = None) -> Metric:
         sel = [r for r in sel if "fpga" in (r.get("device", "") + r.get("backend", "")).lower()] or sel
     if not sel:
         raise MissingMetric(f"{rel} has no rows for run {run!r}")
-    v = [float(r["tokens_per_s"]) for r in sel]
-    v.sort()
-    med = v[len(v) // 2]
-    return Metric(med, sorted({r["provenance"] for r in sel}), rel, {"run": run, "n": len(v)})
+    # one row per independent run; validity (runs, CoV, minimum duration, contract) decided by eagle4.validity
+    s = summarize_runs(sel, value="tokens_per_s", metric=f"throughput({run})", rule=ctx.rule,
+                       duration="wall_s" if "wall_s" in sel[0] else None, contract_sha256=ctx.contract_sha256)
+    return Metric(s.median, s.provenance, rel, {"run": run, "n": s.n_runs, "cov": s.cov},
+                  invalid=[f"{s.metric}: {x}" for x in s.reasons])
 
 
 def mean_acceptance_length(gate, ctx: Ctx) -> Metric:
@@ -137,7 +154,7 @@ def mean_acceptance_length(gate, ctx: Ctx) -> Metric:
         v = [float(r["accept_length"]) + 1 for r in rows if r.get("accept_length") not in (None, "")]
     if not v:
         raise MissingMetric(f"{rel} has no tokens_committed / accept_length values")
-    return Metric(sum(v) / len(v), sorted({r["provenance"] for r in rows}), rel, {"n": len(v)})
+    return Metric(sum(v) / len(v), prov.parts(r["provenance"] for r in rows), rel, {"n": len(v)})
 
 
 METRICS = {

@@ -94,7 +94,7 @@ def scaled_hot_vocab_size(vocab_size: int, hot_vocab_size_full: int, vocab_size_
 
 def contract_hot_vocab_size(contract, vocab_size: int) -> tuple[int, float]:
     """(scaled hot size, contract ratio) from ``[fpga.model]`` of ``contract``."""
-    from eagle4.budget.config import fpga_section
+    from eagle4.contract import fpga_section
 
     m = fpga_section(contract).model
     return scaled_hot_vocab_size(vocab_size, m.hot_vocab_size, m.vocab_size), m.hot_vocab_size / m.vocab_size
@@ -277,7 +277,7 @@ SPLIT_CONFIGS = [ApproxConfig("int8_lm_head", int8_lm_head=True), ApproxConfig("
 
 def fused_config(contract) -> ApproxConfig:
     """The approximations ``[fpga.fused]`` of the contract declares, as one configuration."""
-    from eagle4.budget.config import fpga_section
+    from eagle4.contract import fpga_section
 
     f = fpga_section(contract).fused
     return ApproxConfig("fused", hot_vocab=f.lm_head_vocab == "hot", int8_lm_head=f.lm_head_dtype == "int8",

@@ -100,7 +100,7 @@ def budget_model(contract, sheet_path: Path) -> dict:
     if not sheet_path.exists():
         return {"_reason": f"{sheet_path} not found (run the budget model: eagle4.budget.run_budget)"}
     try:
-        from eagle4.budget.config import fpga_section
+        from eagle4.contract import fpga_section
         from eagle4.budget.model import DRAFT_STAGES, VERIFY_STAGES, step_latency
     except ImportError as e:
         return {"_reason": f"eagle4.budget is not importable: {e}"}

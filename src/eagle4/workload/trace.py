@@ -16,36 +16,17 @@ distribution declared in ``[trace].declared_accept`` (provenance ``declared``).
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from eagle4.contract import contract_dict, contract_sha256, fpga_section, sha256_file, trace_section
 
-class TraceSection(BaseModel):
-    """The contract's ``[trace]`` section (validated here; the contract loader keeps it raw)."""
-
-    model_config = ConfigDict(extra="forbid")
-    prefix_len: int | None = Field(None, ge=0, le=131072, description=(
-        "committed prefix length L of every request; default prompts.prompt_tokens + prompts.output_tokens // 2"))
-    cycles_per_batch: int = Field(4, ge=1, le=64)
-    seed: int = 7
-    batches: list[int] | None = Field(None, description="batch sizes; default: the operating points' batches")
-    accept_source: Literal["auto", "measured", "declared"] = "auto"
-    measured_csv: str = "reports/acceptance_lengths.csv"
-    declared_accept: list[float] = Field(
-        default_factory=lambda: [0.10, 0.15, 0.20, 0.25, 0.15, 0.15],
-        description="P(accept length = i), i = 0..len-1 (declared, not measured); normalised")
-
-    @model_validator(mode="after")
-    def _probs(self):
-        if any(p < 0 for p in self.declared_accept) or sum(self.declared_accept) <= 0:
-            raise ValueError("declared_accept must be non-negative with a positive sum")
-        return self
+# contract_dict / contract_sha256 live in eagle4.contract; re-exported for existing callers
+__all__ = ["Cycle", "Trace", "build_trace", "contract_dict", "contract_sha256"]
 
 
 @dataclass
@@ -73,6 +54,7 @@ class Trace:
     prefix_len: int
     contract_sha256: str
     notes: list[str] = field(default_factory=list)
+    accept_sha256: str = ""  # sha256 of the measured acceptance CSV the accept lengths were drawn from
 
     @property
     def batches(self) -> list[int]:
@@ -85,44 +67,6 @@ class Trace:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
-
-
-# ---------------------------------------------------------------------------------------------
-# contract access (a Contract object, a raw dict, or a path)
-
-
-def contract_dict(contract) -> dict:
-    """The contract as a plain dict (the sections this module reads)."""
-    if isinstance(contract, dict):
-        return contract
-    if isinstance(contract, (str, Path)):
-        try:
-            from eagle4.contract import load_contract
-
-            c = load_contract(contract, verify_files=False)
-            return contract_dict(c)
-        except Exception:  # noqa: BLE001 - fall back to the raw TOML (the loader may reject other sections)
-            import tomllib
-
-            return tomllib.loads(Path(contract).read_text(encoding="utf-8"))
-    if hasattr(contract, "canonical"):
-        return contract.canonical()
-    raise TypeError(f"cannot read a contract from {type(contract).__name__}")
-
-
-def contract_sha256(contract) -> str:
-    if hasattr(contract, "sha256") and not isinstance(contract, (dict, str, Path)):
-        return contract.sha256
-    if isinstance(contract, (str, Path)):
-        try:
-            from eagle4.contract import load_contract
-
-            return load_contract(contract, verify_files=False).sha256
-        except Exception:  # noqa: BLE001
-            pass
-    d = contract_dict(contract)
-    d = {k: v for k, v in d.items() if k not in ("source_path", "root_dir")}
-    return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()).hexdigest()
 
 
 def _measured_accepts(path: Path, sha: str | None = None) -> list[int] | None:
@@ -141,12 +85,10 @@ def _measured_accepts(path: Path, sha: str | None = None) -> list[int] | None:
 
 def build_trace(contract, *, root: str | Path | None = None) -> Trace:
     """The deterministic trace of the contract (same contract + same measured CSV -> same trace)."""
-    from eagle4.budget.config import fpga_section
-
     d = contract_dict(contract)
     dec = d.get("decode", {})
-    tr = TraceSection.model_validate(d.get("trace", {}))
-    fpga = fpga_section(d)
+    tr = trace_section(contract)
+    fpga = fpga_section(contract)
     K = int(dec.get("node_top_k", 8))
     D = int(dec.get("tree_depth", 6))
     Wmax = int(dec.get("max_tree_width", K))
@@ -163,7 +105,8 @@ def build_trace(contract, *, root: str | Path | None = None) -> Trace:
     cc = 1 + K * sum(widths)
     Q = min(max(1, min(Vn, M)), min(cc, N))
     batches = tr.batches or sorted({int(p["batch"]) for p in d.get("operating_points", [])}) or [1]
-    root = Path(root) if root else Path(d.get("root_dir") or Path(__file__).resolve().parents[3])
+    c_root = getattr(contract, "root_dir", None) or (d.get("root_dir") if isinstance(contract, dict) else None)
+    root = Path(root) if root else Path(c_root or Path(__file__).resolve().parents[3])
     measured = None
     if tr.accept_source in ("auto", "measured"):
         measured = _measured_accepts(root / tr.measured_csv, contract_sha256(contract))
@@ -174,10 +117,13 @@ def build_trace(contract, *, root: str | Path | None = None) -> Trace:
     if measured is not None:
         vals = np.clip(np.array(measured), 0, S - 1)
         prov, src = "measured", tr.measured_csv
+        accept_sha = sha256_file(root / tr.measured_csv)
+        notes.append(f"accept lengths drawn from {tr.measured_csv} (sha256 {accept_sha[:16]}, rows of this contract)")
     else:
         p = np.array(tr.declared_accept, float)
         p = p / p.sum()
         prov, src = "declared", "[trace].declared_accept"
+        accept_sha = ""
     cycles = []
     i = 0
     for B in batches:
@@ -197,4 +143,4 @@ def build_trace(contract, *, root: str | Path | None = None) -> Trace:
         pr = d.get("prompts", {})
         L = int(pr.get("prompt_tokens", 2048)) + int(pr.get("output_tokens", 0)) // 2
         notes.append(f"prefix length L = prompts.prompt_tokens + prompts.output_tokens//2 = {L} (mid-generation)")
-    return Trace(cycles, prov, src, decode, fpga.model.model_dump(), L, contract_sha256(contract), notes)
+    return Trace(cycles, prov, src, decode, fpga.model.model_dump(), L, contract_sha256(contract), notes, accept_sha)

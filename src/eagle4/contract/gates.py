@@ -1,4 +1,5 @@
-"""Schema of the contract's ``[[gates]]`` array (the contract loader keeps it raw; validated here).
+"""Schema of the contract's ``[[gates]]`` array (validated by the contract loader; evaluated by
+:mod:`eagle4.gates`).
 
 A gate: ``name``, ``metric`` (a name from :data:`eagle4.gates.metrics.METRICS`), a ``comparison``
 (``absolute``: ``value op threshold``; ``ratio``: ``metric(run) / metric(baseline) op threshold`` for
@@ -34,18 +35,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-PROVENANCES = ("measured", "csim", "model", "computed", "declared")
+from eagle4.contract.base import ContractError, Section
+
+ProvenanceName = Literal["declared", "computed", "model", "csim", "measured"]  # eagle4.provenance.ORDER
 
 
-class GateError(ValueError):
+class GateError(ContractError):
     """The [[gates]] section is invalid; the message names the gate and field."""
 
 
-class GateSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class GateSpec(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     metric: str
     comparison: Literal["absolute", "ratio"] = "absolute"
@@ -53,9 +54,9 @@ class GateSpec(BaseModel):
     threshold: float
     run: str | None = Field(None, description="ratio: the run in the numerator (default 'spec')")
     baseline: str | None = Field(None, description="ratio: the named baseline run in the denominator")
-    provenance: list[Literal["measured", "csim", "model", "computed", "declared"]] = Field(
+    provenance: list[ProvenanceName] = Field(
         default_factory=lambda: ["measured"], min_length=1)
-    signoff_provenance: list[Literal["measured", "csim", "model", "computed", "declared"]] | None = Field(
+    signoff_provenance: list[ProvenanceName] | None = Field(
         None, description="accepted provenance under --hw=fpga (default: only 'measured')")
     artifacts: list[str] = Field(default_factory=list, description="raw CSVs that must exist and carry provenance")
     kind: Literal["gate", "report"] = "gate"
@@ -81,14 +82,11 @@ class GateSpec(BaseModel):
         return list(self.provenance)
 
 
-def load_gates(contract) -> list[GateSpec]:
-    """Validate ``[[gates]]`` of a contract (dict, Contract or path, or the raw list itself)."""
-    if isinstance(contract, list):
-        raw = contract
-    else:
-        from eagle4.workload.trace import contract_dict
-
-        raw = contract_dict(contract).get("gates", [])
+def validate_gates(raw) -> list[GateSpec]:
+    """Validate a raw ``[[gates]]`` list (each entry, then names and ordering rules); GateError names
+    the gate and the field."""
+    if not isinstance(raw, list):
+        raise GateError(f"gates: expected an array of tables ([[gates]]), got {type(raw).__name__}")
     gates = []
     for i, g in enumerate(raw):
         try:
@@ -97,6 +95,12 @@ def load_gates(contract) -> list[GateSpec]:
             name = g.get("name", f"#{i}") if isinstance(g, dict) else f"#{i}"
             msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or '(gate)'}: {err['msg']}" for err in e.errors())
             raise GateError(f"gates[{i}] ({name}): {msgs}") from None
+    check_gate_names(gates)
+    return gates
+
+
+def check_gate_names(gates: list[GateSpec]) -> None:
+    """Names are unique and every ``after`` names another declared gate."""
     names = [g.name for g in gates]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -107,4 +111,3 @@ def load_gates(contract) -> list[GateSpec]:
             raise GateError(f"gate {g.name}: 'after' names unknown gate(s) {unknown}")
         if g.name in g.after:
             raise GateError(f"gate {g.name}: 'after' names the gate itself")
-    return gates
