@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from plugins.parity import reports_dir
+from plugins.parity import interrupted, reports_dir
 
 
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
-    if hasattr(config, "workerinput") or config.getoption("--no-matrix"):
+    if hasattr(config, "workerinput") or config.getoption("--no-matrix") or interrupted(exitstatus):
         return
     from eagle4.report import env_manifest
     from plugins.hardware import requested_hw

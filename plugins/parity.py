@@ -4,6 +4,11 @@ Tests call ``record_parity(request, ...)``; the record travels in the test repor
 ``user_properties`` so it reaches the controller under pytest-xdist, which writes at session end:
 * ``reports/p0_parity_matrix.json`` / ``.md``: kernel x case x backend -> pass / fail / not run (why);
 * ``reports/csim_port_bytes.csv``: bytes per m_axi port per kernel and case from the C-sim counters.
+
+"reports/" is ``--reports-dir``. Without it a test run writes into a scratch copy of the committed
+``reports/`` (a temporary folder named at the end of the run): tests never change committed files, and
+only explicit commands (``eagle4 signoff``, ``pytest --reports-dir reports``) write the pack. An
+interrupted run writes no matrix at all, so the previous one stays.
 """
 
 from __future__ import annotations
@@ -11,10 +16,14 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
+from eagle4.report import atomic
 
 _RECORDS: list[dict] = []
 _PORT_ROWS: list[dict] = []
@@ -29,7 +38,8 @@ def pytest_addoption(parser):
                     help="hypothesis examples per kernel for the fuzz parity tests (default 200)")
     group.addoption("--kernel-src", default=os.environ.get("EAGLE4_KERNEL_SRC"),
                     help="path to a user's cost_draft_tree_kernel.cu for the cuda backend")
-    group.addoption("--reports-dir", default=None, help="where the artifact pack goes (default <rootdir>/reports)")
+    group.addoption("--reports-dir", default=None,
+                    help="where the artifact pack goes (default: a scratch copy of <rootdir>/reports, named at the end)")
     group.addoption("--no-matrix", action="store_true", default=False,
                     help="do not write the parity matrix (used by tests of the harness itself)")
 
@@ -41,11 +51,39 @@ def pytest_configure(config):
     torch.set_num_threads(int(os.environ.get("EAGLE4_TORCH_THREADS", "1")))
     # hypothesis settings are fixed at import time of the test modules, which follows configure
     os.environ["EAGLE4_FUZZ_EXAMPLES"] = str(config.getoption("--fuzz-examples"))
+    if not hasattr(config, "workerinput") and not config.getoption("--reports-dir"):
+        # xdist hands the controller's options to its workers, so they all share this one folder
+        config.option.reports_dir = str(_scratch_reports(Path(config.rootpath) / "reports"))
+        config.stash[_SCRATCH] = True
+
+
+_SCRATCH = pytest.StashKey[bool]()
+
+
+def _scratch_reports(committed: Path) -> Path:
+    """A temporary copy of the committed artifact pack: tests read what is committed, write only here."""
+    out = Path(tempfile.mkdtemp(prefix="eagle4-reports-")) / "reports"
+    if committed.is_dir():
+        shutil.copytree(committed, out, ignore=shutil.ignore_patterns(".*"))
+    else:
+        out.mkdir()
+    return out
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if config.stash.get(_SCRATCH, False):
+        terminalreporter.write_line(f"eagle4: this run's artifacts went to {reports_dir(config)} (a scratch copy; "
+                                    "reports/ is written only by --reports-dir reports or `eagle4 signoff`)")
 
 
 def reports_dir(config) -> Path:
     d = config.getoption("--reports-dir")
-    return Path(d) if d else Path(config.rootpath) / "reports"
+    return Path(d) if d else Path(config.rootpath) / "reports"  # unset only before configure ran
+
+
+def interrupted(exitstatus) -> bool:
+    """An interrupted session (Ctrl-C, a crash of the run) leaves every previous artifact as it was."""
+    return int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
 
 
 def record_parity(request, kernel: str, case_id: str, backend: str, status: str, detail: str = "",
@@ -122,7 +160,7 @@ def _matrix(config) -> dict:
 def _write_matrix(config, matrix: dict) -> None:
     out = reports_dir(config)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "p0_parity_matrix.json").write_text(json.dumps(matrix, indent=1, sort_keys=True))
+    atomic.write_text(out / "p0_parity_matrix.json", json.dumps(matrix, indent=1, sort_keys=True))
     backends = [b for b in matrix["backends"]]
     counts: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
     for row in matrix["rows"]:
@@ -155,7 +193,7 @@ def _write_matrix(config, matrix: dict) -> None:
         lines += ["", "## Not run, and why", ""]
         for (b, why), n in sorted(reasons.items()):
             lines.append(f"* `{b}`: {n} case(s): {why}")
-    (out / "p0_parity_matrix.md").write_text("\n".join(lines) + "\n")
+    atomic.write_text(out / "p0_parity_matrix.md", "\n".join(lines) + "\n")
 
 
 def _write_port_bytes(config) -> None:
@@ -164,7 +202,7 @@ def _write_port_bytes(config) -> None:
     path = reports_dir(config) / "csim_port_bytes.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     uniq = {(r["kernel"], r["case_id"], r["port"]): r for r in _PORT_ROWS}
-    with open(path, "w", newline="") as f:
+    with atomic.atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["kernel", "case_id", "port", "bytes_read", "bytes_written", "provenance"])
         w.writeheader()
         for key in sorted(uniq):
@@ -177,5 +215,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     if not _RECORDS:
         return  # no parity test ran: leave the previous matrix alone
+    if interrupted(exitstatus):
+        return  # a partial matrix never replaces a complete one
     _write_matrix(config, _matrix(config))
     _write_port_bytes(config)

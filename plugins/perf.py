@@ -12,6 +12,8 @@ import csv
 
 import pytest
 
+from eagle4.report import atomic
+
 MIN_RUNS = 5
 _ROWS: list[dict] = []
 
@@ -59,13 +61,14 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if hasattr(session.config, "workerinput") or not _ROWS:
+    from plugins.parity import interrupted, reports_dir
+
+    if hasattr(session.config, "workerinput") or not _ROWS or interrupted(exitstatus):
         return
-    from plugins.parity import reports_dir
     path = reports_dir(session.config) / "perf_runs_raw.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     fields = sorted({k for r in _ROWS for k in r})
-    with open(path, "w", newline="") as f:
+    with atomic.atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(_ROWS)

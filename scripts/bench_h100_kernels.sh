@@ -63,5 +63,6 @@ python3 -m eagle4.perf.kernel_bench summarize "$RAW"/raw_*.csv --reports "$OUT" 
   echo "--- ncu / compute-sanitizer"
   (ncu --version | tail -1) 2>/dev/null || echo "ncu absent"
   (compute-sanitizer --version | tail -1) 2>/dev/null || echo "compute-sanitizer absent"
-} > "$OUT/h100_env_manifest.txt" 2>&1
+} > "$OUT/.h100_env_manifest.txt.tmp" 2>&1
+mv -f "$OUT/.h100_env_manifest.txt.tmp" "$OUT/h100_env_manifest.txt"  # temp + rename: never a half-written manifest
 echo "wrote $OUT/cuda_kernel_times.csv, cuda_kernel_times_raw.csv, cuda_bytes_per_token.csv, hotspots_ranked.md, h100_env_manifest.txt"

@@ -51,6 +51,7 @@ def main(argv=None) -> int:
     from eagle4.cases.catalog import all_cases
     from eagle4.cases.dump import save_dump
     from eagle4.parity import judge, reference_outcome, run_case
+    from eagle4.report import atomic
 
     backend = CudaBackend(kernel_src=args.kernel_src)
     backend.require()
@@ -115,7 +116,7 @@ def main(argv=None) -> int:
     manifest = {"producer": producer, "selected_bytes": total, "budget_mb": args.select_mb,
                 "selected": sorted(keep, key=lambda w: w["case_id"]),
                 "skipped": sorted(skipped, key=lambda w: w["case_id"]), "n_written": len(written)}
-    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    atomic.write_text(out / "MANIFEST.json", json.dumps(manifest, indent=1, sort_keys=True))
     print(f"selected {len(keep)} of {len(written)} dumps, {total / 1e6:.2f} MB; skipped {len(skipped)}")
     if args.tar:
         with tarfile.open(args.tar, "w") as tf:

@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle4.report import atomic
+
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"
 IMAGES = ("cpu-csim", "cuda-h100", "fpga-xrt")
@@ -90,7 +92,7 @@ def _stage_apt_sources() -> None:
             raise ContainerError(f"{src} does not list the {suite} suite the images are pinned against")
     dest = DOCKER / "apt-sources.sources"
     if not dest.is_file() or dest.read_text() != text:
-        dest.write_text(text)
+        atomic.write_text(dest, text)
 
 
 def ensure_base() -> str:

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def run(pytester, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("PYTHONPATH", f"{REPO / 'src'}:{REPO}")  # this checkout's eagle4, not an installed one
     pytester.makeini("[pytest]\naddopts = --strict-markers\nmarkers =\n    parity: p\n    cuda: c\n    fpga: f\n"
                      "    csim: s\n    docker: d\n")
     pytester.makeconftest('pytest_plugins = ["plugins.hardware", "plugins.parity", "plugins.artifacts"]\n')

@@ -33,6 +33,7 @@ import ctypes
 import fcntl
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -49,6 +50,7 @@ import numpy as np
 from eagle4 import dtypes as dt
 from eagle4.backends import hls_designs
 from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo, requested_buffers
+from eagle4.report import atomic
 from eagle4.spec import KERNEL_ORDER, check_arrays, kernel_spec
 
 REPO = Path(__file__).resolve().parents[3]
@@ -412,16 +414,13 @@ def write_port_bytes_csv(rows, path) -> Path:
     """Write rows (dicts keyed by PORT_BYTES_COLUMNS, or tuples in that order; provenance defaults to
     'csim') to a fresh CSV at ``path`` (atomically replaced)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic.atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=PORT_BYTES_COLUMNS)
         w.writeheader()
         for r in rows:
             if not isinstance(r, dict):  # a (kernel, case_id, port, bytes_read, bytes_written[, provenance]) tuple
                 r = dict(zip(PORT_BYTES_COLUMNS, r, strict=False))
             w.writerow({**{"provenance": "csim"}, **r})
-    os.replace(tmp, path)
     return path
 
 
@@ -446,13 +445,11 @@ def flush_port_bytes(path=None) -> int:
     if not rows:
         return 0
     path.parent.mkdir(parents=True, exist_ok=True)
+    head, body = io.StringIO(), io.StringIO()
+    csv.DictWriter(head, fieldnames=PORT_BYTES_COLUMNS).writeheader()
+    csv.DictWriter(body, fieldnames=PORT_BYTES_COLUMNS).writerows(rows)
     with _file_lock(path.with_name(path.name + ".lock")):
-        new = not path.exists() or path.stat().st_size == 0
-        with open(path, "a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=PORT_BYTES_COLUMNS)
-            if new:
-                w.writeheader()
-            w.writerows(rows)
+        atomic.append_text(path, body.getvalue(), header=head.getvalue())
     return len(rows)
 
 

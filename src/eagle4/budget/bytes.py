@@ -26,6 +26,7 @@ import numpy as np
 
 from eagle4.budget import fused_csim as fc
 from eagle4.budget.config import DTYPE_BYTES, FpgaSection, fpga_section
+from eagle4.report import atomic
 from eagle4.workload.trace import Trace, build_trace
 
 BYTES_COLUMNS = ("contract_sha256", "backend", "component", "batch", "cycles", "bytes_per_cycle", "bytes_total",
@@ -353,7 +354,7 @@ def write_bytes_csv(r: BytesResult, path) -> Path:
     rows.append({"backend": "ratio", "component": "TOTAL_CSIM_ONLY", "batch": "all", "cycles": "", "bytes_per_cycle": "",
                  "bytes_total": "", "tokens_total": "", "bytes_per_token": r.ratio_p0(), "provenance": "csim",
                  "method": "counted parts only"})
-    with open(path, "w", newline="") as fh:
+    with atomic.atomic_open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=BYTES_COLUMNS)
         w.writeheader()
         for row in rows:
@@ -369,7 +370,7 @@ def _method(prov: str) -> str:
 def write_hw_counters_csv(r: BytesResult, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
+    with atomic.atomic_open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=HW_COLUMNS)
         w.writeheader()
         for row in r.hw_rows:

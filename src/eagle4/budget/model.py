@@ -23,6 +23,7 @@ from pathlib import Path
 
 from eagle4.budget.bytes import BytesResult
 from eagle4.budget.config import DTYPE_BYTES
+from eagle4.report import atomic
 
 SHEET_COLUMNS = ("contract_sha256", "backend", "stage", "batch", "fclk_mhz", "fclk_source", "B_in", "B_out",
                  "B_onchip", "N_ops", "II", "ii_source", "calls", "C_mem_in", "C_mem_out", "C_comp", "C_ctrl",
@@ -167,7 +168,7 @@ def step_latency(rows: list[dict], backend: str, batch: int, fclk: float, stages
 def write_sheet(rows: list[dict], csv_path, md_path, r: BytesResult) -> None:
     csv_path, md_path = Path(csv_path), Path(md_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(csv_path, "w", newline="") as fh:
+    with atomic.atomic_open(csv_path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=SHEET_COLUMNS)
         w.writeheader()
         w.writerows(rows)
@@ -203,7 +204,7 @@ def write_sheet(rows: list[dict], csv_path, md_path, r: BytesResult) -> None:
                 L.append(f"| {x['backend']} | {x['stage']} | {_h(x['B_in'])} | {_h(x['B_out'])} | {_h(x['B_onchip'])} | "
                          f"{x['N_ops']:.3g} | {x['C_mem_in']} | {x['C_mem_out']} | {x['C_comp']} | {x['C_ctrl']} | "
                          f"{x['C_total']} | {x['T_us']} | {x['bound']} |")
-    md_path.write_text("\n".join(L) + "\n")
+    atomic.write_text(md_path, "\n".join(L) + "\n")
 
 
 def _h(x) -> str:
@@ -254,7 +255,8 @@ def roofline_png(rows: list[dict], path, r: BytesResult) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic.atomic_open(path, "wb") as fh:
+        fig.savefig(fh, dpi=120, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
     return path
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import numpy as np
 
 from eagle4 import dtypes as dt
 from eagle4.cases import Case
+from eagle4.report import atomic
 from eagle4.spec import KernelSpec, SpecError, check_arrays, kernel_spec
 
 FORMAT = "eagle4-dump/1"
@@ -85,16 +85,8 @@ def save_dump(path: str | os.PathLike, case: Case, expected: dict[str, np.ndarra
     }
     stored = {k: dt.storage_view(np.ascontiguousarray(v)) for k, v in arrays.items()}
     stored["meta_json"] = np.array(json.dumps(meta, sort_keys=True))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")  # never leave a half-written dump
-    os.close(fd)
-    try:
-        np.savez(tmp, **stored)  # stored (uncompressed) zip: the C++ testbenches read it directly
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic.atomic_open(path, "wb") as fh:  # never leave a half-written dump
+        np.savez(fh, **stored)  # stored (uncompressed) zip: the C++ testbenches read it directly
     return sha
 
 

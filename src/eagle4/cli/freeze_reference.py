@@ -7,6 +7,7 @@ from pathlib import Path
 
 from eagle4.cases.catalog import all_cases
 from eagle4.parity import exact_output_hash, reference_outcome
+from eagle4.report import atomic
 
 DEFAULT = Path(__file__).resolve().parents[3] / "tests" / "parity" / "frozen_reference.json"
 
@@ -19,7 +20,7 @@ def cmd(args) -> int:
     added = sorted(set(new) - set(old))
     removed = sorted(set(old) - set(new))
     import torch
-    path.write_text(json.dumps({"note": "sha256 of the reference's EXACT outputs per case; "
+    atomic.write_text(path, json.dumps({"note": "sha256 of the reference's EXACT outputs per case; "
                                        "regenerate with `eagle4 freeze-reference` and review",
                                 "torch": torch.__version__, "cases": new}, indent=1, sort_keys=True) + "\n")
     print(f"{len(new)} cases frozen to {path}: {len(added)} added, {len(changed)} changed, {len(removed)} removed")

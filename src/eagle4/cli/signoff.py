@@ -22,6 +22,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle4.report import atomic
+
 STEPS = ("contract", "parity", "workload", "budget", "gates")
 
 
@@ -165,7 +167,7 @@ def cmd(args) -> int:
               for r in results]
     lines += ["", "```", gate_text or "(no gate evaluated)", "```", "", f"**SIGN-OFF: {verdict}**: {v.word}", ""]
     lines += [f"* {x}" for x in v.reasons] + [f"* report-only miss: {x}" for x in v.report_misses]
-    (reports / "signoff_summary.md").write_text("\n".join(lines) + "\n")
+    atomic.write_text(reports / "signoff_summary.md", "\n".join(lines) + "\n")
     console.print(f"artifact pack: {reports}")
     if any(r.status == "CRASHED" for r in results):
         return 1

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from eagle4.report import atomic
 from eagle4.report.synth_report import KEYS, SynthReportError, parse_report
 
 
@@ -23,10 +24,10 @@ def cmd(args) -> int:
     else:
         for f, r in results:
             print(f"{f}: " + ", ".join(f"{k}={r[k]}" for k in KEYS))
-    if args.csv:
-        out = Path(args.csv)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w", newline="") as fh:
+    if args.csv and failed:  # a partial summary would replace a complete one: keep the previous file
+        print(f"eagle4 synth-report: {failed} file(s) failed; {args.csv} left as it was", file=sys.stderr)
+    elif args.csv:
+        with atomic.atomic_open(Path(args.csv), "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=["file", *KEYS, "provenance"])
             w.writeheader()
             for f, r in results:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from eagle4.report import atomic
+
 
 def _table(rows: list[tuple[str, object, str]]) -> list[str]:
     out = ["| field | value | meaning |", "|---|---|---|"]
@@ -82,5 +84,5 @@ def render_markdown(c) -> str:
 def write_markdown(c, path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(render_markdown(c), encoding="utf-8")
+    atomic.write_text(p, render_markdown(c))
     return p

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import io
 import operator
 import os
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from eagle4 import provenance as prov
 from eagle4.contract import GateSpec, as_contract, contract_sha256, load_gates
 from eagle4.gates.metrics import METRICS, Ctx, Metric, MissingMetric, read_rows
 from eagle4.gates.verdict import decide
+from eagle4.report import atomic
 from eagle4.validity import RunRule
 from eagle4.vcs import git_commit
 
@@ -85,22 +87,21 @@ def consecutive_green(reports_dir, gate: str, contract_sha256: str, hw: str | No
 
 def record(results: list[GateResult], reports_dir, contract_sha256: str, hw: str, root: Path) -> Path:
     p = Path(reports_dir) / LEDGER
-    p.parent.mkdir(parents=True, exist_ok=True)
-    new = not p.is_file()
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     run_id = f"{now}-{os.getpid()}"
     commit = git_commit(root)
-    with open(p, "a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=LEDGER_COLUMNS)
-        if new:
-            w.writeheader()
-        for r in results:
-            if r.status == "DESELECTED":
-                continue
-            w.writerow({"timestamp": now, "run_id": run_id, "contract_sha256": contract_sha256, "gate": r.name,
-                        "status": r.status, "value": "" if r.value is None else repr(r.value),
-                        "threshold": r.threshold, "op": r.op, "provenance": "+".join(r.provenance), "hw": hw,
-                        "commit": commit})
+    head, body = io.StringIO(), io.StringIO()
+    csv.DictWriter(head, fieldnames=LEDGER_COLUMNS).writeheader()
+    w = csv.DictWriter(body, fieldnames=LEDGER_COLUMNS)
+    for r in results:
+        if r.status == "DESELECTED":
+            continue
+        w.writerow({"timestamp": now, "run_id": run_id, "contract_sha256": contract_sha256, "gate": r.name,
+                    "status": r.status, "value": "" if r.value is None else repr(r.value),
+                    "threshold": r.threshold, "op": r.op, "provenance": "+".join(r.provenance), "hw": hw,
+                    "commit": commit})
+    # one atomic replace: an interrupted write leaves the old ledger; a cut-off last line stays one bad row
+    atomic.append_text(p, body.getvalue(), header=head.getvalue())
     return p
 
 

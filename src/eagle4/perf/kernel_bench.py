@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4.perf import bytes_model as bm
+from eagle4.report import atomic
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -379,7 +380,7 @@ def run_points(points: list[Point], run_index: int, eager_ref_batches=(1,), log=
 
 def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
+    with atomic.atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
@@ -598,7 +599,7 @@ def main(argv=None) -> int:
     ncu = parse_ncu_csv(Path(args.ncu_csv), operating_points("B1")) if args.ncu_csv and Path(args.ncu_csv).is_file() else {}
     bpt = bytes_per_token_rows(summary, ncu)
     write_csv(rep / "cuda_bytes_per_token.csv", bpt, BPT_FIELDS)
-    (rep / "hotspots_ranked.md").write_text(hotspots_md(summary, bpt))
+    atomic.write_text(rep / "hotspots_ranked.md", hotspots_md(summary, bpt))
     bad = [s for s in summary if s["cov"] != "nan" and float(s["cov"]) > 0.05]
     print(f"summarized {len(raw)} raw rows into {len(summary)} points; {len(bad)} point(s) with CoV > 5%")
     for s in bad:

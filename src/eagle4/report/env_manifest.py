@@ -10,6 +10,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from eagle4.report import atomic
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -77,5 +79,5 @@ def write(path: Path, extra: dict | None = None) -> Path:
     data = collect()
     data.update(extra or {})
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{k}: {v}\n" for k, v in data.items()))
+    atomic.write_text(path, "".join(f"{k}: {v}\n" for k, v in data.items()))
     return path

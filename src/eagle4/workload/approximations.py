@@ -55,6 +55,7 @@ import torch
 from torch import nn
 
 from eagle4.backends.base import Backend
+from eagle4.report import atomic
 
 ROOT = Path(__file__).resolve().parents[3]
 TRAINING_SUMMARY = ROOT / "models" / "default" / "training_summary.json"
@@ -428,7 +429,7 @@ def write_csv(rows: list[dict], path: str | Path) -> Path:
         raise RuntimeError(f"refusing to write an empty results file {path}")
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    with open(p, "w", newline="") as fh:
+    with atomic.atomic_open(p, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=CSV_FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:

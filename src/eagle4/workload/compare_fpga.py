@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4.contract import ContractMismatch, ensure_same_contract
+from eagle4.report import atomic
 
 RAW_FIELDS = ["contract_sha256", "point", "batch", "side", "metric", "value", "unit", "provenance", "device", "source"]
 ACCEPT_TOL = 0.02
@@ -235,9 +236,9 @@ def compare(contract, h100_csv, out_dir="reports", *, fpga_measured=None, points
                 pass
         lines.append("")
     paths = {"raw": out / "fpga_vs_h100_raw.csv", "summary": out / "fpga_vs_h100_summary.md"}
-    with open(paths["raw"], "w", newline="") as fh:
+    with atomic.atomic_open(paths["raw"], "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=RAW_FIELDS)
         w.writeheader()
         w.writerows(raw)
-    paths["summary"].write_text("\n".join(lines).rstrip() + "\n")
+    atomic.write_text(paths["summary"], "\n".join(lines).rstrip() + "\n")
     return {"verdict": verdict, "signed_off": signed, "paths": paths, "csim": csim, "raw": raw}

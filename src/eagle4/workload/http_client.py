@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from eagle4.report import atomic
+
 
 @dataclass
 class HttpRequestResult:
@@ -291,7 +293,7 @@ def run_http_contract(contract, base_url: str, out_dir, *, model=None, kind="aut
     for path, rr in ((paths["raw"], rows), (paths["runs"], runrows)):
         if not rr:
             raise RuntimeError(f"refusing to write an empty results file {path}")
-        with open(path, "w", newline="") as f:
+        with atomic.atomic_open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rr[0]))
             w.writeheader()
             w.writerows(rr)
@@ -310,5 +312,5 @@ def run_http_contract(contract, base_url: str, out_dir, *, model=None, kind="aut
                  f"{np.nanmean([r['tpot_s'] for r in rr]) * 1e3 if rr else float('nan'):.3f} | "
                  f"{np.mean([r['tokens_per_s'] for r in ru]):.1f} | "
                  f"{(f'{np.mean(acc):.3f}' if acc else 'unavailable')} |")
-    paths["summary"].write_text("\n".join(L) + "\n")
+    atomic.write_text(paths["summary"], "\n".join(L) + "\n")
     return {"paths": paths, "rows": rows, "runs": runrows}

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from eagle4.report import atomic
+
 RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "seed", "iteration", "request_index",
               "prompt_id", "prompt_tokens", "output_tokens", "ttft_s", "itl_mean_s", "itl_p50_s", "itl_p99_s",
               "tpot_s", "e2e_s", "tokens_per_s", "acceptance_length", "verify_steps", "itl_s", "backend",
@@ -139,7 +141,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
 def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
     if not rows:
         raise RuntimeError(f"refusing to write an empty results file {path}")
-    with open(path, "w", newline="") as f:
+    with atomic.atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         for r in rows:
@@ -255,7 +257,7 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
     _write_csv(paths["profile"], PROFILE_FIELDS, prof)
     _write_csv(paths["accepts"], ACCEPT_FIELDS, accepts)
     stats = summarize(raw, runrows, prof, cov_max=contract.runs.cov_max)
-    paths["summary"].write_text(render_summary(stats, contract_sha=contract.sha256, cov_max=contract.runs.cov_max,
+    atomic.write_text(paths["summary"], render_summary(stats, contract_sha=contract.sha256, cov_max=contract.runs.cov_max,
                                                commit=commit))
     return {"stats": stats, "paths": paths, "raw": raw, "runs": runrows, "profile": prof}
 
@@ -297,7 +299,7 @@ def _child_main(argv=None) -> int:
 
     c = load_contract(a.contract)
     res = run_point_once(c, a.point, a.run_index, a.backend, device=a.device, commit=a.commit)
-    Path(a.result).write_text(json.dumps(res))
+    atomic.write_text(a.result, json.dumps(res))
     return 0
 
 
