@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eagle4.backends import csim
+from eagle4.report import atomic
 
 HLS = csim.HLS_DIR
 KERNELS_DIR = HLS / "xclbin" / "kernels"
@@ -302,9 +303,7 @@ def write_entry_points() -> list[Path]:
     out = []
     for n in KERNEL_NAMES:
         p = entry_point_path(n)
-        tmp = p.with_suffix(".tmp")
-        tmp.write_text(render_entry_point(interface(n)))
-        tmp.replace(p)
+        atomic.write_text(p, render_entry_point(interface(n)))
         out.append(p)
     return out
 
@@ -355,7 +354,7 @@ def main(argv=None) -> int:
     if argv == ["--write"]:
         for p in write_entry_points():
             print(f"wrote {p}")
-        CONNECTIVITY.write_text(render_connectivity())
+        atomic.write_text(CONNECTIVITY, render_connectivity())
         print(f"wrote {CONNECTIVITY}")
         return 0
     if argv == ["--check"]:
