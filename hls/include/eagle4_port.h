@@ -10,6 +10,13 @@
 
 #include <cstdint>
 
+// EAGLE4_SYNTHESIS: the code Vitis synthesizes (set by Vitis' __SYNTHESIS__; the on-chip storage
+// measurement, eagle4.budget.onchip, sets it directly because the hls4ml ap_types headers used by the
+// g++ builds do not compile under __SYNTHESIS__).
+#if defined(__SYNTHESIS__) && !defined(EAGLE4_SYNTHESIS)
+#define EAGLE4_SYNTHESIS
+#endif
+
 #ifndef EAGLE4_CSIM_COUNTERS
 
 #define PORT(T) T*

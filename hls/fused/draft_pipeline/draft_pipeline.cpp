@@ -35,8 +35,28 @@ struct State {
 };
 static State st;
 // LM-head tile: hidden rows (raw bits for the K1 gather + f32 for the dot products) and logits
-static uint32_t hid_bits[E4F_MAX_ROWS * E4F_MAX_H];  // HW: the raw 16-bit words only, converted on the fly
-static float hid_f[E4F_MAX_ROWS * E4F_MAX_H];
+// The frontier hidden rows as raw words, converted to f32 where they are used (no f32 copy on chip).
+// The synthesized design takes bf16 hidden states: 16-bit words; the C-sim also runs f32 hidden states.
+#ifdef EAGLE4_SYNTHESIS
+typedef uint16_t HidWord;
+#else
+typedef uint32_t HidWord;
+#endif
+static HidWord hid_bits[E4F_MAX_ROWS * E4F_MAX_H];
+inline float hid_word_to_f(uint32_t w, int code) {
+  return code == 0 ? f32_from_bits(w) : hid_to_f(static_cast<uint16_t>(w), code);
+}
+inline float hid_word_to_f(uint16_t w, int code) { return hid_to_f(w, code); }
+// lm_dot (e4f_stages.hpp) on raw words: the same products and the same sequential f32 sum
+inline float lm_dot_words(const float* wrow, const HidWord* x, int64_t H, int code, bool use_scale, float sc) {
+  float acc = 0.0f;
+  for (int64_t h = 0; h < H; ++h) {
+    const float prod = wrow[h] * hid_word_to_f(x[h], code);
+    acc = acc + prod;
+  }
+  if (use_scale) acc = acc * sc;
+  return acc;
+}
 static float logits[E4F_LM_ROWS][E4F_MAX_VH];  // the on-chip logits tile (rows [0, LM_ROWS) of the layer)
 static float wrow[E4F_MAX_H];
 
@@ -74,14 +94,13 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
   for (int64_t r = 0; r < R; ++r)
     for (int64_t h = 0; h < H; ++h) {
       const HT bits = hidden[r * H + h];
-      hid_bits[r * H + h] = bits;
-      hid_f[r * H + h] = hid_to_f(bits, c.hid_code);
+      hid_bits[r * H + h] = static_cast<HidWord>(bits);
     }
   for (int64_t v = 0; v < V; ++v) {
     load_wrow<WT>(lmw, v, H, wrow);
     const float sc = c.use_scale ? static_cast<float>(lms[v]) : 1.0f;
     for (int64_t r = 0; r < R; ++r) {
-      const float x = lm_dot(wrow, hid_f + r * H, H, c.use_scale != 0, sc);
+      const float x = lm_dot_words(wrow, hid_bits + r * H, H, c.hid_code, c.use_scale != 0, sc);
       if (r < E4F_LM_ROWS)
         logits[r][v] = x;
       else
@@ -94,7 +113,7 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
 template <typename HT>
 void load_hidden(Port<const HT> hidden, const DraftCfg& c, int64_t W) {
   for (int64_t r = 0; r < c.B * W; ++r)
-    for (int64_t h = 0; h < c.H; ++h) hid_bits[r * c.H + h] = hidden[r * c.H + h];
+    for (int64_t h = 0; h < c.H; ++h) hid_bits[r * c.H + h] = static_cast<HidWord>(static_cast<HT>(hidden[r * c.H + h]));
 }
 void stage_candidates_in(Port<const float> cand_p, Port<const int64_t> cand_t, const DraftCfg& c, int64_t W,
                          int64_t b0, int64_t nb, EAGLE4_STREAM(CandRec, 4) & cand_s) {

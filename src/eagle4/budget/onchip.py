@@ -1,0 +1,298 @@
+"""On-chip storage of every synthesizable design, measured from its synthesis-mode build.
+
+Each design of ``hls/**/design.desc`` is compiled the way Vitis sees it (``EAGLE4_SYNTHESIS``, which hls/include/eagle4_port.h sets under Vitis' ``__SYNTHESIS__``; plain-pointer
+ports: no ``EAGLE4_CSIM_COUNTERS``) with debug info, and every variable with static storage (file-scope
+and function-scope ``static``) is read from the DWARF of the objects (pyelftools): its element type and
+dimensions, structs split into their members (as HLS disaggregates them), arrays of structs into one
+array per member. Scalars are registers and not counted; stack arrays of the tops are not counted either
+(they are small in these designs; the report says so).
+
+Each array is rounded to the physical words of the memories it can map to, at its element width:
+
+* BRAM36: widths 1/2/4/9/18/36/72 bits x depths 32K..512, 36 Kib per block;
+* URAM288: 72-bit words x 4096, 288 Kib per block (a 32-bit element wastes 40 of 72 bits).
+
+An array goes where it costs less; a full pool moves its largest arrays to the other. The device budget
+is ``[fpga].bram_mb`` and ``[fpga].uram_mb`` of the contract (10^6 bytes). Provenance ``computed``
+(from the synthesis-mode build, not from a synthesis report).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+BRAM_BLOCK_BITS = 36 * 1024
+URAM_BLOCK_BITS = 288 * 1024
+BRAM_WIDTHS = (1, 2, 4, 9, 18, 36, 72)
+URAM_WIDTH, URAM_DEPTH = 72, 4096
+SYNTH_FLAGS = ("-std=c++17", "-O0", "-g", "-fPIC", "-DEAGLE4_SYNTHESIS", "-DEAGLE4_HLS4ML_HEADERS",
+               "-Wno-unknown-pragmas")
+UTILIZATION_GOAL = 0.70  # issue 13: the fused designs fit with margin
+
+
+@dataclass(frozen=True)
+class Array:
+    name: str  # variable[.member...]
+    elems: int
+    elem_bits: int
+
+    @property
+    def payload_bytes(self) -> int:
+        return self.elems * self.elem_bits // 8
+
+
+def bram_blocks(elems: int, bits: int) -> int:
+    cfg = next((w for w in BRAM_WIDTHS if w >= bits), 72)
+    wide = math.ceil(bits / 72) if bits > 72 else 1
+    depth = BRAM_BLOCK_BITS // cfg
+    return math.ceil(elems / depth) * wide
+
+
+def uram_blocks(elems: int, bits: int) -> int:
+    return math.ceil(elems / URAM_DEPTH) * math.ceil(bits / URAM_WIDTH)
+
+
+def physical_bytes(a: Array, pool: str) -> int:
+    if pool == "bram":
+        return bram_blocks(a.elems, a.elem_bits) * BRAM_BLOCK_BITS // 8
+    return uram_blocks(a.elems, a.elem_bits) * URAM_BLOCK_BITS // 8
+
+
+# ---------------------------------------------------------------------------------------------
+# DWARF
+
+
+def _strip(die):
+    while die is not None and die.tag in ("DW_TAG_typedef", "DW_TAG_const_type", "DW_TAG_volatile_type",
+                                          "DW_TAG_restrict_type"):
+        die = die.get_DIE_from_attribute("DW_AT_type") if "DW_AT_type" in die.attributes else None
+    return die
+
+
+def _dims(arr_die) -> list[int]:
+    out = []
+    for sub in arr_die.iter_children():
+        if sub.tag != "DW_TAG_subrange_type":
+            continue
+        if "DW_AT_count" in sub.attributes:
+            out.append(int(sub.attributes["DW_AT_count"].value))
+        elif "DW_AT_upper_bound" in sub.attributes:
+            out.append(int(sub.attributes["DW_AT_upper_bound"].value) + 1)
+        else:
+            out.append(0)
+    return out
+
+
+def _leaves(type_die, name: str, count: int, in_array: bool) -> list[Array]:
+    """Arrays (name, elements, element bits) a variable of ``type_die`` holds; ``count`` elements of it."""
+    t = _strip(type_die)
+    if t is None:
+        return []
+    if t.tag == "DW_TAG_array_type":
+        n = math.prod(_dims(t))
+        return _leaves(t.get_DIE_from_attribute("DW_AT_type"), name, count * n, True)
+    if t.tag in ("DW_TAG_structure_type", "DW_TAG_class_type", "DW_TAG_union_type"):
+        tname = t.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in t.attributes else ""
+        if "stream" in tname:  # FIFOs are not block-RAM arrays of the design
+            return []
+        out = []
+        for m in t.iter_children():
+            if m.tag == "DW_TAG_member" and "DW_AT_type" in m.attributes and "DW_AT_external" not in m.attributes:
+                mname = m.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in m.attributes else "?"
+                out += _leaves(m.get_DIE_from_attribute("DW_AT_type"), f"{name}.{mname}", count, in_array)
+        return out
+    if t.tag in ("DW_TAG_base_type", "DW_TAG_enumeration_type", "DW_TAG_pointer_type"):
+        if not in_array:
+            return []  # a scalar: registers
+        return [Array(name, count, int(t.attributes["DW_AT_byte_size"].value) * 8)]
+    return []
+
+
+def _scope_of(die) -> str:
+    parts = []
+    p = die.get_parent()
+    while p is not None and p.tag != "DW_TAG_compile_unit":
+        if "DW_AT_name" in p.attributes:
+            parts.append(p.attributes["DW_AT_name"].value.decode())
+        p = p.get_parent()
+    return "".join(f"{x}::" for x in reversed(parts))
+
+
+def static_arrays(obj: Path) -> list[Array]:
+    """Every array with static storage defined in an object file (its DWARF)."""
+    from elftools.elf.elffile import ELFFile
+
+    out: dict[tuple, Array] = {}
+    with open(obj, "rb") as fh:
+        elf = ELFFile(fh)
+        if not elf.has_dwarf_info():
+            raise ValueError(f"{obj}: no DWARF (built without -g)")
+        for cu in elf.get_dwarf_info().iter_CUs():
+            stack = [(cu.get_top_DIE(), "")]
+            while stack:
+                die, scope = stack.pop()
+                for ch in die.iter_children():
+                    if ch.tag in ("DW_TAG_subprogram", "DW_TAG_lexical_block", "DW_TAG_namespace"):
+                        nm = ch.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in ch.attributes else ""
+                        stack.append((ch, f"{scope}{nm}::" if ch.tag != "DW_TAG_lexical_block" else scope))
+                    elif ch.tag == "DW_TAG_variable" and "DW_AT_location" in ch.attributes:
+                        loc = ch.attributes["DW_AT_location"]
+                        if loc.form not in ("DW_FORM_exprloc", "DW_FORM_block1") or not loc.value \
+                                or loc.value[0] != 0x03:  # DW_OP_addr: static storage
+                            continue
+                        decl, where = ch, scope
+                        if "DW_AT_specification" in ch.attributes:  # namespace-scope: the definition points
+                            decl = ch.get_DIE_from_attribute("DW_AT_specification")  # to its declaration
+                            where = _scope_of(decl)
+                        if "DW_AT_type" not in decl.attributes:
+                            continue
+                        nm = decl.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in decl.attributes else "?"
+                        for a in _leaves(decl.get_DIE_from_attribute("DW_AT_type"), f"{where}{nm}", 1, False):
+                            out[(a.name,)] = a
+    return list(out.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# measurement
+
+
+def measure_design(name: str, *, cache_dir=None) -> list[Array]:
+    """Static arrays of one design's synthesis-mode build (cached by the sources' hash)."""
+    from eagle4.backends import csim, hls_designs
+
+    ds = csim.all_designs()
+    files = hls_designs.synth_sources(name, ds)
+    snap = csim.snapshot_sources(csim.header_files(include_tb=False) + files)
+    digest = csim.build_digest(f"onchip_{name}", snap, list(SYNTH_FLAGS))
+    root = csim.cache_root(cache_dir) / "onchip"
+    cxx = csim.find_cxx()
+
+    def builder(tmp: Path):
+        src_root = csim.materialize(snap, tmp / "src")
+        arrays: dict[str, dict] = {}
+        for f in files:
+            rel = f.relative_to(csim.HLS_DIR)
+            obj = tmp / csim._object_name(str(rel))
+            cmd = [cxx, *SYNTH_FLAGS, *csim.include_flags(src_root), "-c", str(src_root / rel), "-o", str(obj)]
+            p = csim.run_cxx(cmd, f"compiling {rel} in synthesis mode", root)
+            if p.returncode:
+                raise csim.CsimBuildError(f"synthesis-mode build of {name} failed (cache folder {root}; nothing "
+                                          f"was cached):\n{' '.join(cmd)}\n{p.stdout}{p.stderr}")
+            for a in static_arrays(obj):
+                arrays[a.name] = asdict(a)
+            obj.unlink()
+        (tmp / "arrays.json").write_text(json.dumps(sorted(arrays.values(), key=lambda a: a["name"]), indent=1))
+        (tmp / "build.json").write_text(json.dumps({"design": name, "complete": True}))
+
+    if csim.tools_missing():
+        raise csim.BackendUnavailable(f"on-chip measurement needs g++ and hls4ml: {csim.tools_missing()}")
+    entry, _ = csim.cached_build(root, digest, builder)
+    return [Array(**a) for a in json.loads((entry / "arrays.json").read_text())]
+
+
+@dataclass
+class Placement:
+    array: Array
+    pool: str
+    physical_bytes: int
+
+
+def place(arrays: list[Array], bram_cap: float, uram_cap: float) -> list[Placement]:
+    """Each array where it costs less; a full pool moves its largest arrays to the other."""
+    pl = [Placement(a, p, physical_bytes(a, p)) for a in arrays
+          for p in [min(("bram", "uram"), key=lambda q: (physical_bytes(a, q), q))]]
+    for full, other, cap in (("bram", "uram", bram_cap), ("uram", "bram", uram_cap)):
+        used = sum(x.physical_bytes for x in pl if x.pool == full)
+        for x in sorted((x for x in pl if x.pool == full), key=lambda x: -x.physical_bytes):
+            if used <= cap:
+                break
+            used -= x.physical_bytes
+            x.pool, x.physical_bytes = other, physical_bytes(x.array, other)
+    return pl
+
+
+@dataclass
+class DesignStorage:
+    design: str
+    placements: list[Placement]
+    bram_cap: float
+    uram_cap: float
+
+    def used(self, pool: str) -> int:
+        return sum(x.physical_bytes for x in self.placements if x.pool == pool)
+
+    @property
+    def payload(self) -> int:
+        return sum(x.array.payload_bytes for x in self.placements)
+
+    @property
+    def utilization(self) -> float:
+        return (self.used("bram") + self.used("uram")) / (self.bram_cap + self.uram_cap)
+
+    @property
+    def fits(self) -> bool:
+        return self.used("bram") <= self.bram_cap and self.used("uram") <= self.uram_cap
+
+
+def measure(contract, designs: list[str] | None = None, *, cache_dir=None) -> list[DesignStorage]:
+    """The storage of every design (default: all of hls/) against the contract's device budget."""
+    from eagle4.backends import csim
+    from eagle4.budget.config import fpga_section
+
+    f = fpga_section(contract)
+    bram_cap, uram_cap = f.bram_mb * 1e6, f.uram_mb * 1e6
+    names = designs or sorted(csim.all_designs())
+    return [DesignStorage(n, place(measure_design(n, cache_dir=cache_dir), bram_cap, uram_cap), bram_cap, uram_cap)
+            for n in names]
+
+
+def combined(parts: list[DesignStorage], name: str) -> DesignStorage:
+    """Designs resident on the device together (the two fused pipelines): one placement of all arrays."""
+    arrays = [Array(f"{p.design}:{x.array.name}", x.array.elems, x.array.elem_bits) for p in parts for x in p.placements]
+    return DesignStorage(name, place(arrays, parts[0].bram_cap, parts[0].uram_cap), parts[0].bram_cap, parts[0].uram_cap)
+
+
+ONCHIP_COLUMNS = ("contract_sha256", "design", "array", "elems", "elem_bits", "payload_bytes", "pool",
+                  "physical_bytes", "provenance")
+
+
+def rows(parts: list[DesignStorage], sha: str) -> list[dict]:
+    out = []
+    for p in parts:
+        for x in sorted(p.placements, key=lambda x: -x.physical_bytes):
+            out.append({"contract_sha256": sha, "design": p.design, "array": x.array.name, "elems": x.array.elems,
+                        "elem_bits": x.array.elem_bits, "payload_bytes": x.array.payload_bytes, "pool": x.pool,
+                        "physical_bytes": x.physical_bytes, "provenance": "computed"})
+        out.append({"contract_sha256": sha, "design": p.design, "array": "TOTAL", "elems": "", "elem_bits": "",
+                    "payload_bytes": p.payload, "pool": f"bram {p.used('bram')} + uram {p.used('uram')}",
+                    "physical_bytes": p.used("bram") + p.used("uram"), "provenance": "computed"})
+    return out
+
+
+def summary_line(p: DesignStorage) -> str:
+    return (f"{p.design}: {p.payload / 2**20:.1f} MiB of arrays -> BRAM {p.used('bram') / 1e6:.1f}/{p.bram_cap / 1e6:.1f} MB"
+            f" + URAM {p.used('uram') / 1e6:.1f}/{p.uram_cap / 1e6:.1f} MB = {100 * p.utilization:.1f}% of on-chip "
+            f"memory ({'fits' if p.fits else 'DOES NOT FIT'}; goal <= {100 * UTILIZATION_GOAL:.0f}%) [computed from the "
+            f"synthesis-mode build]")
+
+
+def write_csv(parts: list[DesignStorage], sha: str, path) -> Path:
+    import csv
+    import os
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+    with open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=ONCHIP_COLUMNS)
+        w.writeheader()
+        w.writerows(rows(parts, sha))
+    os.replace(tmp, path)
+    return path
+
+
+__all__ = ["Array", "DesignStorage", "measure", "measure_design", "combined", "static_arrays", "place",
+           "physical_bytes", "summary_line", "write_csv", "UTILIZATION_GOAL"]

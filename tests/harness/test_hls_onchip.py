@@ -1,0 +1,53 @@
+"""The on-chip storage measurement (eagle4.budget.onchip): static arrays read from the DWARF of a
+synthesis-mode build, rounded to BRAM36/URAM288 words of their element width."""
+
+from __future__ import annotations
+
+import pytest
+
+from eagle4.backends import csim
+from eagle4.budget import onchip
+from eagle4.budget.onchip import Array
+
+pytestmark = pytest.mark.csim
+
+
+def test_rounding_to_block_ram_words():
+    # 16-bit elements use the 18-bit BRAM configuration (2048 deep): 2049 of them need two blocks
+    assert onchip.bram_blocks(2048, 16) == 1 and onchip.bram_blocks(2049, 16) == 2
+    # URAM words are 72 bits: a 32-bit array wastes 40 of them, a 128-bit one needs two words side by side
+    a = Array("x", 4096, 32)
+    assert onchip.physical_bytes(a, "uram") == 288 * 1024 // 8
+    assert onchip.uram_blocks(4096, 128) == 2
+    assert onchip.physical_bytes(Array("y", 1024, 64), "bram") == 2 * 36 * 1024 // 8  # 72-bit x 512 deep
+
+
+def test_static_arrays_of_a_planted_source(tmp_path):
+    if csim.tools_missing():
+        pytest.fail(csim.tools_missing(), pytrace=False)
+    src = tmp_path / "t.cpp"
+    src.write_text("""#include <cstdint>
+namespace ns { struct S { int64_t a[7][3]; float b[5]; int c; }; static S st; static uint16_t w[1000]; }
+int use(int i) { static float local_row[33]; float stack[9] = {0}; local_row[i] = stack[i];
+  return ns::st.c + (int)ns::st.a[i][0] + ns::w[i] + (int)ns::st.b[i] + (int)local_row[i]; }
+""")
+    obj = tmp_path / "t.o"
+    p = csim.run_cxx([csim.find_cxx(), *onchip.SYNTH_FLAGS, "-c", str(src), "-o", str(obj)], "test", tmp_path)
+    assert p.returncode == 0, p.stderr
+    got = {a.name: (a.elems, a.elem_bits) for a in onchip.static_arrays(obj)}
+    assert got == {"ns::st.a": (21, 64), "ns::st.b": (5, 32), "ns::w": (1000, 16), "use::local_row": (33, 32)}
+
+
+def test_every_design_is_measured_and_the_fused_pair_is_placed():
+    from eagle4.contract import load_contract
+
+    c = load_contract(csim.REPO / "contracts" / "default.toml")
+    parts = {p.design: p for p in onchip.measure(c)}
+    assert set(parts) == set(csim.all_designs())
+    draft = {x.array.name: x.array for x in parts["fused_draft"].placements}
+    # the synthesized draft design keeps the hidden rows as 16-bit words and no f32 copy of them
+    assert draft["e4f::draft::hid_bits"].elem_bits == 16
+    assert not any("hid_f" in n for n in draft)
+    pair = onchip.combined([parts["fused_draft"], parts["fused_verify"]], "pair")
+    assert pair.payload == parts["fused_draft"].payload + parts["fused_verify"].payload
+    print("\n" + "\n".join(onchip.summary_line(p) for p in (*parts.values(), pair)))
