@@ -16,9 +16,10 @@ def test_every_kernel_and_fused_design_is_described():
     for k in KERNEL_ORDER:
         assert ds[k].top == f"{k}_top" and ds[k].tb and ds[k].csim_entry
     assert hls_designs.synth_sources("fused_draft", ds)[0].name == "draft_pipeline_synth.cpp"
-    # every .cpp of hls/ (but the testbenches) is some design's source: no file outside the lists
+    # every .cpp of the design folders is some design's source: no file outside the lists (hls/xclbin
+    # holds the v++ kernel wrappers of the board flow, which include the designs, not designs of their own)
     listed = {f for n in ds for f in hls_designs.testbench_sources(n, ds)}
-    assert {p for p in csim.HLS_DIR.rglob("*.cpp")} == listed
+    assert {p for p in csim.HLS_DIR.rglob("*.cpp") if "xclbin" not in p.relative_to(csim.HLS_DIR).parts} == listed
 
 
 def _write(tmp_path, text, name="x"):
