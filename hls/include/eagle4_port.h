@@ -17,6 +17,12 @@
 #define EAGLE4_SYNTHESIS
 #endif
 
+// EAGLE4_HW_COUNTERS: a hardware build whose tops count their port bytes with the same counting ports
+// as the C-sim (the counters block of eagle4_hw_counters.h is then filled on the board too).
+#if defined(EAGLE4_HW_COUNTERS) && !defined(EAGLE4_CSIM_COUNTERS)
+#define EAGLE4_CSIM_COUNTERS
+#endif
+
 #ifndef EAGLE4_CSIM_COUNTERS
 
 #define PORT(T) T*
