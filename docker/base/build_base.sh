@@ -4,15 +4,49 @@
 # the digest-pinned public base named in docker/base/PUBLIC_BASE (pass it as BASE_IMAGE).
 #
 #   docker/base/build_base.sh [TAG]      (default tag: eagle4/debian-base:bookworm)
+#   docker/base/build_base.sh --print-mirror   (only say which mirror a build would use)
 # Prints the image ID; records it with the rootfs sha256 in docker/base/base.lock.
+# The mirror: DEBIAN_MIRROR, else the first Debian URI of this host's apt sources, read in both
+# formats: deb822 (/etc/apt/sources.list.d/*.sources, current Debian's default) and one-line
+# (/etc/apt/sources.list, /etc/apt/sources.list.d/*.list). APT_ETC replaces /etc/apt (tests).
 set -euo pipefail
+# never exit without saying why (set -e alone stops silently)
+trap 'rc=$?; echo "build_base.sh: failed (exit $rc) at line $LINENO: $BASH_COMMAND" >&2; exit $rc' ERR
 here="$(cd "$(dirname "$0")" && pwd)"
-tag="${1:-eagle4/debian-base:bookworm}"
+apt_etc="${APT_ETC:-/etc/apt}"
 suite=bookworm
-# the mirror: DEBIAN_MIRROR, else the first Debian URI of this host's own apt sources
-mirror="${DEBIAN_MIRROR:-$( (grep -h '^URIs:' /etc/apt/sources.list.d/debian.sources 2>/dev/null | awk '{print $2}';
-                             grep -h '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}') | grep -v security | head -n 1)}"
-[ -n "$mirror" ] || { echo "build_base.sh: no Debian mirror found in /etc/apt; set DEBIAN_MIRROR" >&2; exit 2; }
+
+# URIs of Debian (non-security) repositories, deb822 files first; a missing file is no error.
+debian_uris() {
+  local f
+  for f in "$apt_etc"/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk 'tolower($1) == "uris:" { for (i = 2; i <= NF; i++) print $i }' "$f"
+  done
+  for f in "$apt_etc"/sources.list "$apt_etc"/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    # deb [ options ] URI suite ...: the URI is the first field after "deb" outside the [...] options
+    awk '$1 == "deb" { o = 0; for (i = 2; i <= NF; i++) { if ($i ~ /^\[/) o = 1
+                                                            if (!o) { print $i; break }
+                                                            if ($i ~ /\]$/) o = 0 } }' "$f"
+  done
+}
+
+if [ -n "${DEBIAN_MIRROR:-}" ]; then
+  mirror="$DEBIAN_MIRROR"
+else
+  mirror="$(debian_uris | grep -v -e security -e '^cdrom:' | head -n 1 || true)"
+fi
+if [ -z "$mirror" ]; then
+  echo "build_base.sh: no Debian mirror found in $apt_etc/sources.list.d/*.sources (deb822) or" \
+       "$apt_etc/sources.list, $apt_etc/sources.list.d/*.list (one-line); set DEBIAN_MIRROR" >&2
+  exit 2
+fi
+if [ "${1:-}" = "--print-mirror" ]; then
+  echo "$mirror"
+  exit 0
+fi
+tag="${1:-eagle4/debian-base:bookworm}"
 
 for tool in debootstrap docker; do
   command -v "$tool" >/dev/null || { echo "build_base.sh: '$tool' is not installed (apt-get install debootstrap docker.io)" >&2; exit 2; }

@@ -14,9 +14,11 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle4.proc import run_bounded
 from eagle4.report import atomic
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,20 +81,62 @@ def _stage_wheels(image: str) -> None:
         raise ContainerError(f"downloading the locked wheels for {image} failed:\n{out.stderr[-3000:]}")
 
 
-def _stage_apt_sources() -> None:
-    """The images use the host's own Debian sources (the mirror this site reaches), copied into the
-    build context; EAGLE4_APT_SOURCES names another deb822 file."""
-    src = Path(os.environ.get("EAGLE4_APT_SOURCES", "/etc/apt/sources.list.d/debian.sources"))
-    if not src.is_file():
-        raise ContainerError(f"no Debian apt sources at {src}: set EAGLE4_APT_SOURCES to a deb822 .sources file "
-                             "listing bookworm, bookworm-updates and bookworm-security")
-    text = src.read_text()
+def _one_line_to_deb822(text: str) -> str:
+    """``deb [opts] URI suite comp...`` lines (the old sources.list format) as deb822 stanzas."""
+    stanzas = []
+    for line in text.splitlines():
+        f = line.split("#", 1)[0].split()
+        if not f or f[0] != "deb":
+            continue
+        opts, rest = [], f[1:]
+        if rest and rest[0].startswith("["):
+            end = next(i for i, x in enumerate(rest) if x.endswith("]"))
+            opts, rest = " ".join(rest[:end + 1]).strip("[] ").split(), rest[end + 1:]
+        if len(rest) < 2:
+            continue
+        s = ["Types: deb", f"URIs: {rest[0]}", f"Suites: {rest[1]}"]
+        if rest[2:]:
+            s.append(f"Components: {' '.join(rest[2:])}")
+        s += [f"Signed-By: {o.split('=', 1)[1]}" for o in opts if o.startswith("signed-by=")]
+        stanzas.append("\n".join(s))
+    return "\n\n".join(stanzas) + "\n" if stanzas else ""
+
+
+def apt_sources_text() -> tuple[Path, str]:
+    """The host's Debian apt sources as deb822 text: EAGLE4_APT_SOURCES, else the deb822 file
+    (<APT_ETC>/sources.list.d/debian.sources, current Debian's default), else the one-line
+    <APT_ETC>/sources.list converted. ContainerError names what is missing."""
+    etc = Path(os.environ.get("APT_ETC", "/etc/apt"))
+    if os.environ.get("EAGLE4_APT_SOURCES"):
+        candidates = [Path(os.environ["EAGLE4_APT_SOURCES"])]
+    else:
+        candidates = [etc / "sources.list.d" / "debian.sources", etc / "sources.list"]
+    for src in candidates:
+        if src.is_file():
+            text = src.read_text()
+            if src.suffix != ".sources":
+                text = _one_line_to_deb822(text)
+            break
+    else:
+        raise ContainerError(f"no Debian apt sources at {' or '.join(map(str, candidates))}: set EAGLE4_APT_SOURCES "
+                             "to a deb822 .sources file listing bookworm, bookworm-updates and bookworm-security")
     for suite in ("bookworm", "bookworm-security"):
         if suite not in text:
             raise ContainerError(f"{src} does not list the {suite} suite the images are pinned against")
+    return src, text
+
+
+def _stage_apt_sources() -> None:
+    """The images use the host's own Debian sources (the mirror this site reaches), copied into the
+    build context as deb822 (either format on the host)."""
+    _, text = apt_sources_text()
     dest = DOCKER / "apt-sources.sources"
     if not dest.is_file() or dest.read_text() != text:
         atomic.write_text(dest, text)
+
+
+# debootstrap of a minimal bookworm takes minutes; an hour means a dead mirror, not a slow one.
+BASE_BUILD_TIMEOUT_S = float(os.environ.get("EAGLE4_BASE_BUILD_TIMEOUT_S", 3600))
 
 
 def ensure_base() -> str:
@@ -101,9 +145,15 @@ def ensure_base() -> str:
         return c.images.get(os.environ.get("EAGLE4_BASE_IMAGE", BASE_TAG)).id
     except Exception:
         pass
-    out = subprocess.run([str(DOCKER / "base" / "build_base.sh"), BASE_TAG], capture_output=True, text=True)
+    script = DOCKER / "base" / "build_base.sh"
+    try:
+        out = run_bounded([str(script), BASE_TAG], BASE_BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        raise ContainerError(f"building the pinned base ({script}) ran past {BASE_BUILD_TIMEOUT_S:g} s "
+                             f"(EAGLE4_BASE_BUILD_TIMEOUT_S) and was stopped:\n{(e.stderr or '')[-3000:]}") from None
     if out.returncode != 0:
-        raise ContainerError(f"building the pinned base failed:\n{out.stderr[-3000:]}")
+        why = (out.stderr.strip() or out.stdout.strip())[-3000:] or "it printed nothing"
+        raise ContainerError(f"building the pinned base ({script}) failed with exit {out.returncode}:\n{why}")
     return out.stdout.strip().splitlines()[-1]
 
 
@@ -142,8 +192,59 @@ def build(image: str, build_args: dict | None = None, *, log=print) -> BuiltImag
     return BuiltImage(image, tag, img.id, False)
 
 
-def run(image: str, command: list[str], *, gpus: bool | None = None, env: dict | None = None, log=print) -> int:
-    """Run ``command`` in the image with the checkout mounted at /work/repo; returns its exit code."""
+# A replay of the whole artifact pack in cpu-csim takes well under an hour on a 2-core runner; 4 h total
+# and 30 min without a line of output leave a slow CI room while never waiting forever.
+RUN_TIMEOUT_S = float(os.environ.get("EAGLE4_CONTAINER_TIMEOUT_S", 4 * 3600))
+SILENCE_TIMEOUT_S = float(os.environ.get("EAGLE4_CONTAINER_SILENCE_S", 1800))
+_POLL_S = 5.0
+
+
+def follow(container, *, timeout_s: float, silence_s: float, out=None, poll_s: float = _POLL_S) -> int:
+    """Stream the container's log to ``out`` until it exits; returns its exit code. A container that runs
+    past ``timeout_s`` or prints nothing for ``silence_s`` is killed and ContainerError says which limit."""
+    import threading
+
+    from requests.exceptions import ConnectionError as ReqConnectionError
+    from requests.exceptions import ReadTimeout
+
+    out = out or sys.stdout
+    last = [time.monotonic()]
+
+    def pump():
+        try:
+            for chunk in container.logs(stream=True, follow=True):
+                last[0] = time.monotonic()
+                out.write(chunk.decode(errors="replace"))
+                out.flush()
+        except Exception:  # noqa: BLE001 - the log stream ends when the container is killed; wait() decides
+            pass
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    start = time.monotonic()
+    while True:
+        try:
+            result = container.wait(timeout=poll_s)
+            break
+        except (ReadTimeout, ReqConnectionError):
+            now = time.monotonic()
+            why = (f"ran past {timeout_s:g} s (EAGLE4_CONTAINER_TIMEOUT_S)" if now - start > timeout_s else
+                   f"printed nothing for {silence_s:g} s (EAGLE4_CONTAINER_SILENCE_S)" if now - last[0] > silence_s
+                   else None)
+            if why:
+                try:
+                    container.kill()
+                except Exception:  # noqa: BLE001 - it may have exited meanwhile; the error below stands
+                    pass
+                raise ContainerError(f"container {getattr(container, 'name', '?')} {why}; killed") from None
+    reader.join(timeout=10)  # the log's tail
+    return int(result.get("StatusCode", 1))
+
+
+def run(image: str, command: list[str], *, gpus: bool | None = None, env: dict | None = None, log=print,
+        timeout_s: float | None = None, silence_s: float | None = None) -> int:
+    """Run ``command`` in the image with the checkout mounted at /work/repo; returns its exit code.
+    Bounded: see :func:`follow` (defaults RUN_TIMEOUT_S and SILENCE_TIMEOUT_S)."""
     built = build(image, log=log)
     c = client()
     gpus = (image == "cuda-h100") if gpus is None else gpus
@@ -166,13 +267,10 @@ def run(image: str, command: list[str], *, gpus: bool | None = None, env: dict |
                                  volumes=volumes, environment=environment,
                                  device_requests=device_requests, user=f"{os.getuid()}:{os.getgid()}")
     try:
-        for chunk in container.logs(stream=True, follow=True):
-            sys.stdout.write(chunk.decode(errors="replace"))
-            sys.stdout.flush()
-        result = container.wait(timeout=3600)
+        return follow(container, timeout_s=RUN_TIMEOUT_S if timeout_s is None else timeout_s,
+                      silence_s=SILENCE_TIMEOUT_S if silence_s is None else silence_s)
     finally:
         try:
             container.remove(force=True)
         except Exception:
             pass
-    return int(result.get("StatusCode", 1))

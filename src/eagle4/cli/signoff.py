@@ -22,9 +22,12 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle4.proc import run_bounded
 from eagle4.report import atomic
 
 STEPS = ("contract", "parity", "workload", "budget", "gates")
+# The whole parity suite takes ~20 min on a loaded 2-core runner (g++ builds included): 3 h leaves a slow CI room.
+PARITY_TIMEOUT_S = 3 * 3600.0
 
 
 @dataclass
@@ -44,7 +47,13 @@ def _parity(args, reports: Path) -> StepResult:
            "-q", "-p", "no:cacheprovider", "-n", str(args.workers)]
     if args.workers == 0:
         cmd[-2:] = ["-p", "no:xdist"]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        out = run_bounded(cmd, args.parity_timeout)
+    except subprocess.TimeoutExpired as e:
+        tail = [ln for ln in (e.output or "").splitlines() if ln.strip()][-3:]
+        return StepResult("parity", "FAILED", notes=[
+            f"pytest -m parity --hw={args.hw} ran past --parity-timeout {args.parity_timeout:g} s and was stopped "
+            "(raise it for a slow machine)", *tail])
     tail = [ln for ln in out.stdout.splitlines() if ln.strip()][-3:]
     status = "OK" if out.returncode == 0 else "FAILED"
     notes = [f"pytest -m parity --hw={args.hw}: exit {out.returncode}", *tail,
@@ -180,6 +189,8 @@ def register(sub) -> None:
     p.add_argument("--hw", choices=("cpu", "cuda", "fpga"), default="cpu")
     p.add_argument("--reports", default="reports")
     p.add_argument("--workers", type=int, default=2, help="pytest-xdist workers for the parity step (0: none)")
+    p.add_argument("--parity-timeout", type=float, default=PARITY_TIMEOUT_S, metavar="SECONDS",
+                   help=f"stop the parity step (pytest and its workers) after this long (default {PARITY_TIMEOUT_S:g})")
     p.add_argument("--skip", nargs="*", metavar="STEP", help=f"steps to leave out: {', '.join(STEPS)}")
     p.add_argument("--strict", action="store_true", help="exit 3 when the verdict is INVALID")
     p.set_defaults(func=cmd)
