@@ -281,16 +281,14 @@ def summary_line(p: DesignStorage) -> str:
 
 def write_csv(parts: list[DesignStorage], sha: str, path) -> Path:
     import csv
-    import os
+
+    from eagle4.report import atomic
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    with open(tmp, "w", newline="") as fh:
+    with atomic.atomic_open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=ONCHIP_COLUMNS)
         w.writeheader()
         w.writerows(rows(parts, sha))
-    os.replace(tmp, path)
     return path
 
 
