@@ -35,7 +35,8 @@ int use(int i) { static float local_row[33]; float stack[9] = {0}; local_row[i] 
     p = csim.run_cxx([csim.find_cxx(), *onchip.SYNTH_FLAGS, "-c", str(src), "-o", str(obj)], "test", tmp_path)
     assert p.returncode == 0, p.stderr
     got = {a.name: (a.elems, a.elem_bits) for a in onchip.static_arrays(obj)}
-    assert got == {"ns::st.a": (21, 64), "ns::st.b": (5, 32), "ns::w": (1000, 16), "use::local_row": (33, 32)}
+    assert got == {"ns::st.a": (21, 64), "ns::st.b": (5, 32), "ns::w": (1000, 16), "use::local_row": (33, 32),
+                   "use::stack": (9, 32)}  # a local array is on-chip memory too
 
 
 def test_every_design_is_measured_and_the_fused_pair_is_placed():
@@ -45,9 +46,11 @@ def test_every_design_is_measured_and_the_fused_pair_is_placed():
     parts = {p.design: p for p in onchip.measure(c)}
     assert set(parts) == set(csim.all_designs())
     draft = {x.array.name: x.array for x in parts["fused_draft"].placements}
-    # the synthesized draft design keeps the hidden rows as 16-bit words and no f32 copy of them
+    # the synthesized draft design keeps the hidden rows as 16-bit words and no f32 copy of them, and the
+    # logits tile as pairs of f32 in 64-bit words (URAM words are 72 bits)
     assert draft["e4f::draft::hid_bits"].elem_bits == 16
     assert not any("hid_f" in n for n in draft)
+    assert draft["e4f::draft::logits2"].elem_bits == 64
     pair = onchip.combined([parts["fused_draft"], parts["fused_verify"]], "pair")
     assert pair.payload == parts["fused_draft"].payload + parts["fused_verify"].payload
     print("\n" + "\n".join(onchip.summary_line(p) for p in (*parts.values(), pair)))

@@ -3,6 +3,7 @@
 // See draft_pipeline.hpp and reports/fusion_design_v1.md.
 #include "draft_pipeline.hpp"
 
+#include <cstring>
 #include <vector>
 
 #include "eagle4_capi.h"
@@ -57,7 +58,18 @@ inline float lm_dot_words(const float* wrow, const HidWord* x, int64_t H, int co
   if (use_scale) acc = acc * sc;
   return acc;
 }
-static float logits[E4F_LM_ROWS][E4F_MAX_VH];  // the on-chip logits tile (rows [0, LM_ROWS) of the layer)
+// The on-chip logits tile (rows [0, LM_ROWS) of the layer), two f32 logits (raw bits) per 64-bit word:
+// a URAM word is 72 bits, so one f32 per word would leave 40 of them unused (eagle4.budget.onchip).
+static uint64_t logits2[E4F_LM_ROWS][(E4F_MAX_VH + 1) / 2];
+inline void tile_set(int64_t r, int64_t v, float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  uint64_t& w = logits2[r][v >> 1];
+  w = (v & 1) ? ((w & 0xFFFFFFFFull) | (uint64_t(b) << 32)) : ((w & ~0xFFFFFFFFull) | uint64_t(b));
+}
+inline float tile_get(int64_t r, int64_t v) {
+  return f32_from_bits(static_cast<uint32_t>(logits2[r][v >> 1] >> ((v & 1) * 32)));
+}
 static float wrow[E4F_MAX_H];
 
 struct CandRec {  // one request's W*K sampled candidates (LM head top-K)
@@ -102,7 +114,7 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
     for (int64_t r = 0; r < R; ++r) {
       const float x = lm_dot_words(wrow, hid_bits + r * H, H, c.hid_code, c.use_scale != 0, sc);
       if (r < E4F_LM_ROWS)
-        logits[r][v] = x;
+        tile_set(r, v, x);
       else
         spill[(r - E4F_LM_ROWS) * V + v] = x;
     }
@@ -138,7 +150,7 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
     for (int64_t w = 0; w < W; ++w) {
       const int64_t r = (b0 + bl) * W + w;
       if (r < E4F_LM_ROWS) {
-        for (int64_t v = 0; v < V; ++v) row[v] = logits[r][v];
+        for (int64_t v = 0; v < V; ++v) row[v] = tile_get(r, v);
       } else {
         for (int64_t v = 0; v < V; ++v) row[v] = spill[(r - E4F_LM_ROWS) * V + v];
       }

@@ -1,18 +1,20 @@
 """On-chip storage of every synthesizable design, measured from its synthesis-mode build.
 
 Each design of ``hls/**/design.desc`` is compiled the way Vitis sees it (``EAGLE4_SYNTHESIS``, which hls/include/eagle4_port.h sets under Vitis' ``__SYNTHESIS__``; plain-pointer
-ports: no ``EAGLE4_CSIM_COUNTERS``) with debug info, and every variable with static storage (file-scope
-and function-scope ``static``) is read from the DWARF of the objects (pyelftools): its element type and
-dimensions, structs split into their members (as HLS disaggregates them), arrays of structs into one
-array per member. Scalars are registers and not counted; stack arrays of the tops are not counted either
-(they are small in these designs; the report says so).
+ports: no ``EAGLE4_CSIM_COUNTERS``) with debug info, and every array variable (file-scope and
+function-scope ``static``, and the local arrays of every function, which HLS also maps to on-chip
+memory: one instance per function, however often it is inlined) is read from the DWARF of the objects
+(pyelftools): its element type and dimensions, structs split into their members (as HLS disaggregates
+them), arrays of structs into one array per member. Scalars are registers and not counted, nor are the
+FIFOs of hls::stream.
 
 Each array is rounded to the physical words of the memories it can map to, at its element width:
 
 * BRAM36: widths 1/2/4/9/18/36/72 bits x depths 32K..512, 36 Kib per block;
 * URAM288: 72-bit words x 4096, 288 Kib per block (a 32-bit element wastes 40 of 72 bits).
 
-An array goes where it costs less; a full pool moves its largest arrays to the other. The device budget
+An array goes where it costs less; a full pool moves arrays to the other, those that cost the least
+extra there first. The device budget
 is ``[fpga].bram_mb`` and ``[fpga].uram_mb`` of the contract (10^6 bytes). Provenance ``computed``
 (from the synthesis-mode build, not from a synthesis report).
 """
@@ -122,7 +124,7 @@ def _scope_of(die) -> str:
 
 
 def static_arrays(obj: Path) -> list[Array]:
-    """Every array with static storage defined in an object file (its DWARF)."""
+    """Every array variable (static storage or a function's local) defined in an object file (its DWARF)."""
     from elftools.elf.elffile import ELFFile
 
     out: dict[tuple, Array] = {}
@@ -141,7 +143,7 @@ def static_arrays(obj: Path) -> list[Array]:
                     elif ch.tag == "DW_TAG_variable" and "DW_AT_location" in ch.attributes:
                         loc = ch.attributes["DW_AT_location"]
                         if loc.form not in ("DW_FORM_exprloc", "DW_FORM_block1") or not loc.value \
-                                or loc.value[0] != 0x03:  # DW_OP_addr: static storage
+                                or loc.value[0] not in (0x03, 0x91):  # DW_OP_addr: static; DW_OP_fbreg: a local
                             continue
                         decl, where = ch, scope
                         if "DW_AT_specification" in ch.attributes:  # namespace-scope: the definition points
@@ -201,12 +203,14 @@ class Placement:
 
 
 def place(arrays: list[Array], bram_cap: float, uram_cap: float) -> list[Placement]:
-    """Each array where it costs less; a full pool moves its largest arrays to the other."""
+    """Each array where it costs less; a full pool moves arrays to the other, cheapest move first."""
     pl = [Placement(a, p, physical_bytes(a, p)) for a in arrays
           for p in [min(("bram", "uram"), key=lambda q: (physical_bytes(a, q), q))]]
     for full, other, cap in (("bram", "uram", bram_cap), ("uram", "bram", uram_cap)):
         used = sum(x.physical_bytes for x in pl if x.pool == full)
-        for x in sorted((x for x in pl if x.pool == full), key=lambda x: -x.physical_bytes):
+        # move first what costs the least extra in the other pool (then the largest)
+        for x in sorted((x for x in pl if x.pool == full),
+                        key=lambda x: (physical_bytes(x.array, other) / max(x.physical_bytes, 1), -x.physical_bytes)):
             if used <= cap:
                 break
             used -= x.physical_bytes
