@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # H100 end-to-end baseline of the default contract (self-contained: no pip, no network).
 #
-#   scripts/bench_h100_e2e.sh [OUT_DIR]          # default OUT_DIR = reports
+#   scripts/bench_h100_e2e.sh [--contract FILE] [OUT_DIR]     # default OUT_DIR = reports
+#
+# A contract with `[model] load = "dummy"` (contracts/deployment-8b.toml) runs on the GPU-resident,
+# graph-captured device engine (eagle4.workload.device_runner): first the self-check + WP2 profile
+# (scripts/gpu_selfcheck_e2e.py: ref == cuda == graph replay on a tiny shape, then per batch the
+# kernel-time share by kernel and region from a torch-profiler run separate from the timed ones), then
+# the timed runs (one process each). Writes OUT_DIR/h100_e2e_{raw,runs,accept,points}.csv,
+# h100_e2e_summary.md, h100_e2e_manifest.json, gpu_selfcheck_e2e.json.
+#   E2E_DURATION  measured seconds per run, overriding the contract's runs.min_duration_s (the rows of
+#                 a shorter run say INVALID; the rule is never relaxed)
 #
 # env: E2E_BACKEND   kernel backend: cuda (default; our CUDA kernels), cuda+ref (kernels the cuda backend
 #                    does not support run on the CPU reference; named in the results) or ref (PyTorch
@@ -14,17 +23,39 @@
 # OUT_DIR/benchmark_contract.md. Each measured run is a separate process (warm-up inside it).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ "${1:-}" == "--contract" ]]; then E2E_CONTRACT="$2"; shift 2; fi
 OUT="$(mkdir -p "${1:-reports}" && cd "${1:-reports}" && pwd)"
 cd "$HERE"
 export PYTHONPATH="$HERE/src${PYTHONPATH:+:$PYTHONPATH}"
+PY="${PYTHON:-python3}"
 BACKEND="${E2E_BACKEND:-cuda}"
 DEVICE="${E2E_DEVICE:-cuda}"
 CONTRACT="${E2E_CONTRACT:-contracts/default.toml}"
 EXTRA=()
+LOAD=$("$PY" - "$CONTRACT" <<'PY'
+import sys
+from eagle4.contract import load_contract
+print(load_contract(sys.argv[1]).model.load)
+PY
+)
+if [[ "$LOAD" == "dummy" ]]; then
+    "$PY" -m eagle4.cli.workload contract --contract "$CONTRACT" --out "$OUT/benchmark_contract_$(basename "$CONTRACT" .toml).md"
+    start=$(date +%s)
+    "$PY" scripts/gpu_selfcheck_e2e.py "$OUT" || { echo "bench_h100_e2e: self-check failed (see $OUT/gpu_selfcheck_e2e.json)"; exit 2; }
+    DEXTRA=()
+    [[ -n "${E2E_POINTS:-}" ]] && DEXTRA+=(--points "$E2E_POINTS")
+    [[ -n "${E2E_RUNS:-}" ]] && DEXTRA+=(--runs "$E2E_RUNS")
+    [[ -n "${E2E_DURATION:-}" ]] && DEXTRA+=(--duration "$E2E_DURATION")
+    rc=0
+    "$PY" -m eagle4.workload.device_runner --contract "$CONTRACT" --out "$OUT" --backend "$BACKEND" \
+        --device "$DEVICE" ${DEXTRA[@]+"${DEXTRA[@]}"} || rc=$?
+    echo "bench_h100_e2e: done in $(( $(date +%s) - start )) s (exit $rc; 1 = a point is INVALID); summary: $OUT/h100_e2e_summary.md"
+    exit $rc
+fi
 [[ -n "${E2E_POINTS:-}" ]] && EXTRA+=(--points "$E2E_POINTS")
 [[ -n "${E2E_RUNS:-}" ]] && EXTRA+=(--runs "$E2E_RUNS")
 
-python - "$BACKEND" "$DEVICE" <<'PY'
+"$PY" - "$BACKEND" "$DEVICE" <<'PY'
 import sys, torch
 from eagle4.backends import get_backend
 backend, device = sys.argv[1], sys.argv[2]
@@ -38,10 +69,10 @@ if not ok:
 dev = torch.cuda.get_device_name(0) if device == "cuda" else "cpu (dry run: not an H100 baseline)"
 print(f"device: {dev}, torch {torch.__version__}, backend {backend}")
 PY
-python -m eagle4.cli.workload contract --contract "$CONTRACT" --out "$OUT/benchmark_contract.md"
+"$PY" -m eagle4.cli.workload contract --contract "$CONTRACT" --out "$OUT/benchmark_contract.md"
 start=$(date +%s)
 rc=0
-python -m eagle4.cli.workload run --contract "$CONTRACT" --backend "$BACKEND" --device "$DEVICE" \
+"$PY" -m eagle4.cli.workload run --contract "$CONTRACT" --backend "$BACKEND" --device "$DEVICE" \
     --out "$OUT" --prefix h100_baseline ${EXTRA[@]+"${EXTRA[@]}"} || rc=$?
 echo "bench_h100_e2e: done in $(( $(date +%s) - start )) s (exit $rc; 1 = a CoV over the contract's limit); summary: $OUT/h100_baseline_summary.md"
 exit $rc

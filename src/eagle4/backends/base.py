@@ -1,4 +1,5 @@
-"""One interface for every backend: run a kernel by name on named numpy arrays.
+"""One interface for every backend: run a kernel by name on named numpy arrays; plus, for backends
+that can, a device-tensor interface for engines that keep their state on the device.
 
 ``run(kernel, inputs, params) -> outputs``
 * ``inputs``: every pure input tensor, plus the prior contents of in/out buffers and of output
@@ -6,6 +7,13 @@
 * ``params``: the kernel's scalar arguments by name;
 * returns every output the backend produced (in/out buffers after the call included), keyed by name.
 A backend never mutates the caller's arrays.
+
+``call(kernel, tensors, params) -> tensors`` (device-tensor interface, ``eagle4.workload.device_engine``)
+* ``tensors``: torch tensors on the backend's device, keyed by the spec's argument name; output
+  buffers the caller passes are written in place (outputs it omits are allocated);
+* no numpy, no host copy, no synchronisation; ``graph_safe`` says whether a call may be captured
+  in a CUDA graph (no host-side checks that read device data).
+Parity keeps using ``run``.
 """
 
 from __future__ import annotations
@@ -50,6 +58,14 @@ class Backend(ABC):
 
     def device_info(self) -> DeviceInfo:
         return DeviceInfo(self.name, "cpu", {})
+
+    def call(self, kernel: str, tensors: dict, params: dict) -> dict:
+        """Device-tensor interface (see the module docstring); backends without one say so."""
+        raise BackendUnavailable(f"backend {self.name!r} has no device-tensor interface (only run() on numpy arrays)")
+
+    @property
+    def graph_safe(self) -> bool:
+        return False
 
     def supports(self, kernel: str) -> bool:
         return True

@@ -233,7 +233,10 @@ class CudaBackend(Backend):
         fn = self.op(spec.key)
         dev = self.torch_device
         all_t = dict(tensors)
-        all_t.update(kernels.module(spec.key).allocate(all_t, params, dev))
+        if any(all_t.get(a.name) is None for a in spec.outputs if a.abi):
+            # some output missing: the reference allocator (it may read device data, e.g. K4's caps);
+            # a caller passing every output (the device engine under graph capture) skips it
+            all_t.update(kernels.module(spec.key).allocate(all_t, params, dev))
         if self.validate:
             _validate_with_reference(spec.key, all_t, params)
         args = [(_scalar(a, params[a.name]) if a.role == "scalar" else all_t.get(a.name)) for a in spec.args if a.abi]
@@ -249,6 +252,12 @@ class CudaBackend(Backend):
             K = int(params["node_top_k"])
             all_t["output_tokens"].copy_(all_t["topk_tokens_sampling"].gather(1, all_t["sort_layer_indices"][:, :K]))
         return {a.name: all_t[a.name] for a in spec.outputs if all_t.get(a.name) is not None}
+
+    @property
+    def graph_safe(self) -> bool:
+        """Without the reference's precondition checks (``validate=False``) a call is kernel launches
+        only (no host read of device data), so a CUDA graph may capture it."""
+        return not self.validate
 
     def run(self, kernel, inputs, params, want=()):
         import torch

@@ -32,6 +32,11 @@ class ReferenceBackend(Backend):
         out = kernels.call(spec.key, tensors, params)
         return {k: dt.to_numpy(v) for k, v in out.items()}
 
+    def call(self, kernel, tensors, params):
+        """Device-tensor interface: the reference on torch tensors, outputs written in place. Its
+        precondition checks read device data, so it is not graph-safe."""
+        return kernels.call(kernel_spec(kernel).key, tensors, params)
+
     def device_info(self):
         name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
         return DeviceInfo(self.name, name, {"torch": torch.__version__, "numpy": np.__version__})

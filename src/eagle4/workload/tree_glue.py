@@ -178,12 +178,13 @@ def verify_size(cc: int, N: int, verify_num: int, M: int) -> int:
 
 
 def select_verify_set(*, cumu_tokens: torch.Tensor, cumu_scores: torch.Tensor, prev_indexs: torch.Tensor,
-                      cc: int, verify_num: int, M: int) -> VerifySet:
+                      cc: int, verify_num: int, M: int, check: bool = True) -> VerifySet:
     """§8.2 step 1 (D14, D16, D18): root + the ``Q-1`` best of nodes ``1 .. min(cc, N)-1``.
 
     Ranking: ``key(cumu_scores)`` descending (NaN as -inf, +0 == -0), node id ascending; the
     selection is then ordered by node id. Raises ValueError if a selected node's parent is not
-    selected (impossible for trees built by K2 from probabilities <= 1, checked anyway).
+    selected (impossible for trees built by K2 from probabilities <= 1, checked anyway unless
+    ``check=False``: the check reads device data, which a captured CUDA graph must not).
     """
     B, N = cumu_scores.shape
     dev = cumu_scores.device
@@ -201,7 +202,7 @@ def select_verify_set(*, cumu_tokens: torch.Tensor, cumu_scores: torch.Tensor, p
     t = torch.arange(Q, device=dev)
     parent = torch.where(t == 0, torch.full_like(prev, -1), local)
     bad = (t > 0) & ~(found & (local < t))
-    if bad.any():
+    if check and bad.any():
         b, i = (int(x) for x in bad.nonzero()[0])
         raise ValueError(f"select_verify_set: request {b}: node {int(nodes[b, i])} is selected but its parent "
                          f"{int(prev[b, i])} is not (the parent-closure of D14 does not hold)")

@@ -1,0 +1,192 @@
+"""A target/draft pair of a declared architecture with weights generated on the device from a seed
+(``[model] load = "dummy"``; the dummy load format of serving engines), for timing at deployment
+shape without a download. Its drafts are meaningless: acceptance comes from a trace
+(``eagle4.workload.accept_trace``).
+
+* ``DummyTarget``: Llama (RMSNorm, RoPE, GQA attention, SwiGLU MLP, untied LM head); it captures the
+  outputs of the draft's ``fc_layers`` and returns ``fc(concat)`` as the EAGLE3 hidden state.
+* ``DummyDraft``: EAGLE3-style head: one decoder layer on ``[norm(embed(token)) ; norm(hidden)]``
+  (q/k/v from 2H), residual on the hidden, LM head over the hot vocabulary, ``hot_token_id`` maps its
+  rows to target ids.
+
+Static shapes only (what a CUDA graph replays): every request ``b`` owns cache rows ``[b, :, 0:S_max]``
+(``req_to_token[b, p] = b*S_max + p``), a forward writes K/V at ``write_pos [B, T]`` and attends
+through a dense boolean mask ``[B, T, S_max]`` (the caller builds it from K4's packed mask).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+DRAFT_LOGIT_STD = 8.0
+
+
+@dataclass(frozen=True)
+class Arch:
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    rope_theta: float = 500000.0
+    eps: float = 1e-5
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @classmethod
+    def from_contract(cls, t) -> Arch:
+        return cls(t.hidden_size, t.num_layers, t.num_heads, t.num_kv_heads, t.intermediate_size, t.vocab_size,
+                   t.rope_theta, t.rms_norm_eps)
+
+
+def _rms(x, w, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
+
+
+def _rope(x, pos, theta):
+    """x [B, T, h, d], pos [B, T] (int64): rotate-half RoPE in f32."""
+    d = x.shape[-1]
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d))
+    ang = pos.to(torch.float32).unsqueeze(-1) * inv  # [B, T, d/2]
+    cos, sin = torch.cat([ang.cos(), ang.cos()], -1).unsqueeze(2), torch.cat([ang.sin(), ang.sin()], -1).unsqueeze(2)
+    xf = x.float()
+    x1, x2 = xf[..., : d // 2], xf[..., d // 2:]
+    return (xf * cos + torch.cat([-x2, x1], -1) * sin).to(x.dtype)
+
+
+class _Gen:
+    def __init__(self, seed: int, device, dtype):
+        self.g = torch.Generator(device=device).manual_seed(int(seed))
+        self.device, self.dtype = device, dtype
+
+    def w(self, *shape, std=0.02):
+        return (torch.randn(shape, generator=self.g, device=self.device, dtype=torch.float32) * std).to(self.dtype)
+
+    def ones(self, n):
+        return torch.ones(n, device=self.device, dtype=self.dtype)
+
+
+class _Attention:
+    """q/k/v projection from ``in_dim``, RoPE, cache write, masked attention grouped by KV head."""
+
+    def __init__(self, g: _Gen, a: Arch, in_dim: int):
+        self.a = a
+        hd = a.head_dim
+        self.wqkv = g.w(in_dim, (a.heads + 2 * a.kv_heads) * hd)
+        self.wo = g.w(a.heads * hd, a.hidden)
+
+    def __call__(self, x, pos, cache_k, cache_v, write_pos, mask):
+        a = self.a
+        B, T, _ = x.shape
+        hd, nh, nkv = a.head_dim, a.heads, a.kv_heads
+        grp = nh // nkv
+        q, k, v = (x @ self.wqkv).split([nh * hd, nkv * hd, nkv * hd], -1)
+        q = _rope(q.view(B, T, nh, hd), pos, a.rope_theta)
+        k = _rope(k.view(B, T, nkv, hd), pos, a.rope_theta)
+        v = v.view(B, T, nkv, hd)
+        bi = torch.arange(B, device=x.device).unsqueeze(1).expand(B, T)
+        # cache layout [B, nkv, S, hd]: write through the [B, S, nkv, hd] view
+        cache_k.transpose(1, 2)[bi, write_pos] = k
+        cache_v.transpose(1, 2)[bi, write_pos] = v
+        # group the query heads of one KV head along the query axis: no K/V copy for GQA
+        qg = q.view(B, T, nkv, grp, hd).permute(0, 2, 3, 1, 4).reshape(B, nkv, grp * T, hd)
+        m = mask.unsqueeze(1).expand(B, grp, T, mask.shape[-1]).reshape(B, 1, grp * T, mask.shape[-1])
+        o = F.scaled_dot_product_attention(qg, cache_k, cache_v, attn_mask=m)
+        o = o.view(B, nkv, grp, T, hd).permute(0, 3, 1, 2, 4).reshape(B, T, nh * hd)
+        return o @ self.wo
+
+
+class _Mlp:
+    def __init__(self, g: _Gen, a: Arch):
+        self.wgu = g.w(a.hidden, 2 * a.intermediate)
+        self.wd = g.w(a.intermediate, a.hidden)
+
+    def __call__(self, x):
+        gt, up = (x @ self.wgu).chunk(2, -1)
+        return (F.silu(gt) * up) @ self.wd
+
+
+class DummyTarget:
+    def __init__(self, arch: Arch, *, fc_layers: list[int], seed: int, device, dtype):
+        g = _Gen(seed, device, dtype)
+        self.a, self.device, self.dtype, self.fc_layers = arch, torch.device(device), dtype, list(fc_layers)
+        self.embed = g.w(arch.vocab, arch.hidden, std=1.0)
+        self.layers = [(g.ones(arch.hidden), _Attention(g, arch, arch.hidden), g.ones(arch.hidden), _Mlp(g, arch))
+                       for _ in range(arch.layers)]
+        self.norm = g.ones(arch.hidden)
+        self.lm_head = g.w(arch.hidden, arch.vocab)
+        self.fc = g.w(len(self.fc_layers) * arch.hidden, arch.hidden)  # EAGLE3's fc lives in the draft checkpoint
+
+    def new_cache(self, B: int, S_max: int):
+        a = self.a
+        shape = (B, a.kv_heads, S_max, a.head_dim)
+        return [(torch.zeros(shape, device=self.device, dtype=self.dtype),
+                 torch.zeros(shape, device=self.device, dtype=self.dtype)) for _ in range(a.layers)]
+
+    def forward(self, tokens, pos, cache, write_pos, mask, *, logits_rows=None):
+        """tokens/pos/write_pos [B, T]; mask [B, T, S_max] bool. Returns (fc hidden [B, T, H],
+        logits [R, V] of ``logits_rows`` (a [B, r] index into T, default all rows) flattened)."""
+        x = self.embed[tokens]
+        caught = []
+        for i, (n1, attn, n2, mlp) in enumerate(self.layers):
+            x = x + attn(_rms(x, n1, self.a.eps), pos, cache[i][0], cache[i][1], write_pos, mask)
+            x = x + mlp(_rms(x, n2, self.a.eps))
+            if i in self.fc_layers:
+                caught.append(x)
+        hid = torch.cat(caught, -1) @ self.fc
+        if logits_rows is not None:
+            x = x.gather(1, logits_rows.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+        logits = _rms(x, self.norm, self.a.eps) @ self.lm_head
+        return hid, logits.reshape(-1, self.a.vocab)
+
+
+class DummyDraft:
+    def __init__(self, arch: Arch, target: DummyTarget, *, hot_vocab: int, seed: int, device, dtype):
+        g = _Gen(seed + 1, device, dtype)
+        H = arch.hidden
+        self.a, self.device, self.dtype, self.target = arch, torch.device(device), dtype, target
+        self.n_emb, self.n_hid, self.n_post = g.ones(H), g.ones(H), g.ones(H)
+        self.attn = _Attention(g, arch, 2 * H)
+        self.mlp = _Mlp(g, arch)
+        self.norm = g.ones(H)
+        # Random weights give near-uniform drafts, whose verify tree is one level deep; a trained
+        # drafter is confident along its top-1 chain. Logits of standard deviation DRAFT_LOGIT_STD give
+        # the tree that depth, so the trace's accept lengths fit in it (same kernels, same shapes).
+        self.lm_head = g.w(H, hot_vocab, std=DRAFT_LOGIT_STD / H ** 0.5)
+        # hot rows -> target ids (sglang's hot_token_id, EAGLE3's d2t): the first hot_vocab ids
+        self.hot_token_id = torch.arange(hot_vocab, device=device, dtype=torch.int64)
+
+    def new_cache(self, B: int, S_max: int):
+        a = self.a
+        shape = (B, a.kv_heads, S_max, a.head_dim)
+        return [(torch.zeros(shape, device=self.device, dtype=self.dtype),
+                 torch.zeros(shape, device=self.device, dtype=self.dtype))]
+
+    def forward(self, tokens, hidden, pos, cache, write_pos, mask):
+        """tokens [B, T] (target ids), hidden [B, T, H]; returns (hidden out [B, T, H], hot logits [B*T, Vh])."""
+        e = self.target.embed[tokens]
+        x = torch.cat([_rms(e, self.n_emb, self.a.eps), _rms(hidden, self.n_hid, self.a.eps)], -1)
+        h = hidden + self.attn(x, pos, cache[0][0], cache[0][1], write_pos, mask)
+        h = h + self.mlp(_rms(h, self.n_post, self.a.eps))
+        logits = _rms(h, self.norm, self.a.eps) @ self.lm_head
+        return h, logits.reshape(-1, logits.shape[-1])
+
+
+def load_dummy_pair(model_section, device, dtype=None) -> tuple[DummyTarget, DummyDraft]:
+    """Both models of a ``load = "dummy"`` contract's ``[model]`` section, generated on ``device``."""
+    dtype = dtype or getattr(torch, model_section.dtype)
+    arch = Arch.from_contract(model_section.target_arch)
+    d = model_section.draft_arch
+    tgt = DummyTarget(arch, fc_layers=d.fc_layers, seed=model_section.seed, device=device, dtype=dtype)
+    return tgt, DummyDraft(arch, tgt, hot_vocab=d.hot_vocab_size, seed=model_section.seed, device=device, dtype=dtype)
+
+
+__all__ = ["Arch", "DummyTarget", "DummyDraft", "load_dummy_pair"]

@@ -1,0 +1,417 @@
+"""GPU-resident speculative-decoding engine for a ``load = "dummy"`` contract (deployment shape).
+
+All state lives on the device (caches, ``req_to_token``, the draft tree, the root of the next step,
+the trace cursor). One speculative step is two static-shape functions:
+
+* draft step (KERNELS.md §8.1): tree init, root expansion, then per draft layer: frontier hand-off,
+  K4 (draft use), the draft forward on the frontier, K5 + the external top-K, K1, K2, K3;
+* verify step (§8.2): verify-set selection, K4 (verify), the target forward over the tree with K4's
+  mask, K5, K6 (its ``target_predict`` driven by the accept-length trace), K7, KV compaction and the
+  draft extend on the accepted tokens.
+
+On CUDA with a graph-safe backend each is captured once per operating point (batch) as a CUDA graph
+and replayed; the only device-to-host copy of a step is ``out [B, 1 + S]`` (tokens committed and the
+committed ids, for streaming). On the CPU (CI) the same functions run eagerly.
+
+Kernels are called through the backend's device-tensor interface (``Backend.call``). Output buffers
+are allocated by the first (eager, warm-up) call of each site and passed back on every later call,
+so capture and replay allocate nothing that outlives them.
+
+Layout: request row ``b`` owns positions ``0..S_max-1`` of every cache (``req_to_token[b, p] =
+b*S_max + p``); tree tokens sit right after the prefix, so K4's column ``c`` is cache position ``c``.
+K7 writes the accepted slots into ``req_to_token``; the KV compaction then moves the accepted rows to
+their committed positions and ``req_to_token`` is restored to the identity.
+
+Acceptance: dummy drafts are meaningless, so K6's ``target_predict`` is set along one root path of
+the verify tree so that the greedy walk accepts exactly ``min(trace length, tree depth)`` tokens
+(``eagle4.workload.accept_trace``); every other input of K6/K7 is what the models produced.
+Batching is static per wave: rows of requests that finished keep running as padding until the wave
+ends (their tokens are not counted).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from eagle4.backends import Backend, get_backend
+from eagle4.models.dummy import load_dummy_pair
+from eagle4.workload import tree_glue
+
+
+@dataclass(frozen=True)
+class Shape:
+    B: int
+    K: int
+    W: int
+    D: int
+    Vn: int
+    N: int
+    M: int
+    I: int
+    P: int  # prompt tokens
+    O: int  # output tokens
+
+    @property
+    def S(self) -> int:
+        return self.D + 1
+
+    @property
+    def S_max(self) -> int:
+        # prompt + output + the widest tree (verify Q or the draft's T) + accept row + slack, rounded
+        # to 16 (the memory-efficient attention kernel wants an aligned mask row)
+        n = self.P + self.O + max(self.Vn, (self.D - 1) * self.W) + self.S + 8
+        return (n + 15) // 16 * 16
+
+
+class DeviceEngine:
+    def __init__(self, contract, backend: str | Backend = "ref", *, device: str = "cpu", graphs: bool | None = None,
+                 trace=None):
+        from eagle4.workload.accept_trace import load_accept_trace
+
+        if contract.model.load != "dummy":
+            raise ValueError(f"{contract.source_path}: model.load = {contract.model.load!r}; the device engine runs "
+                             "dummy-loaded pairs (the local engine runs model folders)")
+        self.contract = contract
+        self.device = torch.device(device)
+        if isinstance(backend, str):
+            opts = {"device": device} if backend == "ref" else ({"validate": False} if backend == "cuda" else {})
+            backend = get_backend(backend, **opts)
+        self.backend = backend
+        self.backend.require()
+        self.target, self.draft = load_dummy_pair(contract.model, self.device)
+        self.trace = trace if trace is not None else load_accept_trace(contract)
+        d = contract.decode
+        if d.width_policy != "fixed":
+            raise ValueError("the device engine captures static shapes: decode.width_policy must be 'fixed'")
+        if any(t > 0 for t in d.temperatures):
+            raise ValueError("the device engine verifies greedily (trace-driven acceptance): temperatures must be 0")
+        self._d = d
+        want = self.device.type == "cuda" and self.backend.graph_safe
+        self.graphs = want if graphs is None else bool(graphs)
+        if self.graphs and not want:
+            raise ValueError(f"CUDA graphs need a CUDA device and a graph-safe backend (got {self.device}, "
+                             f"{self.backend.name})")
+        self.shape: Shape | None = None
+
+    # -- setup per operating point ---------------------------------------------------------------
+    def setup(self, B: int) -> None:
+        d, c = self._d, self.contract
+        sh = Shape(B, d.node_top_k, min(d.max_tree_width, d.node_top_k), d.tree_depth, d.verify_num,
+                   d.max_node_count, d.max_verify_num, d.max_input_size, c.prompts.prompt_tokens,
+                   c.prompts.output_tokens)
+        self.shape = sh
+        dev, H = self.device, self.target.a.hidden
+        S_max = sh.S_max
+        self.tcache = self.target.new_cache(B, S_max)
+        self.dcache = self.draft.new_cache(B, S_max)
+        ar = torch.arange(S_max, device=dev, dtype=torch.int32)
+        self.base = torch.arange(B, device=dev, dtype=torch.int64) * S_max
+        self.identity = (self.base.to(torch.int32).unsqueeze(1) + ar).contiguous()
+        self.req_to_token = self.identity.clone()
+        self.pools = torch.arange(B, device=dev, dtype=torch.int64)
+        self.seq_lens = torch.zeros(B, device=dev, dtype=torch.int64)
+        self.root_tok = torch.zeros(B, device=dev, dtype=torch.int64)
+        self.root_g = torch.zeros(B, H, device=dev, dtype=self.target.dtype)
+        self.root_logits = torch.zeros(B, self.draft.lm_head.shape[1], device=dev, dtype=self.target.dtype)
+        self.trace_dev = torch.as_tensor(self.trace.lengths, device=dev, dtype=torch.int64)
+        self.cursor = torch.zeros(B, device=dev, dtype=torch.int64)
+        self.out = torch.zeros(B, 2 + sh.S, device=dev, dtype=torch.int32)  # [committed, trace len, ids...]
+        self.out_host = torch.zeros(B, 2 + sh.S, dtype=torch.int32, pin_memory=dev.type == "cuda")
+        self.temps = torch.zeros(B, device=dev, dtype=torch.float32)
+        # rows whose request finished are parked: their prefix stops growing (static batch padding)
+        self.active = torch.ones(B, device=dev, dtype=torch.bool)
+        self.active_host = torch.ones(B, dtype=torch.bool, pin_memory=dev.type == "cuda")
+        self.finish = torch.full((B,), -1, device=dev, dtype=torch.int32)
+        cc_final = 1 + sh.K + (sh.D - 1) * sh.W * sh.K
+        self.Q = tree_glue.verify_size(cc_final, sh.N, sh.Vn, sh.M)
+        self.coins = torch.zeros(B, self.Q, device=dev, dtype=torch.float32)
+        self.final_coins = torch.zeros(B, device=dev, dtype=torch.float32)
+        self.ones_w1 = torch.ones(B, 1, device=dev, dtype=torch.float32)
+        self.zeros_w1 = torch.zeros(B, 1, device=dev, dtype=torch.int64)
+        self.no_mask = torch.zeros(B, 1, 0, device=dev, dtype=torch.bool)
+        self._bufs: dict[str, dict] = {}
+        self._k4_prealloc(sh)
+        self._draft_graph = self._verify_graph = None
+
+    def _k4_prealloc(self, sh: Shape) -> None:
+        """K4's data-dependent buffers at their caps for the largest prefix (its allocator reads the
+        lengths, which a graph must not)."""
+        dev = self.device
+        for label, T, Q in [(f"K4_draft_{d}", (d - 1) * sh.W, sh.W) for d in range(2, sh.D + 1)] + \
+                [("K4_verify", self.Q, self.Q)]:
+            kv = sh.S_max + T
+            self._bufs[label] = {
+                "qo_indptr": torch.zeros(sh.B + 1, device=dev, dtype=torch.int32),
+                "kv_indptr": torch.zeros(sh.B + 1, device=dev, dtype=torch.int32),
+                "kv_indices": torch.zeros(sh.B * kv, device=dev, dtype=torch.int32),
+                "positions": torch.zeros(sh.B, Q, device=dev, dtype=torch.int64),
+                "mask_indptr_bits": torch.zeros(sh.B + 1, device=dev, dtype=torch.int32),
+                "mask_indptr_bytes": torch.zeros(sh.B + 1, device=dev, dtype=torch.int32),
+                "packed_mask": torch.zeros(sh.B * ((Q * kv + 7) // 8), device=dev, dtype=torch.uint8),
+                "mask_bool": torch.zeros(0, device=dev, dtype=torch.bool)}  # not written (write_bool_mask off)
+
+    # -- kernels ----------------------------------------------------------------------------------
+    def _k(self, label: str, key: str, tensors: dict, params: dict) -> dict:
+        saved = self._bufs.get(label)
+        out = self.backend.call(key, {**tensors, **(saved or {})}, params)
+        if saved is None:  # first call (eager): keep the pure outputs for every later call
+            self._bufs[label] = {k: v for k, v in out.items() if k not in tensors}
+        return out
+
+    def _topk(self, label: str, logits: torch.Tensor, rows_per_req: int):
+        B, K = self.shape.B, self.shape.K
+        o = self._k(f"K5_{label}", "logits_to_probas", {"logits": logits, "temperatures": torch.ones_like(self.temps)},
+                    {"rows_per_req": rows_per_req, "write_probas": True})
+        pr, tok = tree_glue.external_topk(o["probas"], K)
+        return pr.reshape(B, rows_per_req * K).contiguous(), tok.reshape(B, rows_per_req * K).contiguous()
+
+    def _dense_mask(self, k4: dict, Q: int) -> torch.Tensor:
+        """K4's packed mask as a dense [B, Q, S_max] boolean mask over cache positions."""
+        B, S_max = self.shape.B, self.shape.S_max
+        dev = self.device
+        kvlen = (k4["kv_indptr"][1:] - k4["kv_indptr"][:-1]).to(torch.int64)
+        base = k4["mask_indptr_bytes"][:-1].to(torch.int64) * 8
+        c = torch.arange(S_max, device=dev)
+        q = torch.arange(Q, device=dev)
+        bit = base.view(B, 1, 1) + q.view(1, Q, 1) * kvlen.view(B, 1, 1) + c.view(1, 1, S_max)
+        pm = k4["packed_mask"]
+        byte = pm[(bit >> 3).clamp(max=pm.numel() - 1)].to(torch.int64)
+        return (((byte >> (bit & 7)) & 1) == 1) & (c.view(1, 1, S_max) < kvlen.view(B, 1, 1))
+
+    # -- prefill (eager; per wave) ---------------------------------------------------------------
+    def prefill(self, prompts: torch.Tensor, cursors: torch.Tensor, chunk: int = 4) -> torch.Tensor:
+        """prompts [B, P] int64 on the device; cursors [B]: trace offsets of the rows' requests.
+        Returns the first tokens [B] (device)."""
+        sh = self.shape
+        B, P, dev = sh.B, sh.P, self.device
+        pos = torch.arange(P, device=dev).unsqueeze(0)
+        first = torch.empty(B, device=dev, dtype=torch.int64)
+        for b0 in range(0, B, chunk):
+            b1 = min(B, b0 + chunk)
+            n = b1 - b0
+            p = pos.expand(n, P)
+            mask = torch.arange(sh.S_max, device=dev).view(1, 1, -1) <= pos.view(1, P, 1)
+            mask = mask.expand(n, P, sh.S_max)
+            tc = [(k[b0:b1], v[b0:b1]) for k, v in self.tcache]
+            hid, logits = self.target.forward(prompts[b0:b1], p, tc, p, mask,
+                                              logits_rows=torch.full((n, 1), P - 1, device=dev))
+            k5 = self.backend.call("logits_to_probas", {"logits": logits, "temperatures": self.temps[b0:b1]},
+                                   {"rows_per_req": 1, "write_probas": False})
+            first[b0:b1] = k5["argmax_ids"]
+            shifted = torch.cat([prompts[b0:b1, 1:], first[b0:b1, None]], 1)
+            dc = [(k[b0:b1], v[b0:b1]) for k, v in self.dcache]
+            g, dlog = self.draft.forward(shifted, hid, p, dc, p, mask)
+            self.root_g[b0:b1] = g[:, P - 1]
+            self.root_logits[b0:b1] = dlog.view(n, P, -1)[:, P - 1]
+        self.root_tok.copy_(first)
+        self.seq_lens.fill_(P)
+        self.req_to_token.copy_(self.identity)
+        self.cursor.copy_(cursors)
+        self.active.fill_(True)
+        return first
+
+    # -- §8.1 draft step -----------------------------------------------------------------------------
+    def draft_step(self) -> None:
+        sh = self.shape
+        B, K, W, D, N, M, I, Vn, H = sh.B, sh.K, sh.W, sh.D, sh.N, sh.M, sh.I, sh.Vn, self.target.a.hidden
+        dev = self.device
+        st = tree_glue.init_draft_state(self.root_tok, N=N, M=M, K=K, I=I)
+        cc, Ic = tree_glue.ROOT_CC, tree_glue.ROOT_IC
+        probas, tokens = self._topk("root", self.root_logits, 1)
+        hidden = self.root_g
+        last_scores, topk_prev, in_mask = self.ones_w1, self.zeros_w1, self.no_mask
+        Wc, widths, parents = 1, [], []
+        frontier = None
+        for d in range(1, D + 1):
+            if d >= 2:
+                widths.append(Wc)
+                T = sum(widths)
+                t = torch.arange(T, device=dev)
+                locs = self.base.view(B, 1) + self.seq_lens.view(B, 1) + t.view(1, T)
+                k4 = self._k(f"K4_draft_{d}", "tree_mask",
+                             {"seq_lens": self.seq_lens, "req_pool_indices": self.pools,
+                              "req_to_token": self.req_to_token, "tree_cache_locs": locs,
+                              "tree_parent": tree_glue.draft_tree_parent(widths, parents)},
+                             {"S_max": sh.S_max, "B": B, "T": T, "Q": Wc, "write_bool_mask": False})
+                mask = self._dense_mask(k4, Wc)
+                wpos = self.seq_lens.view(B, 1) + (T - Wc) + torch.arange(Wc, device=dev).view(1, Wc)
+                g, dlog = self.draft.forward(frontier.tokens, frontier.hidden.view(B, Wc, H), k4["positions"],
+                                             self.dcache, wpos, mask)
+                probas, tokens = self._topk(f"d{d}", dlog, Wc)
+                hidden = g.reshape(B * Wc, H)
+            k1 = self._k(f"K1_{d}", "draft_tree_score",
+                         {"topk_probas_sampling": probas, "topk_tokens_sampling": tokens,
+                          "last_layer_scores": last_scores, "input_hidden_states": hidden.contiguous(),
+                          "hot_token_id": self.draft.hot_token_id},
+                         {"batch_size": B, "node_top_k": K, "tree_width": Wc, "cumu_count": cc,
+                          "use_hot_token_id": True})
+            parents.append(k1["parent_indices_in_layer"])
+            k2 = self._k(f"K2_{d}", "update_draft_state",
+                         {"topk_probas": k1["curr_layer_scores"], "topk_tokens": k1["topk_tokens_sampling"],
+                          "sorted_scores": k1["sort_layer_scores"], "sorted_indexs": k1["sort_layer_indices"],
+                          "parent_indexs": k1["parent_indices_in_layer"], "topk_indexs": topk_prev,
+                          "input_tree_mask": in_mask, **st},
+                         {"batch_size": B, "node_top_k": K, "tree_width": Wc, "input_count": Ic, "cumu_count": cc,
+                          "verify_num": Vn, "curr_depth": d, "max_input_size": I, "max_node_count": N,
+                          "max_verify_num": M})
+            n0 = min(max(min(Vn, M), 1), cc)
+            self._k(f"K3_{d}", "work_deltas", {"work_scores": st["work_scores"]},
+                    {"batch_size": B, "node_count": n0, "node_top_k": K, "verify_num": Vn, "row_stride": M + K})
+            cc += Wc * K
+            if d == D:
+                break
+            frontier = tree_glue.frontier_handoff(
+                output_tokens=k2["output_tokens"], output_scores=k2["output_scores"],
+                output_hidden_states=k1["output_hidden_states"], cache_topk_indices=k1["cache_topk_indices"],
+                output_tree_mask=k2["output_tree_mask"], Ic=Ic, W_next=W)
+            last_scores, topk_prev, in_mask = frontier.last_layer_scores, frontier.topk_indexs, frontier.input_tree_mask
+            Wc, Ic = frontier.W, frontier.Ic
+        self.tree = {**st, "cc": cc}
+
+    # -- trace-driven acceptance -----------------------------------------------------------------
+    def _drive(self, predict, cand, parent, depth):
+        """``target_predict`` such that K6's greedy walk accepts min(trace, tree depth) tokens along
+        the root path to the first node of that depth. Returns (predict, trace lengths [B])."""
+        B, Q = cand.shape
+        a = self.trace_dev[self.cursor % self.trace_dev.numel()]
+        tgt = torch.minimum(a, depth.max(1).values)
+        t = torch.arange(Q, device=self.device).view(1, Q)
+        end = torch.where(depth == tgt.view(B, 1), t, t + Q).argmin(1)
+        pred = predict.clone()
+        cur = end
+        for _ in range(self.shape.D):
+            p = parent.gather(1, cur.view(B, 1)).view(B)
+            ok = p >= 0
+            pc = p.clamp(min=0).view(B, 1)
+            pred.scatter_(1, pc, torch.where(ok.view(B, 1), cand.gather(1, cur.view(B, 1)), pred.gather(1, pc)))
+            cur = torch.where(ok, p, cur)
+        kid = torch.where(parent == end.view(B, 1), cand, torch.full_like(cand, -1)).max(1).values
+        pred.scatter_(1, end.view(B, 1), ((kid + 1) % self.target.a.vocab).view(B, 1))
+        return pred, a
+
+    # -- §8.2 verify step ----------------------------------------------------------------------------
+    def verify_step(self) -> None:
+        sh = self.shape
+        B, S, H, V, dev = sh.B, sh.S, self.target.a.hidden, self.target.a.vocab, self.device
+        tr = self.tree
+        vs = tree_glue.select_verify_set(cumu_tokens=tr["cumu_tokens"], cumu_scores=tr["cumu_scores"],
+                                         prev_indexs=tr["prev_indexs"], cc=tr["cc"], verify_num=sh.Vn, M=sh.M,
+                                         check=False)
+        Q = vs.Q
+        L = self.seq_lens
+        tq = torch.arange(Q, device=dev).view(1, Q)
+        locs = self.base.view(B, 1) + L.view(B, 1) + tq
+        k4 = self._k("K4_verify", "tree_mask",
+                     {"seq_lens": L, "req_pool_indices": self.pools, "req_to_token": self.req_to_token,
+                      "tree_cache_locs": locs, "tree_parent": vs.tree_parent},
+                     {"S_max": sh.S_max, "B": B, "T": Q, "Q": Q, "write_bool_mask": False})
+        mask = self._dense_mask(k4, Q)
+        hid, logits = self.target.forward(vs.candidates, k4["positions"], self.tcache, L.view(B, 1) + tq, mask)
+        k5 = self._k("K5_verify", "logits_to_probas", {"logits": logits, "temperatures": self.temps},
+                     {"rows_per_req": Q, "write_probas": False})
+        pred, a_trace = self._drive(k5["argmax_ids"].view(B, Q), vs.candidates, vs.tree_parent,
+                                    k4["positions"] - L.view(B, 1))
+        k6 = self._k("K6", "reject_sample",
+                     {"candidates": vs.candidates, "retrive_index": vs.retrive_index,
+                      "retrive_next_token": vs.retrive_next_token, "retrive_next_sibling": vs.retrive_next_sibling,
+                      "target_probs": k5["probas"].view(B, Q, V), "target_predict": pred,
+                      "is_greedy": k5["is_greedy"], "coins": self.coins, "final_coins": self.final_coins},
+                     {"threshold_single": self._d.threshold_single, "threshold_acc": self._d.threshold_acc,
+                      "B": B, "Q": Q, "S": S, "V": V})
+        k7 = self._k("K7", "update_verify",
+                     {"accept_index": k6["accept_index"], "accept_length": k6["accept_length"],
+                      "predicts": k6["predicts"], "finish_pos": self.finish, "seq_lens": L,
+                      "req_pool_indices": self.pools, "req_to_token": self.req_to_token,
+                      "out_cache_loc": locs.reshape(-1).contiguous(), "hidden_states": hid.reshape(B * Q, H),
+                      "verify_node_ids": vs.node_ids},
+                     {"B": B, "Q": Q, "S": S, "H": H, "S_max": sh.S_max})
+        # KV compaction: K7 pointed req_to_token[b, L+i] at the accepted tree slot; move those rows to
+        # their committed positions and restore the identity layout
+        si = torch.arange(S, device=dev).view(1, S)
+        dst = (L.view(B, 1) + si).clamp(max=sh.S_max - 1)
+        src = (self.req_to_token.gather(1, dst).to(torch.int64) - self.base.view(B, 1)).clamp(0, sh.S_max - 1)
+        bi = self.pools.view(B, 1).expand(B, S)
+        for kc, vc in self.tcache:
+            for c in (kc, vc):
+                v = c.transpose(1, 2)
+                v[bi, dst] = v[bi, src]
+        self.req_to_token.copy_(self.identity)
+        # draft extend on the accepted tokens (§8.2 step 8), padded to S per row
+        ind = k7["next_indptr"].to(torch.int64)
+        n = ind[1:] - ind[:-1]
+        flat = torch.minimum(ind[:-1].view(B, 1) + si, (ind[1:] - 1).view(B, 1))
+        toks = k7["next_verified_id"].to(torch.int64)[flat]
+        hidn = k7["next_hidden"][flat]
+        pos = L.view(B, 1) + si
+        emask = torch.arange(sh.S_max, device=dev).view(1, 1, -1) <= pos.view(B, S, 1)
+        g, dlog = self.draft.forward(toks, hidn, pos, self.dcache, pos.clamp(max=sh.S_max - 1), emask)
+        last = (n - 1).clamp(min=0)
+        self.root_g.copy_(g[self.pools, last])
+        self.root_logits.copy_(dlog.view(B, S, -1)[self.pools, last])
+        self.root_tok.copy_(k7["next_root_token"])
+        self.seq_lens.copy_(torch.where(self.active, k7["next_seq_lens"], L))
+        self.cursor.add_(1)
+        self.out[:, 0] = n.to(torch.int32)
+        self.out[:, 1] = a_trace.to(torch.int32)
+        self.out[:, 2:] = torch.where(si < n.view(B, 1), toks, torch.full_like(toks, -1)).to(torch.int32)
+
+    # -- graphs ----------------------------------------------------------------------------------
+    def capture(self, warmup: int = 2) -> None:
+        """Eager warm-up steps (allocate every output buffer), then one CUDA graph per step."""
+        snap = self._snapshot()
+        s = torch.cuda.Stream(self.device)
+        s.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(s):
+            for _ in range(warmup):
+                self.draft_step()
+                self.verify_step()
+        torch.cuda.current_stream(self.device).wait_stream(s)
+        torch.cuda.synchronize(self.device)
+        self._restore(snap)
+        self._draft_graph, self._verify_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self._draft_graph):
+            self.draft_step()
+        with torch.cuda.graph(self._verify_graph):
+            self.verify_step()
+        torch.cuda.synchronize(self.device)
+        self._restore(snap)  # capture does not run the work, but keep the state exactly as before
+
+    def _snapshot(self):
+        return {k: getattr(self, k).clone() for k in ("seq_lens", "root_tok", "root_g", "root_logits", "cursor",
+                                                      "active")}
+
+    def _restore(self, snap):
+        for k, v in snap.items():
+            getattr(self, k).copy_(v)
+        self.req_to_token.copy_(self.identity)
+
+    def park(self, finished) -> None:
+        """Rows of finished requests stop growing (a small host-to-device copy, before the step)."""
+        self.active_host.copy_(~torch.as_tensor(finished, dtype=torch.bool))
+        self.active.copy_(self.active_host, non_blocking=True)
+
+    def step(self):
+        """One speculative step; returns the host copy of ``out`` ([B, 2 + S] int32: tokens committed,
+        trace length, committed ids) -- the step's one device-to-host copy."""
+        if self._draft_graph is not None:
+            self._draft_graph.replay()
+            self._verify_graph.replay()
+        else:
+            self.draft_step()
+            self.verify_step()
+        self.out_host.copy_(self.out, non_blocking=True)
+        if self.device.type == "cuda":
+            torch.cuda.current_stream(self.device).synchronize()
+        return self.out_host
+
+
+def timed_step(engine: DeviceEngine):
+    t0 = time.perf_counter()
+    out = engine.step()
+    return out, time.perf_counter() - t0
+
+
+__all__ = ["DeviceEngine", "Shape", "timed_step"]

@@ -1,0 +1,374 @@
+"""Serving benchmark of a ``load = "dummy"`` contract on the device engine.
+
+Every run is its own process (``python -m eagle4.workload.device_runner --child``): GC collected and
+frozen, the process pinned to one core, the engine built, the point's graphs captured, warm-up steps
+until steady state (at least ``measurement.warmup_steps_min`` steps and CoV of the last
+``steady_window`` step times <= ``steady_cov``), then the measured window: requests arrive (fixed
+concurrency: a wave of ``batch`` requests when the previous wave ends; Poisson: exponential gaps at
+the point's ``request_rate``, a wave takes up to ``batch`` queued requests), each wave is prefilled
+and decoded step by step, every step streams one chunk per request. The window closes after the
+step that reaches ``runs.min_duration_s`` (or ``duration_s`` when the caller shortens it; the
+rows then say INVALID). NVML power is sampled over the window.
+
+Outputs (prefix ``h100_e2e``): ``_raw.csv`` (per request), ``_runs.csv`` (per process),
+``_accept.csv`` (acceptance-length histogram and per-position acceptance per run, every step),
+``_summary.md``, ``_manifest.json``. Metric definitions: ``eagle4.workload.serving_metrics``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as _dt
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from eagle4.workload.serving_metrics import RequestTimes, pct, validity
+
+
+class PowerSampler:
+    """NVML power samples (W) at ``hz`` in a thread; energy by the trapezoid rule."""
+
+    def __init__(self, hz: float, index: int = 0):
+        self.hz, self.samples, self.why = hz, [], ""
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._h = pynvml.nvmlDeviceGetHandleByIndex(index)
+            self._nvml = pynvml
+        except Exception as e:  # no NVML here: energy is reported as missing, never guessed
+            self._nvml, self.why = None, f"NVML unavailable: {e}"
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        if self._nvml:
+            self._t = threading.Thread(target=self._run, daemon=True)
+            self._t.start()
+        return self
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.samples.append((time.perf_counter(), self._nvml.nvmlDeviceGetPowerUsage(self._h) / 1e3))
+            self._stop.wait(1.0 / self.hz)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._nvml:
+            self._t.join(timeout=5)
+
+    def energy_j(self) -> float:
+        if len(self.samples) < 2:
+            return float("nan")
+        t, p = np.asarray(self.samples).T
+        return float(np.trapezoid(p, t) if hasattr(np, "trapezoid") else np.trapz(p, t))
+
+
+def _arrivals(mode: str, B: int, rate: float | None, rng, horizon: float) -> list[float] | None:
+    if mode != "poisson":
+        return None
+    out, t = [], 0.0
+    while t < horizon:
+        t += rng.exponential(1.0 / rate)
+        out.append(t)
+    return out
+
+
+def run_once(contract, point_name: str, run_index: int, *, backend="cuda", device="cuda", duration_s=None,
+             commit="unknown", core: int | None = None) -> dict:
+    import torch
+
+    from eagle4.workload.device_engine import DeviceEngine
+
+    m, pt = contract.measurement, contract.operating_point(point_name)
+    pinned = None
+    if m.pin_cores and hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        pinned = cpus[(core if core is not None else 1 + run_index) % len(cpus)]
+        os.sched_setaffinity(0, {pinned})
+    B = pt.batch
+    seed = contract.runs.seeds[run_index % len(contract.runs.seeds)]
+    rng = np.random.default_rng(seed)
+    eng = DeviceEngine(contract, backend, device=device)
+    eng.setup(B)
+    V, P, O = contract.model.target_arch.vocab_size, contract.prompts.prompt_tokens, contract.prompts.output_tokens
+    S = eng.shape.S
+    sync = (lambda: torch.cuda.synchronize()) if eng.device.type == "cuda" else (lambda: None)
+
+    def new_prompts():
+        return torch.as_tensor(rng.integers(0, V, (B, P)), device=eng.device)
+
+    n_req = [0]
+
+    def prefill():
+        cur = torch.as_tensor([(n_req[0] + b) * 257 % len(eng.trace.lengths) for b in range(B)], device=eng.device)
+        eng.prefill(new_prompts(), cur)
+        n_req[0] += B
+
+    stats = {"steps": [], "hist": np.zeros(S + 1, np.int64), "pos": np.zeros(S, np.int64), "trace": 0, "real": 0}
+
+    def run_wave(wave, t0, deadline, record):
+        """Prefill the wave, then step until its requests finish or ``deadline`` passes."""
+        prefill()  # padding rows (a short Poisson wave) run too; only the wave's requests count
+        sync()
+        tf = time.perf_counter() - t0
+        for r in wave:
+            r.chunks.append((tf, 1))
+        rows = list(wave) + [None] * (B - len(wave))
+        while not all(r.finished for r in wave) and time.perf_counter() - t0 < deadline:
+            eng.park([r is None or r.finished for r in rows])
+            ts = time.perf_counter()
+            out = eng.step().numpy()
+            te = time.perf_counter()
+            if record:
+                stats["steps"].append(te - ts)
+            for b, r in enumerate(wave):
+                if r.finished:
+                    continue
+                r.chunks.append((te - t0, int(min(out[b, 0], r.target_tokens - r.n_tokens))))
+                if record:
+                    a = int(out[b, 0]) - 1
+                    stats["hist"][a] += 1
+                    stats["pos"][:a] += 1
+                    stats["trace"] += int(out[b, 1])
+                    stats["real"] += a
+            yield te - ts
+
+    prefill()
+    if eng.graphs:
+        eng.capture()
+    # warm-up (whole waves) until steady state
+    times, warm = [], 0
+    steady = False
+    while not steady and warm < 20 * max(m.warmup_steps_min, m.steady_window):  # bounded; rows say if not steady
+        for dt in run_wave([RequestTimes(0.0, target_tokens=O) for _ in range(B)], time.perf_counter(), 1e9, False):
+            times.append(dt)
+            warm += 1
+            w = times[-m.steady_window:]
+            steady = warm >= m.warmup_steps_min and len(w) >= m.steady_window and np.std(w) / np.mean(w) <= m.steady_cov
+            if steady:
+                break
+    want = contract.runs.min_duration_s if duration_s is None else duration_s
+    if m.gc_freeze:
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+    reqs: list[RequestTimes] = []
+    arrivals = _arrivals(contract.batch_profile.mode, B, pt.request_rate, rng, want * 2 + 60)
+    q_i = 0
+    with PowerSampler(m.nvml_sample_hz) as power:
+        sync()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < want:
+            now = time.perf_counter() - t0
+            # a wave: fixed concurrency -> B requests arrive now; poisson -> the queued ones (wait for one)
+            if arrivals is None:
+                wave = [RequestTimes(now, target_tokens=O) for _ in range(B)]
+            else:
+                if arrivals[q_i] > now:
+                    time.sleep(arrivals[q_i] - now)
+                now = time.perf_counter() - t0
+                k = 0
+                while q_i + k < len(arrivals) and arrivals[q_i + k] <= now and k < B:
+                    k += 1
+                wave = [RequestTimes(arrivals[q_i + j], target_tokens=O) for j in range(k)]
+                q_i += k
+            reqs += wave
+            for _ in run_wave(wave, t0, want, True):
+                pass
+        sync()
+        window = time.perf_counter() - t0
+    steps, hist, pos_acc, trace_sum, real_sum = (stats["steps"], stats["hist"], stats["pos"], stats["trace"],
+                                                 stats["real"])
+    if m.gc_freeze:
+        gc.enable()
+        gc.unfreeze()
+    toks = sum(r.n_tokens for r in reqs if r.first is not None and r.first <= window)
+    e = power.energy_j()
+    n_iter = int(hist.sum())
+    run = {"point": pt.name, "batch": B, "run_index": run_index, "seed": seed, "window_s": window,
+           "duration_rule_s": contract.runs.min_duration_s, "steps": len(steps), "requests": len(reqs),
+           "output_tokens": toks, "tokens_per_s": toks / window, "step_s_median": pct(steps, 50),
+           "warmup_steps": warm, "steady_state": bool(steady), "mean_acceptance_length": real_sum / max(n_iter, 1) + 1,
+           "trace_mean_acceptance_length": trace_sum / max(n_iter, 1) + 1,
+           "energy_j": e, "joules_per_token": e / toks if toks else float("nan"),
+           "power_samples": len(power.samples), "nvml_hz": m.nvml_sample_hz, "nvml_note": power.why,
+           "pinned_core": pinned, "gc_frozen": m.gc_freeze, "graphs": eng.graphs, "backend": eng.backend.name,
+           "device": torch.cuda.get_device_name(0) if eng.device.type == "cuda" else "cpu",
+           "commit": commit, "contract_sha256": contract.sha256, "acceptance": eng.trace.row_note,
+           "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    rows = [{"point": pt.name, "batch": B, "run_index": run_index, "request": i, "arrival_s": r.arrival,
+             "ttft_s": r.ttft, "tpot_s": r.tpot, "finished": r.finished, "output_tokens": r.n_tokens,
+             "itl_s": ";".join(f"{x:.6g}" for x in r.itl())} for i, r in enumerate(reqs)]
+    accept = {"point": pt.name, "run_index": run_index, "iterations": n_iter,
+              "histogram": hist.tolist(), "per_position": (pos_acc / max(n_iter, 1)).tolist()}
+    return {"run": run, "requests": rows, "accept": accept}
+
+
+def _child(argv) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", action="store_true")
+    ap.add_argument("--contract", required=True)
+    ap.add_argument("--point", required=True)
+    ap.add_argument("--run-index", type=int, required=True)
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--duration", type=float, default=None)
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--result", required=True)
+    a = ap.parse_args(argv)
+    from eagle4.contract import load_contract
+
+    res = run_once(load_contract(a.contract), a.point, a.run_index, backend=a.backend, device=a.device,
+                   duration_s=a.duration, commit=a.commit)
+    Path(a.result).write_text(json.dumps(res))
+    return 0
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in r.items()})
+    os.replace(tmp, path)
+
+
+def summarize(contract, runs: list[dict], reqs: list[dict]) -> list[dict]:
+    from eagle4.perf.stats import cov
+
+    out = []
+    for p in dict.fromkeys(r["point"] for r in runs):
+        ru = [r for r in runs if r["point"] == p]
+        rq = [r for r in reqs if r["point"] == p]
+        ttft = [float(r["ttft_s"]) for r in rq if r["ttft_s"] not in (None, "")]
+        tpot = [float(r["tpot_s"]) for r in rq if r["tpot_s"] not in (None, "")]
+        itl = [float(x) for r in rq for x in str(r["itl_s"]).split(";") if x]
+        tps = [float(r["tokens_per_s"]) for r in ru]
+        status, why = validity(runs=len(ru), durations=[float(r["window_s"]) for r in ru],
+                               n_samples={"TTFT": len(ttft), "ITL": len(itl), "TPOT": len(tpot)}, tps=tps,
+                               contract=contract)
+        if not all(r["steady_state"] in (True, "True") for r in ru):
+            status, why = "INVALID", why + ["steady state not reached in every run"]
+        g = None
+        if contract.slo is not None:  # goodput_rows: the same rule as serving_metrics.goodput, on CSV rows
+            win = sum(float(r["window_s"]) for r in ru)
+            ok = [r for r in rq if r["finished"] in (True, "True") and r["tpot_s"] not in (None, "")
+                  and float(r["ttft_s"]) * 1e3 <= contract.slo.ttft_ms and float(r["tpot_s"]) * 1e3 <= contract.slo.tpot_ms]
+            g = (len(ok) / win, sum(int(r["output_tokens"]) for r in ok) / win)
+        out.append({"point": p, "batch": int(ru[0]["batch"]), "runs": len(ru),
+                    "window_s_min": min(float(r["window_s"]) for r in ru),
+                    "ttft_p50_s": pct(ttft, 50), "ttft_p99_s": pct(ttft, 99), "ttft_n": len(ttft),
+                    "itl_p50_s": pct(itl, 50), "itl_p99_s": pct(itl, 99), "itl_n": len(itl),
+                    "tpot_p50_s": pct(tpot, 50), "tpot_p99_s": pct(tpot, 99), "tpot_n": len(tpot),
+                    "tokens_per_s_mean": float(np.mean(tps)),
+                    "tokens_per_s_cov": cov(tps) if len(tps) >= 2 else float("nan"),
+                    "goodput_req_per_s": g[0] if g else float("nan"), "goodput_tok_per_s": g[1] if g else float("nan"),
+                    "joules_per_token": float(np.nanmean([float(r["joules_per_token"]) for r in ru])),
+                    "acceptance_length": float(np.mean([float(r["mean_acceptance_length"]) for r in ru])),
+                    "trace_acceptance_length": float(np.mean([float(r["trace_mean_acceptance_length"]) for r in ru])),
+                    "step_s_median": float(np.median([float(r["step_s_median"]) for r in ru])),
+                    "status": status, "why": "; ".join(why), "device": ru[0]["device"],
+                    "commit": ru[0]["commit"], "contract_sha256": ru[0]["contract_sha256"],
+                    "note": ru[0]["acceptance"]})
+    return out
+
+
+def render(contract, stats: list[dict]) -> str:
+    L = [f"# End-to-end serving baseline: contract `{contract.contract.name}`", "",
+         f"* contract sha256 `{contract.sha256}`; commit `{stats[0]['commit']}`; device {stats[0]['device']}",
+         f"* {stats[0]['note']}",
+         f"* rules: >= {contract.runs.runs} processes, >= {contract.runs.min_duration_s:g} s measured each, "
+         f">= {contract.measurement.min_samples} samples per p50/p99, CoV(tokens/s) <= {contract.runs.cov_max:.0%}; "
+         "a point missing any is INVALID (reasons listed)", "",
+         "| point | runs | TTFT p50/p99 (ms) | ITL p50/p99 (ms) | TPOT p50/p99 (ms) | tokens/s | CoV | goodput (req/s) | J/token | acceptance (trace) | status |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in stats:
+        L.append(f"| {s['point']} | {s['runs']} | {s['ttft_p50_s'] * 1e3:.1f}/{s['ttft_p99_s'] * 1e3:.1f} (n={s['ttft_n']}) "
+                 f"| {s['itl_p50_s'] * 1e3:.2f}/{s['itl_p99_s'] * 1e3:.2f} (n={s['itl_n']}) "
+                 f"| {s['tpot_p50_s'] * 1e3:.2f}/{s['tpot_p99_s'] * 1e3:.2f} (n={s['tpot_n']}) "
+                 f"| {s['tokens_per_s_mean']:.1f} | {s['tokens_per_s_cov']:.2%} | {s['goodput_req_per_s']:.3f} "
+                 f"| {s['joules_per_token']:.3f} | {s['acceptance_length']:.2f} ({s['trace_acceptance_length']:.2f}) "
+                 f"| {s['status']}{': ' + s['why'] if s['why'] else ''} |")
+    return "\n".join(L) + "\n"
+
+
+def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=None, backend="cuda", device="cuda",
+                 prefix="h100_e2e", timeout_s=600, log=print) -> list[dict]:
+    from eagle4.contract import load_contract
+    from eagle4.workload.runner import git_commit
+
+    c = load_contract(contract_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    commit = git_commit()
+    pts = points or [p.name for p in c.operating_points]
+    runs_n = runs or c.runs.runs
+    all_runs, all_reqs, accepts = [], [], []
+    for p in pts:
+        for i in range(runs_n):
+            with tempfile.TemporaryDirectory() as td:
+                res_p = Path(td) / "r.json"
+                cmd = [sys.executable, "-m", "eagle4.workload.device_runner", "--child", "--contract", str(contract_path),
+                       "--point", p, "--run-index", str(i), "--backend", backend, "--device", device,
+                       "--commit", commit, "--result", str(res_p)]
+                if duration_s is not None:
+                    cmd += ["--duration", str(duration_s)]
+                cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+                if cp.returncode != 0:
+                    raise RuntimeError(f"{p} run {i} failed (exit {cp.returncode}):\n{cp.stderr[-3000:]}")
+                res = json.loads(res_p.read_text())
+            all_runs.append(res["run"])
+            all_reqs += res["requests"]
+            accepts.append({**res["accept"], "histogram": json.dumps(res["accept"]["histogram"]),
+                            "per_position": json.dumps(res["accept"]["per_position"])})
+            r = res["run"]
+            log(f"{p} run {i}: {r['tokens_per_s']:.1f} tok/s over {r['window_s']:.1f} s, step {r['step_s_median'] * 1e3:.2f} ms, "
+                f"acceptance {r['mean_acceptance_length']:.2f}, {r['joules_per_token']:.3f} J/token")
+        # write after every point: an interrupted run keeps what it measured
+        _write_csv(out / f"{prefix}_runs.csv", [{"contract_sha256": c.sha256, **r} for r in all_runs])
+        _write_csv(out / f"{prefix}_raw.csv", [{"contract_sha256": c.sha256, "commit": commit, **r} for r in all_reqs])
+        _write_csv(out / f"{prefix}_accept.csv", [{"contract_sha256": c.sha256, **r} for r in accepts])
+        stats = summarize(c, all_runs, all_reqs)
+        _write_csv(out / f"{prefix}_points.csv", stats)
+        (out / f"{prefix}_summary.md").write_text(render(c, stats))
+    manifest = {"contract": str(contract_path), "contract_sha256": c.sha256, "commit": commit,
+                "runs_per_point": runs_n, "duration_override_s": duration_s, "gc_freeze": c.measurement.gc_freeze,
+                "pin_cores": c.measurement.pin_cores, "nvml_sample_hz": c.measurement.nvml_sample_hz,
+                "backend": backend, "device": all_runs[0]["device"], "acceptance": all_runs[0]["acceptance"],
+                "pinned_cores": sorted({r["pinned_core"] for r in all_runs if r["pinned_core"] is not None})}
+    (out / f"{prefix}_manifest.json").write_text(json.dumps(manifest, indent=1))
+    return stats
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--child" in argv:
+        return _child(argv)
+    ap = argparse.ArgumentParser(prog="python -m eagle4.workload.device_runner")
+    ap.add_argument("--contract", required=True)
+    ap.add_argument("--out", default="reports")
+    ap.add_argument("--points", default=None, help="comma-separated (default: all)")
+    ap.add_argument("--runs", type=int, default=None)
+    ap.add_argument("--duration", type=float, default=None,
+                    help="measured seconds per run, overriding runs.min_duration_s: shorter runs are marked INVALID")
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--device", default="cuda")
+    a = ap.parse_args(argv)
+    stats = run_contract(a.contract, a.out, points=a.points.split(",") if a.points else None, runs=a.runs,
+                         duration_s=a.duration, backend=a.backend, device=a.device)
+    return 0 if all(s["status"] == "VALID" for s in stats) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

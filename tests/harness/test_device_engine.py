@@ -1,0 +1,95 @@
+"""The GPU-resident engine's code path on the CPU (tiny dummy shape, ref backend, no graphs), the
+serving-metric definitions and the validity rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from eagle4.contract import load_contract
+from eagle4.workload.serving_metrics import RequestTimes, goodput, validity
+from eagle4.workload.tiny_contract import write_tiny_contract
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return load_contract(write_tiny_contract(tmp_path_factory.mktemp("tiny"), ROOT / "contracts" / "deployment-8b.toml"))
+
+
+def test_engine_reproduces_the_trace_and_keeps_state_on_the_device(tiny):
+    from eagle4.workload.device_engine import DeviceEngine
+
+    eng = DeviceEngine(tiny, "ref", device="cpu")
+    assert not eng.graphs  # CPU: same functions, run eagerly
+    B = 2
+    eng.setup(B)
+    P = tiny.prompts.prompt_tokens
+    eng.prefill(torch.randint(0, 512, (B, P), generator=torch.Generator().manual_seed(0)), torch.tensor([0, 257]))
+    lens = np.full(B, P)
+    hit = tot = 0
+    for _ in range(3):
+        out = eng.step().numpy().copy()
+        n, a = out[:, 0], out[:, 1]
+        assert ((n >= 1) & (n <= a + 1)).all()  # never more than the trace asks; the tree may be shallower
+        hit += int((n == a + 1).sum())
+        tot += B
+        lens += n
+        assert (eng.seq_lens.numpy() == lens).all()
+        assert (out[:, 2:][np.arange(eng.shape.S)[None, :] >= n[:, None]] == -1).all()
+        assert torch.equal(eng.req_to_token, eng.identity)  # KV compaction restored the layout
+    assert hit >= tot // 2  # the drafter's tree is deep enough for most trace lengths
+    trace = eng.trace.lengths
+    assert eng.trace.row_note.startswith("time: measured at deployment shape; acceptance: data/traces/")
+    assert int(eng.cursor[0]) == 3 and trace.max() <= tiny.decode.tree_depth
+
+
+def test_parked_rows_stop_growing(tiny):
+    from eagle4.workload.device_engine import DeviceEngine
+
+    eng = DeviceEngine(tiny, "ref", device="cpu")
+    eng.setup(2)
+    eng.prefill(torch.zeros(2, tiny.prompts.prompt_tokens, dtype=torch.int64), torch.tensor([0, 1]))
+    eng.park([True, False])
+    eng.step()
+    assert int(eng.seq_lens[0]) == tiny.prompts.prompt_tokens and int(eng.seq_lens[1]) > tiny.prompts.prompt_tokens
+
+
+def test_metric_definitions():
+    r = RequestTimes(arrival=1.0, target_tokens=7)
+    r.chunks += [(1.5, 1), (1.7, 3), (2.0, 3)]  # first token, then two verify steps
+    assert r.ttft == pytest.approx(0.5)
+    assert r.itl() == pytest.approx([0.2, 0.3])  # one ITL per chunk, not divided among its tokens
+    assert r.finished and r.tpot == pytest.approx(0.5 / 6)
+    slo = type("Slo", (), {"ttft_ms": 600.0, "tpot_ms": 100.0})
+    assert goodput([r], 2.0, slo) == (0.5, 3.5)
+    slo.ttft_ms = 400.0
+    assert goodput([r], 2.0, slo) == (0.0, 0.0)
+
+
+def test_validity_names_every_rule_missed(tiny):
+    st, why = validity(runs=3, durations=[0.5, 2.0, 2.0], n_samples={"TTFT": 10, "ITL": 500}, tps=[100, 110, 90],
+                       contract=tiny)
+    assert st == "INVALID"
+    text = "; ".join(why)
+    for part in ("runs 3 < 5", "measured < 1 s", "TTFT samples 10 < 200", "CoV(tokens/s)"):
+        assert part in text
+    st, why = validity(runs=5, durations=[2.0] * 5, n_samples={"ITL": 500}, tps=[100, 100.5, 99.5, 100, 100.2],
+                       contract=tiny)
+    assert (st, why) == ("VALID", [])
+
+
+def test_backend_device_interface_runs_in_place():
+    from eagle4.backends import get_backend
+
+    be = get_backend("ref")
+    logits = torch.randn(3, 10)
+    probas = torch.empty(3, 10)
+    out = be.call("logits_to_probas", {"logits": logits, "temperatures": torch.ones(3), "probas": probas},
+                  {"rows_per_req": 1, "write_probas": True})
+    assert out["probas"] is probas and torch.allclose(probas.sum(1), torch.ones(3))
+    assert not be.graph_safe
