@@ -71,16 +71,21 @@ def test_metric_definitions():
     assert goodput([r], 2.0, slo) == (0.0, 0.0)
 
 
+def _run_rows(tiny, tps, durs, steady=True):
+    return [{"tokens_per_s": t, "window_s": d, "steady_state": steady, "contract_sha256": tiny.sha256,
+             "provenance": "measured"} for t, d in zip(tps, durs)]
+
+
 def test_validity_names_every_rule_missed(tiny):
-    st, why = validity(runs=3, durations=[0.5, 2.0, 2.0], n_samples={"TTFT": 10, "ITL": 500}, tps=[100, 110, 90],
-                       contract=tiny)
+    st, why, _ = validity(_run_rows(tiny, [100, 110, 90], [0.5, 2.0, 2.0], steady=False),
+                          n_samples={"TTFT": 10, "ITL": 500}, contract=tiny)
     assert st == "INVALID"
     text = "; ".join(why)
-    for part in ("runs 3 < 5", "measured < 1 s", "TTFT samples 10 < 200", "CoV(tokens/s)"):
+    for part in ("3 run(s)", "under the contract's minimum 1 s", "TTFT samples 10 < 200", "CoV", "steady state"):
         assert part in text
-    st, why = validity(runs=5, durations=[2.0] * 5, n_samples={"ITL": 500}, tps=[100, 100.5, 99.5, 100, 100.2],
-                       contract=tiny)
-    assert (st, why) == ("VALID", [])
+    st, why, c = validity(_run_rows(tiny, [100, 100.5, 99.5, 100, 100.2], [2.0] * 5), n_samples={"ITL": 500},
+                          contract=tiny)
+    assert (st, why) == ("VALID", []) and c < 0.01
 
 
 def test_backend_device_interface_runs_in_place():

@@ -204,7 +204,8 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
            "power_samples": len(power.samples), "nvml_hz": m.nvml_sample_hz, "nvml_note": power.why,
            "pinned_core": pinned, "gc_frozen": m.gc_freeze, "graphs": eng.graphs, "backend": eng.backend.name,
            "device": torch.cuda.get_device_name(0) if eng.device.type == "cuda" else "cpu",
-           "commit": commit, "contract_sha256": contract.sha256, "acceptance": eng.trace.row_note,
+           "commit": commit, "contract_sha256": contract.sha256, "provenance": "measured",
+           "acceptance": eng.trace.row_note,
            "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     rows = [{"point": pt.name, "batch": B, "run_index": run_index, "request": i, "arrival_s": r.arrival,
              "ttft_s": r.ttft, "tpot_s": r.tpot, "finished": r.finished, "output_tokens": r.n_tokens,
@@ -235,18 +236,21 @@ def _child(argv) -> int:
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", newline="") as f:
+    from eagle4.report.atomic import atomic_open
+
+    with atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         for r in rows:
             w.writerow({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in r.items()})
-    os.replace(tmp, path)
+
+
+def _finite_mean(v) -> float:
+    v = [x for x in v if np.isfinite(x)]
+    return float(np.mean(v)) if v else float("nan")
 
 
 def summarize(contract, runs: list[dict], reqs: list[dict]) -> list[dict]:
-    from eagle4.perf.stats import cov
-
     out = []
     for p in dict.fromkeys(r["point"] for r in runs):
         ru = [r for r in runs if r["point"] == p]
@@ -255,11 +259,8 @@ def summarize(contract, runs: list[dict], reqs: list[dict]) -> list[dict]:
         tpot = [float(r["tpot_s"]) for r in rq if r["tpot_s"] not in (None, "")]
         itl = [float(x) for r in rq for x in str(r["itl_s"]).split(";") if x]
         tps = [float(r["tokens_per_s"]) for r in ru]
-        status, why = validity(runs=len(ru), durations=[float(r["window_s"]) for r in ru],
-                               n_samples={"TTFT": len(ttft), "ITL": len(itl), "TPOT": len(tpot)}, tps=tps,
-                               contract=contract)
-        if not all(r["steady_state"] in (True, "True") for r in ru):
-            status, why = "INVALID", why + ["steady state not reached in every run"]
+        status, why, c = validity(ru, n_samples={"TTFT": len(ttft), "ITL": len(itl), "TPOT": len(tpot)},
+                                  contract=contract)
         g = None
         if contract.slo is not None:  # goodput_rows: the same rule as serving_metrics.goodput, on CSV rows
             win = sum(float(r["window_s"]) for r in ru)
@@ -272,9 +273,9 @@ def summarize(contract, runs: list[dict], reqs: list[dict]) -> list[dict]:
                     "itl_p50_s": pct(itl, 50), "itl_p99_s": pct(itl, 99), "itl_n": len(itl),
                     "tpot_p50_s": pct(tpot, 50), "tpot_p99_s": pct(tpot, 99), "tpot_n": len(tpot),
                     "tokens_per_s_mean": float(np.mean(tps)),
-                    "tokens_per_s_cov": cov(tps) if len(tps) >= 2 else float("nan"),
+                    "tokens_per_s_cov": c,
                     "goodput_req_per_s": g[0] if g else float("nan"), "goodput_tok_per_s": g[1] if g else float("nan"),
-                    "joules_per_token": float(np.nanmean([float(r["joules_per_token"]) for r in ru])),
+                    "joules_per_token": _finite_mean([float(r["joules_per_token"]) for r in ru]),
                     "acceptance_length": float(np.mean([float(r["mean_acceptance_length"]) for r in ru])),
                     "trace_acceptance_length": float(np.mean([float(r["trace_mean_acceptance_length"]) for r in ru])),
                     "step_s_median": float(np.median([float(r["step_s_median"]) for r in ru])),
@@ -306,7 +307,7 @@ def render(contract, stats: list[dict]) -> str:
 def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=None, backend="cuda", device="cuda",
                  prefix="h100_e2e", timeout_s=600, log=print) -> list[dict]:
     from eagle4.contract import load_contract
-    from eagle4.workload.runner import git_commit
+    from eagle4.vcs import git_commit
 
     c = load_contract(contract_path)
     out = Path(out_dir)
@@ -341,13 +342,17 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
         _write_csv(out / f"{prefix}_accept.csv", [{"contract_sha256": c.sha256, **r} for r in accepts])
         stats = summarize(c, all_runs, all_reqs)
         _write_csv(out / f"{prefix}_points.csv", stats)
-        (out / f"{prefix}_summary.md").write_text(render(c, stats))
+        from eagle4.report.atomic import write_text
+
+        write_text(out / f"{prefix}_summary.md", render(c, stats))
     manifest = {"contract": str(contract_path), "contract_sha256": c.sha256, "commit": commit,
                 "runs_per_point": runs_n, "duration_override_s": duration_s, "gc_freeze": c.measurement.gc_freeze,
                 "pin_cores": c.measurement.pin_cores, "nvml_sample_hz": c.measurement.nvml_sample_hz,
                 "backend": backend, "device": all_runs[0]["device"], "acceptance": all_runs[0]["acceptance"],
                 "pinned_cores": sorted({r["pinned_core"] for r in all_runs if r["pinned_core"] is not None})}
-    (out / f"{prefix}_manifest.json").write_text(json.dumps(manifest, indent=1))
+    from eagle4.report.atomic import write_text
+
+    write_text(out / f"{prefix}_manifest.json", json.dumps(manifest, indent=1))
     return stats
 
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from eagle4.perf.stats import cov
+from eagle4 import stats
+from eagle4.validity import RunRule, summarize_runs
 
 
 @dataclass
@@ -55,9 +54,7 @@ class RequestTimes:
         return (self.chunks[-1][0] - self.chunks[0][0]) / (n - 1)
 
 
-def pct(x, q) -> float:
-    x = np.asarray(x, float)
-    return float(np.percentile(x, q)) if x.size else float("nan")
+pct = stats.percentile
 
 
 def goodput(reqs: list[RequestTimes], window_s: float, slo) -> tuple[float, float]:
@@ -67,22 +64,19 @@ def goodput(reqs: list[RequestTimes], window_s: float, slo) -> tuple[float, floa
     return len(ok) / window_s, sum(r.n_tokens for r in ok) / window_s
 
 
-def validity(*, runs: int, durations: list[float], n_samples: dict[str, int], tps: list[float], contract) -> tuple[str, list[str]]:
-    """("VALID" | "INVALID", the rules missed) of one operating point."""
-    r, m = contract.runs, contract.measurement
-    why = []
-    if runs < r.runs:
-        why.append(f"runs {runs} < {r.runs}")
-    short = [d for d in durations if d < r.min_duration_s]
-    if short:
-        why.append(f"{len(short)} run(s) measured < {r.min_duration_s:g} s (min {min(short):.1f} s)")
+def validity(run_rows, *, n_samples: dict[str, int], contract) -> tuple[str, list[str], float]:
+    """("VALID" | "INVALID", every rule missed, CoV(tokens/s)) of one operating point: the run rule
+    of ``eagle4.validity`` (runs, CoV, measured duration, contract hash, provenance) plus the serving
+    rules (>= measurement.min_samples per percentile, steady state reached in every run)."""
+    s = summarize_runs(run_rows, value="tokens_per_s", rule=RunRule.from_contract(contract), duration="window_s",
+                       contract_sha256=contract.sha256, require_hash=True)
+    why = list(s.reasons)
     for k, n in n_samples.items():
-        if n < m.min_samples:
-            why.append(f"{k} samples {n} < {m.min_samples}")
-    c = cov(tps) if len(tps) >= 2 else float("nan")
-    if not np.isfinite(c) or c > r.cov_max:
-        why.append(f"CoV(tokens/s) {c:.2%} > {r.cov_max:.0%}" if np.isfinite(c) else "CoV undefined")
-    return ("INVALID" if why else "VALID"), why
+        if n < contract.measurement.min_samples:
+            why.append(f"{k} samples {n} < {contract.measurement.min_samples}")
+    if not all(str(r.get("steady_state")) == "True" for r in run_rows):
+        why.append("steady state not reached in every run")
+    return ("INVALID" if why else "VALID"), why, s.cov
 
 
 __all__ = ["RequestTimes", "pct", "goodput", "validity"]
