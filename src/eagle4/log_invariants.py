@@ -105,7 +105,8 @@ class LogInvariants(BaseModel):
 @dataclass
 class LogReport:
     ok: bool
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # violations: forbidden / missing required lines, counters
+    unproven: list[str] = field(default_factory=list)  # no evidence: no log file, no summary line, read limit
     files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256 of the bytes read
     summaries: int = 0
 
@@ -143,7 +144,7 @@ def check_logs(spec: LogInvariants, base_dir) -> LogReport:
     for pat in spec.files:
         hit = sorted(p for p in base.glob(pat) if p.is_file())
         if not hit:
-            rep.reasons.append(f"no log file matches {pat!r} under {base}")
+            rep.unproven.append(f"no log file matches {pat!r} under {base}")
         paths.extend(p for p in hit if p not in paths)
     must_not = [(p, re.compile(p)) for p in spec.must_not]
     must = [(p, re.compile(p)) for p in spec.must]
@@ -157,7 +158,7 @@ def check_logs(spec: LogInvariants, base_dir) -> LogReport:
         seen: set[str] = set()
         for no, raw, cut in _lines(path, spec.max_bytes):
             if cut:
-                rep.reasons.append(f"{rel}: read limit of {spec.max_bytes} bytes reached at line {no}; the rest "
+                rep.unproven.append(f"{rel}: read limit of {spec.max_bytes} bytes reached at line {no}; the rest "
                                    "was not checked, so the absence of forbidden lines is not proven")
                 break
             h.update(raw)
@@ -201,10 +202,10 @@ def check_logs(spec: LogInvariants, base_dir) -> LogReport:
             if p not in seen_any:
                 rep.reasons.append(f"no line of {sorted(rep.files)} matches required {p!r}")
     if counters and paths and rep.summaries == 0:
-        rep.reasons.append(f"no summary line matches {spec.summary!r}: counters {spec.counters} unchecked")
+        rep.unproven.append(f"no summary line matches {spec.summary!r}: counters {spec.counters} unchecked")
     for what, quotes in bad.items():
         more = len(quotes) - spec.max_quotes
         rep.reasons.append(f"{what}: {len(quotes)} offending line(s): " + " | ".join(quotes[:spec.max_quotes])
                            + (f" | ... {more} more" if more > 0 else ""))
-    rep.ok = not rep.reasons
+    rep.ok = not (rep.reasons or rep.unproven)
     return rep

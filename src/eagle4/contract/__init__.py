@@ -33,9 +33,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from eagle4.contract.base import ContractError, ContractMismatch, Section
+from eagle4.contract.engine import EngineSection, Scenario, check_scenarios
 from eagle4.contract.fpga import FpgaSection
 from eagle4.contract.gates import GateError, GateSpec, check_gate_names, validate_gates
 from eagle4.contract.trace import TraceSection
+from eagle4.log_invariants import LogInvariants
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -252,6 +254,7 @@ class Runs(Section):
         return self
 
 
+_WORKLOAD = ("model", "decode", "prompts", "operating_points", "runs")
 _MODEL_ADDED_DEFAULTS = {"load": "local", "seed": 0, "target_arch": None, "draft_arch": None}
 
 
@@ -260,18 +263,23 @@ class Contract(Section):
     and any extension tables of other tools (verbatim, hashed)."""
 
     contract: Meta
-    model: ModelPair
-    decode: Decode
-    prompts: Prompts
+    # the workload sections: required, except in an engine contract (which has [engine] instead)
+    model: ModelPair | None = None
+    decode: Decode | None = None
+    prompts: Prompts | None = None
     batch_profile: BatchProfile = BatchProfile()
-    operating_points: list[OperatingPoint] = Field(min_length=1)
-    runs: Runs
+    operating_points: list[OperatingPoint] | None = Field(None, min_length=1)
+    runs: Runs | None = None
     acceptance: Acceptance = Acceptance()
     slo: Slo | None = None
     measurement: Measurement = Measurement()
     fpga: FpgaSection = FpgaSection()
     trace: TraceSection = TraceSection()
     gates: list[GateSpec] = Field(default_factory=list)
+    # an engine contract: gates over the results a GPU engine wrote (eagle4.contract.engine)
+    engine: EngineSection | None = None
+    scenarios: list[Scenario] = Field(default_factory=list)
+    log_invariants: dict[str, LogInvariants] = Field(default_factory=dict)
     extensions: dict[str, Any] = Field(default_factory=dict, exclude=True,
                                        description="top-level tables of other tools, verbatim")
 
@@ -298,6 +306,23 @@ class Contract(Section):
 
     @model_validator(mode="after")
     def _unique_points(self):
+        check_gate_names(self.gates)
+        check_scenarios(self.scenarios, self.gates, self.engine)
+        for g in self.gates:
+            if isinstance(g.logs, str) and g.logs not in self.log_invariants:
+                raise ValueError(f"gate {g.name}: logs {g.logs!r} is not a [log_invariants.<name>] table "
+                                 f"({sorted(self.log_invariants)})")
+        if self.engine is not None:
+            given = [k for k in _WORKLOAD if k in self.model_fields_set]
+            if given:
+                raise ValueError(f"an engine contract ([engine]) gates imported results; {given} belong to a "
+                                 "workload contract")
+            return self
+        missing = [k for k in _WORKLOAD if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"missing section(s) {missing} (or an [engine] section for an engine contract)")
+        if self.scenarios or self.log_invariants:
+            raise ValueError("[[scenarios]] and [log_invariants] need an [engine] section (an engine contract)")
         names = [p.name for p in self.operating_points]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -310,7 +335,6 @@ class Contract(Section):
             miss = [p.name for p in self.operating_points if p.request_rate is None]
             if miss:
                 raise ValueError(f"batch_profile.mode = 'poisson' needs request_rate on operating point(s) {miss}")
-        check_gate_names(self.gates)
         return self
 
     # -- derived ---------------------------------------------------------------------------
@@ -318,18 +342,26 @@ class Contract(Section):
         """What the hash covers: core sections with their defaults (fields added later left out while
         they hold their defaults); [fpga], [trace] and [[gates]] as written (validated values, no
         defaults filled in, so giving them a schema changed no hash); extension tables verbatim."""
-        owned = {"fpga", "trace", "gates"}
+        owned = {"fpga", "trace", "gates", "engine", "scenarios", "log_invariants"}
         d = self.model_dump(mode="json", exclude={"source_path", "root_dir", "extensions", *owned})
         for name in owned & self.model_fields_set:
             v = getattr(self, name)
-            d[name] = ([g.model_dump(mode="json", exclude_unset=True) for g in v] if name == "gates"
-                       else v.model_dump(mode="json", exclude_unset=True))
+            if isinstance(v, list):
+                d[name] = [x.model_dump(mode="json", exclude_unset=True) for x in v]
+            elif isinstance(v, dict):
+                d[name] = {k: x.model_dump(mode="json", exclude_unset=True) for k, x in v.items()}
+            else:
+                d[name] = v.model_dump(mode="json", exclude_unset=True)
         d.update(self.extensions)
         # Fields added after contracts were first hashed are left out while they hold their defaults,
         # so the hash of an older contract (stored in committed rows) does not change.
         for sec, default in (("acceptance", Acceptance()), ("measurement", Measurement()), ("slo", None)):
             if getattr(self, sec) == default:
                 d.pop(sec, None)
+        if self.engine is not None:  # no workload sections: leave their absence out of the hash
+            for k in _WORKLOAD:
+                d.pop(k, None)
+            return d
         for k, default in _MODEL_ADDED_DEFAULTS.items():
             if d["model"].get(k) == default:
                 d["model"].pop(k)
@@ -469,7 +501,7 @@ def load_contract(path: str | Path, *, verify_files: bool = True) -> Contract:
         raise _validation_error(path, e) from None
     except GateError as e:
         raise ContractError(f"{path}: invalid contract: {e}") from None
-    if verify_files:
+    if verify_files and c.engine is None:  # an engine contract pins no prompt or model files
         for i, f in enumerate(c.prompts.files):
             p = c.resolve(f.path)
             if not p.exists():

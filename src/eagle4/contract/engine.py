@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from eagle4.contract.base import Section
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class EngineSection(_Strict):
+class EngineSection(Section):
     results: list[str] = Field(default_factory=lambda: ["**/*.json", "**/*.jsonl"], min_length=1,
                                description="globs (under --results) of the benchmark result files")
     micro_max_decode_steps: int = Field(512, ge=1, description="a run of at most this many decode steps per "
@@ -26,7 +23,7 @@ class EngineSection(_Strict):
     description: str = ""
 
 
-class Scenario(_Strict):
+class Scenario(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     context: int = Field(ge=1, description="context (prompt) length in tokens")
     batch: int = Field(ge=1, description="concurrent requests")

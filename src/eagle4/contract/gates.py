@@ -38,6 +38,8 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 
 from eagle4.contract.base import ContractError, Section
+from eagle4.log_invariants import LogInvariants
+from eagle4.stage_parity import StageParity
 
 ProvenanceName = Literal["declared", "computed", "model", "csim", "measured"]  # eagle4.provenance.ORDER
 
@@ -48,12 +50,16 @@ class GateError(ContractError):
 
 class GateSpec(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    metric: str
+    metric: str | None = Field(None, description="what is compared (absent: a gate of log invariants / parity only)")
     comparison: Literal["absolute", "ratio"] = "absolute"
     op: Literal[">=", ">", "<=", "<", "=="] = ">="
-    threshold: float
+    threshold: float | None = None
     run: str | None = Field(None, description="ratio: the run in the numerator (default 'spec')")
-    baseline: str | None = Field(None, description="ratio: the named baseline run in the denominator")
+    baseline: str | None = Field(None, description="ratio: the named baseline run (engine contracts: scenario)")
+    scenario: str | None = Field(None, description="engine contracts: the [[scenarios]] entry the metric is read from")
+    logs: LogInvariants | str | None = Field(None, description="engine contracts: log invariants, inline or the "
+                                                              "name of a [log_invariants.<name>] table")
+    parity: StageParity | None = Field(None, description="engine contracts: stagewise parity of two stage dumps")
     provenance: list[ProvenanceName] = Field(
         default_factory=lambda: ["measured"], min_length=1)
     signoff_provenance: list[ProvenanceName] | None = Field(
@@ -70,6 +76,10 @@ class GateSpec(Section):
 
     @model_validator(mode="after")
     def _ratio(self):
+        if (self.metric is None) != (self.threshold is None):
+            raise ValueError("'metric' and 'threshold' go together")
+        if self.metric is None and self.logs is None and self.parity is None:
+            raise ValueError("a gate needs a metric (with threshold), logs or parity")
         if self.comparison == "ratio" and not self.baseline:
             raise ValueError("comparison = 'ratio' needs 'baseline' (the named baseline run)")
         if self.comparison == "absolute" and self.baseline:

@@ -25,6 +25,7 @@ class EngineCtx:
     results_dir: Path
     engine: object  # the contract's [engine] section
     scenarios: dict  # name -> Scenario
+    log_specs: dict = field(default_factory=dict)  # [log_invariants.<name>]
     _rows: list[EngineRow] | None = None
 
     @property
@@ -36,8 +37,9 @@ class EngineCtx:
 
 @dataclass
 class EngineOutcome:
-    value: float | None = None
-    reasons: list[str] = field(default_factory=list)
+    value: float | None = None  # the metric's figure (None for a gate of logs / parity only)
+    missing: list[str] = field(default_factory=list)  # no honest evidence: the gate is INVALID
+    violations: list[str] = field(default_factory=list)  # evidence that fails a log or parity check: FAIL
     details: dict = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # evidence: relative path -> sha256
 
@@ -55,18 +57,21 @@ def _scenario_rows(ectx: EngineCtx, name: str) -> list[EngineRow]:
                   micro_max_decode_steps=ectx.engine.micro_max_decode_steps, engine=s.engine)
 
 
-def evaluate_engine_gate(g, ectx: EngineCtx) -> EngineOutcome:
+def evaluate_engine_gate(g, ectx: EngineCtx, logs=None) -> EngineOutcome:
+    """The metric figure, log invariants (``logs``: the gate's, resolved from a named table) and
+    stage parity of engine gate ``g``."""
     out = EngineOutcome()
     if g.metric:
         fig = figure(_scenario_rows(ectx, g.scenario), g.metric, g.scenario)
         if g.comparison == "ratio":
             fig = ratio(fig, figure(_scenario_rows(ectx, g.baseline), g.metric, g.baseline), g.scenario, g.baseline)
         out.value, out.details = fig.value, dict(fig.details)
-        out.reasons += fig.reasons
+        out.missing += fig.reasons
         out.files.update({r.file: r.file_sha256 for r in fig.rows})
-    if g.logs is not None:
-        rep = check_logs(g.logs, ectx.results_dir)
-        out.reasons += [f"logs: {r}" for r in rep.reasons]
+    if logs is not None:
+        rep = check_logs(logs, ectx.results_dir)
+        out.missing += [f"logs: {r}" for r in rep.unproven]
+        out.violations += [f"logs: {r}" for r in rep.reasons]
         out.files.update(rep.files)
         out.details["log_summaries"] = rep.summaries
     if g.parity is not None:
@@ -74,7 +79,7 @@ def evaluate_engine_gate(g, ectx: EngineCtx) -> EngineOutcome:
         out.details["parity"] = rep.text()
         first = rep.first_divergent
         if first is not None:
-            out.reasons.append(f"parity: first diverging stage {first.name}: " + "; ".join(first.reasons)
+            out.violations.append(f"parity: first diverging stage {first.name}: " + "; ".join(first.reasons)
                                + "".join(f" | later: {s.name}: {'; '.join(s.reasons)}" for s in rep.stages
                                          if not s.ok and s is not first))
         for role in ("reference", "candidate"):

@@ -43,6 +43,7 @@ class Ctx:
     mode: str  # "cpu" | "fpga" | "cuda"
     root: Path
     rule: RunRule = field(default_factory=lambda: RunRule.from_contract({}))
+    engine: object | None = None  # eagle4.gates.engine.EngineCtx for an engine contract
 
 
 def read_rows(path: Path) -> list[dict]:

@@ -33,12 +33,13 @@ class Verdict:
         return out
 
 
-def decide(results: Iterable, *, hw: str, extra_reasons: Iterable[str] = ()) -> Verdict:
-    """The verdict of evaluated gates (:class:`eagle4.gates.evaluate.GateResult`) under ``hw``."""
+def decide(results: Iterable, *, hw: str, extra_reasons: Iterable[str] = (), engine: bool = False) -> Verdict:
+    """The verdict of evaluated gates (:class:`eagle4.gates.evaluate.GateResult`) under ``hw``.
+    ``engine``: an engine contract, judged on the imported measured results whatever ``hw`` is."""
     results = list(results)
     reasons = list(extra_reasons)
     misses = []
-    if hw != SIGNOFF_HW:
+    if hw != SIGNOFF_HW and not engine:
         reasons.append(f"evaluated under --hw={hw}: sign-off is judged under --hw={SIGNOFF_HW} "
                        "(measured board numbers, weakest provenance against signoff_provenance)")
     if not any(r.kind == "gate" for r in results):

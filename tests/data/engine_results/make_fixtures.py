@@ -53,6 +53,7 @@ def spec_bench(name, batch, ctx, steps, spec, tps, acc_len=None, micro=True, run
 
 
 LOG_OK = """\
+[TM][INFO] {ts} run started (pid {pid})
 [TM][INFO] TurboMind build {build} (commit {commit}) on {gpu}
 [TM][INFO] GEMM_TUNED loaded: 412 entries from /cache/turbomind/gemm_tuned_sm90.json
 [TM][INFO] [EAGLE3] draft tags: eagle3_fc eagle3_qkv eagle3_o eagle3_mlp eagle3_lm_head
@@ -86,7 +87,8 @@ def write_eagle3() -> None:
         for tag, ctx, batch in (("single32k", 32768, 1), ("batch4_16k", 16384, 4)):
             total = 512 * 5 * batch
             _w(d / "logs" / f"spec3_{tag}.log", LOG_OK.format(build=BUILD, commit=COMMIT, gpu=GPU, ctx=ctx, batch=batch,
-                                                              steps=512, hits=total - 3 * batch, total=total))
+                                                              steps=512, hits=total - 3 * batch, total=total, ts=ts,
+                                                              pid=41000 + 10 * i + batch))
         write_dumps(d / "dumps", seed=i)
     d = root / "full"
     _w(d / "bench" / "meta.json", json.dumps({"commit": COMMIT}, indent=2) + "\n")
@@ -102,7 +104,8 @@ def write_eagle3() -> None:
     for tag, ctx, batch, steps in (("single32k", 32768, 1, 32768), ("batch4_16k", 16384, 4, 16384)):
         total = steps * 5 * batch
         _w(d / "logs" / f"spec3_{tag}.log", LOG_OK.format(build=BUILD, commit=COMMIT, gpu=GPU, ctx=ctx, batch=batch,
-                                                          steps=steps, hits=total - 40 * batch, total=total))
+                                                          steps=steps, hits=total - 40 * batch, total=total, ts=ts,
+                                                          pid=42000 + batch))
 
 
 STAGES = (("fc_out", 256), ("attn_out", 256), ("ffn_out", 256), ("prehead_hidden", 256), ("logits", 2048))
