@@ -1,16 +1,30 @@
-"""Sign-off gates: `pytest tests/gates` (hw=cpu: byte gates from C-sim counters) and
-`pytest tests/gates --hw=fpga` (sign-off: measured FPGA numbers required)."""
+"""Sign-off gates: `pytest tests/gates` (hw=cpu: byte gates from C-sim counters),
+`pytest tests/gates --hw=fpga` (sign-off: measured FPGA numbers required) and
+`pytest tests/gates --contract their.toml --results DIR` (an engine contract judged on the results,
+logs and stage dumps a GPU engine wrote; options in plugins/gates.py)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CONTRACT = Path(os.environ.get("EAGLE4_CONTRACT", REPO / "contracts" / "default.toml"))
-_RESULTS: dict = {}
+
+
+def contract_path(config) -> Path:
+    try:
+        c = config.getoption("--contract")
+    except ValueError:  # the gates plugin is not loaded
+        c = None
+    return Path(c) if c else REPO / "contracts" / "default.toml"
+
+
+def _option(config, name):
+    try:
+        return config.getoption(name)
+    except ValueError:
+        return None
 
 
 def gate_mode(config) -> str:
@@ -22,10 +36,7 @@ def gate_mode(config) -> str:
 
 
 def _reports_dir(config) -> Path:
-    try:
-        d = config.getoption("--reports-dir")
-    except ValueError:
-        d = None
+    d = _option(config, "--reports-dir")
     return Path(d) if d else REPO / "reports"
 
 
@@ -40,29 +51,66 @@ def _fresh(reports: Path, sha: str) -> bool:
     return bool(rows) and all(r.get("contract_sha256") == sha for r in rows)
 
 
+def _load(config):
+    from eagle4.contract import load_contract
+
+    try:
+        return load_contract(contract_path(config))
+    except ValueError as e:  # a malformed contract: its one line, not a traceback
+        raise pytest.UsageError(str(e)) from None
+
+
+def pytest_generate_tests(metafunc):
+    """One test per [[gates]] entry of the contract given with --contract."""
+    if "gate_name" not in metafunc.fixturenames:
+        return
+    params = []
+    for g in _load(metafunc.config).gates:
+        marks = [pytest.mark.gate]
+        if "cpu" not in g.hw and "fpga" in g.hw:
+            marks.append(pytest.mark.fpga)
+        elif "cpu" not in g.hw and "cuda" in g.hw:
+            marks.append(pytest.mark.cuda)
+        params.append(pytest.param(g.name, marks=marks, id=g.name))
+    metafunc.parametrize("gate_name", params)
+
+
 @pytest.fixture(scope="session")
 def gate_results(pytestconfig):
-    """Every gate of the contract evaluated once; the artifacts are regenerated from C-sim counters
-    when absent or produced under another contract (hw=cpu only: sign-off never recomputes)."""
+    """Every gate of the contract evaluated once and recorded in the ledger. FPGA contracts: the
+    artifacts are regenerated from C-sim counters when absent or produced under another contract
+    (hw=cpu only: sign-off never recomputes). Engine contracts: read from --results."""
     from eagle4.gates import evaluate_all
-    from eagle4.workload.trace import contract_sha256
 
+    contract = _load(pytestconfig)
     mode = gate_mode(pytestconfig)
     reports = _reports_dir(pytestconfig)
-    sha = contract_sha256(CONTRACT)
-    if mode == "cpu" and not _fresh(reports, sha):
+    results = _option(pytestconfig, "--results")
+    engine = contract.engine is not None
+    if not engine and results:
+        raise pytest.UsageError(f"--results is for engine contracts ([engine]); {contract_path(pytestconfig)} has none")
+    if not engine and mode == "cpu" and not _fresh(reports, contract.sha256):
         from eagle4.budget import run_budget
 
-        run_budget(CONTRACT, reports)
-    res = evaluate_all(CONTRACT, reports, hw=mode, record_ledger=True)
-    _RESULTS.update(mode=mode, sha=sha, results=res)
+        run_budget(contract, reports)
+    try:
+        res = evaluate_all(contract, reports, hw=mode, record_ledger=True, results_dir=results,
+                           stage=_option(pytestconfig, "--stage"))
+    except ValueError as e:  # a malformed result file, log or dump: its one line naming file and field
+        pytest.fail(str(e), pytrace=False)
+    pytestconfig.stash[_KEY] = dict(mode=mode, sha=contract.sha256, results=res, results_dir=results if engine else None)
     return {r.name: r for r in res}
 
 
+_KEY = pytest.StashKey[dict]()
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if _RESULTS.get("results"):
+    got = config.stash.get(_KEY, None)
+    if got and got.get("results"):
         from eagle4.gates import summary
 
         terminalreporter.write_sep("=", "EAGLE4 gate summary")
-        for line in summary(_RESULTS["results"], contract_sha256=_RESULTS["sha"], hw=_RESULTS["mode"]).splitlines():
+        text = summary(got["results"], contract_sha256=got["sha"], hw=got["mode"], results_dir=got["results_dir"])
+        for line in text.splitlines():
             terminalreporter.write_line(line)

@@ -52,7 +52,7 @@ def parse(obj: dict, where: str) -> dict[str, Any]:
                               ("fraction_steps_accept_ge2", "fraction_steps_accept_ge2", False),
                               ("draft_tokens_total", "total_draft_tokens", False),
                               ("num_drafts", "num_drafts", False)):
-            v = get(where, spec, fld, required=req)
+            v = get(where, obj, f"eagle_speculation.{fld}", required=req)
             if v is not None or req:
                 m[key] = number(where, f"eagle_speculation.{fld}", v)
         if not 0.0 <= m["mean_acceptance_rate"] <= 1.0:

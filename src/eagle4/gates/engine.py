@@ -74,7 +74,11 @@ def evaluate_engine_gate(g, ectx: EngineCtx, logs=None) -> EngineOutcome:
         out.violations += [f"logs: {r}" for r in rep.reasons]
         out.files.update(rep.files)
         out.details["log_summaries"] = rep.summaries
-    if g.parity is not None:
+    absent = [f for f in (g.parity.reference, g.parity.candidate) if not (ectx.results_dir / f).is_file()] \
+        if g.parity is not None else []
+    if absent:  # no dump is missing evidence; a dump that is there but malformed is an error
+        out.missing.append(f"parity: stage dump(s) {absent} not under {ectx.results_dir}")
+    elif g.parity is not None:
         rep = compare_stages(g.parity, ectx.results_dir)
         out.details["parity"] = rep.text()
         first = rep.first_divergent
