@@ -171,6 +171,7 @@ def test_pytest_gate_suite_on_engine_results(tmp_path):
                         capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stdout[-3000:]
     assert "6 passed, 5 skipped" in ok.stdout and "VERDICT: NOT SIGNED OFF" in ok.stdout
+    assert "deselected the FPGA design tests of ['test_onchip_budget.py']" in ok.stdout
     blocked = subprocess.run(cmd + ["--results", str(DATA / "full")], cwd=REPO, capture_output=True, text=True,
                              timeout=300)
     assert blocked.returncode == 1 and "BLOCKED" in blocked.stdout

@@ -5,24 +5,19 @@ largest arrays are named when it fails."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from eagle4.budget import onchip
 
-CONTRACT = Path(os.environ.get("EAGLE4_CONTRACT", Path(__file__).resolve().parents[2] / "contracts" / "default.toml"))
-
 
 @pytest.mark.gate
-def test_fused_designs_fit_the_device_on_chip_memory():
+def test_fused_designs_fit_the_device_on_chip_memory(contract_file):
     from eagle4.backends import csim
     from eagle4.contract import load_contract
 
     if csim.tools_missing():
         pytest.fail(f"on-chip budget not evaluated: {csim.tools_missing()}", pytrace=False)
-    c = load_contract(CONTRACT)
+    c = load_contract(contract_file)
     pair = onchip.combined(onchip.measure(c, ["fused_draft", "fused_verify"]), "fused_draft+fused_verify")
     line = onchip.summary_line(pair)
     print("\n" + line)
