@@ -5,16 +5,33 @@ machine, must be told); "unknown" when neither says. Never a guess, never ``HEAD
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+_SHA = re.compile(r"^[0-9a-f]{7,40}(-dirty)?$")
+
+
+def _given_commit() -> str | None:
+    """EAGLE4_GIT_COMMIT when set: a hex sha (``-dirty`` allowed) or "unknown"; ``HEAD`` or any other name
+    is refused (a row must say which code ran, and a ref names none once the tree moves on)."""
+    v = os.environ.get("EAGLE4_GIT_COMMIT")
+    if not v:
+        return None
+    v = v.strip()
+    if v != "unknown" and not _SHA.match(v):
+        raise ValueError(f"EAGLE4_GIT_COMMIT={v!r} is not a commit sha: pass `git rev-parse HEAD` (or 'unknown')")
+    return v
+
+
 def git_state(repo: Path | str = REPO, timeout_s: float = 20) -> dict:
     """{"commit": full sha or "unknown", "dirty": bool or "unknown"}."""
-    if os.environ.get("EAGLE4_GIT_COMMIT"):
-        return {"commit": os.environ["EAGLE4_GIT_COMMIT"], "dirty": "unknown (commit given by EAGLE4_GIT_COMMIT)"}
+    given = _given_commit()
+    if given:
+        return {"commit": given, "dirty": "unknown (commit given by EAGLE4_GIT_COMMIT)"}
     try:
         out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "HEAD"], capture_output=True,
                              text=True, timeout=timeout_s)
@@ -30,7 +47,8 @@ def git_state(repo: Path | str = REPO, timeout_s: float = 20) -> dict:
 
 def git_commit(repo: Path | str | None = None) -> str:
     """The commit stamped on result rows: ``<sha>`` or ``<sha>-dirty`` (or the environment's)."""
-    if os.environ.get("EAGLE4_GIT_COMMIT"):
-        return os.environ["EAGLE4_GIT_COMMIT"]
+    given = _given_commit()
+    if given:
+        return given
     g = git_state(repo or REPO)
     return g["commit"] + ("-dirty" if g["dirty"] is True else "")

@@ -58,9 +58,10 @@ def test_synth_top_compiles_in_counting_csim_mode(tmp_path, design):
     top, src = SYNTH[design]
     _gxx(["-DEAGLE4_CSIM_COUNTERS", "-DEAGLE4_HLS4ML_HEADERS", "-O1", "-c", str(src), "-o", str(tmp_path / "t.o")])
     nm = shutil.which("nm")
-    if nm:
-        syms = subprocess.run([nm, str(tmp_path / "t.o")], capture_output=True, text=True).stdout
-        assert f" T {top}\n" in syms  # extern "C", not mangled
+    if nm is None:
+        pytest.fail("nm is not installed (apt-get install binutils): the top's symbol cannot be checked", pytrace=False)
+    syms = subprocess.run([nm, str(tmp_path / "t.o")], capture_output=True, text=True, timeout=60).stdout
+    assert f" T {top}\n" in syms  # extern "C", not mangled
 
 
 @pytest.mark.parametrize("design", sorted(SYNTH))

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4.report import atomic
+from eagle4.vcs import git_commit  # one home for the commit on result rows (never HEAD)
 
 RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "seed", "iteration", "request_index",
               "prompt_id", "prompt_tokens", "output_tokens", "ttft_s", "itl_mean_s", "itl_p50_s", "itl_p99_s",
@@ -45,24 +46,6 @@ ACCEPT_FIELDS = ["contract_sha256", "point", "batch", "run_index", "request_inde
                  "tokens_committed", "provenance"]
 PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "kind", "seconds", "calls",
                   "share_of_step", "step_seconds", "steps"]
-
-
-def git_commit(root: Path | None = None) -> str:
-    """The checkout's commit (+"-dirty"); EAGLE4_GIT_COMMIT wins (a copied tree without .git, e.g. on
-    the GPU machine, must be told). Never a guess: "unknown" when neither says."""
-    if os.environ.get("EAGLE4_GIT_COMMIT"):
-        return os.environ["EAGLE4_GIT_COMMIT"]
-    root = root or Path(__file__).resolve().parents[3]
-    try:
-        out = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=root, capture_output=True, text=True,
-                             timeout=10)
-        if out.returncode != 0:
-            return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def _pct(x, q) -> float:
