@@ -231,7 +231,9 @@ def _child(argv) -> int:
 
     res = run_once(load_contract(a.contract), a.point, a.run_index, backend=a.backend, device=a.device,
                    duration_s=a.duration, commit=a.commit)
-    Path(a.result).write_text(json.dumps(res))
+    from eagle4.report import atomic
+
+    atomic.write_text(a.result, json.dumps(res))
     return 0
 
 

@@ -35,5 +35,7 @@ def write_tiny_contract(root: Path, src: Path, dtype: str = "float32", **over) -
     (root / trace).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(repo / trace, root / trace)
     p = root / "contracts" / "tiny.toml"
-    p.write_text(tiny_contract_text(src, dtype, **over))
+    from eagle4.report import atomic
+
+    atomic.write_text(p, tiny_contract_text(src, dtype, **over))
     return p
