@@ -39,7 +39,7 @@ class Counter:
     threshold: float
 
     @classmethod
-    def parse(cls, expr: str) -> "Counter":
+    def parse(cls, expr: str) -> Counter:
         m = _COUNTER.match(expr)
         if not m:
             raise ValueError(f"counter {expr!r} is not 'name OP number' or 'name / name OP number'")

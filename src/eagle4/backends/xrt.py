@@ -93,9 +93,9 @@ def resolve_xclbin(xclbin: str | os.PathLike | None = None, contract=None) -> Pa
     if os.environ.get("EAGLE4_XCLBIN"):
         return Path(os.environ["EAGLE4_XCLBIN"])
     if contract is not None:
-        from eagle4.workload.trace import contract_dict
+        from eagle4.contract import fpga_section
 
-        rel = (contract_dict(contract).get("fpga") or {}).get("xclbin")
+        rel = fpga_section(contract).xclbin
         if rel:
             base = Path(getattr(contract, "source_path", ".") or ".").parent
             return (base / rel) if not Path(rel).is_absolute() else Path(rel)

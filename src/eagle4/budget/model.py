@@ -217,16 +217,14 @@ def _h(x) -> str:
 
 
 def roofline_png(rows: list[dict], path, r: BytesResult) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # the Figure API: no pyplot state, no backend switch
 
     f = r.fpga
     fclk = f.fclk_public_estimate_mhz
     B = max(int(x["batch"]) for x in rows)
     pts = [x for x in rows if int(x["batch"]) == B and abs(float(x["fclk_mhz"]) - fclk) < 0.01]
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig = Figure(figsize=(8, 5.5))
+    ax = fig.subplots()
     bw = min(f.hbm_peak_gbps * 1e9 * f.hbm_efficiency, f.axi_bytes_per_cycle * fclk * 1e6)
     peak = f.lanes / f.ii_target * fclk * 1e6
     oi = [10 ** (i / 10) for i in range(-30, 41)]
@@ -257,6 +255,5 @@ def roofline_png(rows: list[dict], path, r: BytesResult) -> Path:
     fig.tight_layout()
     with atomic.atomic_open(path, "wb") as fh:
         fig.savefig(fh, dpi=120, format=path.suffix.lstrip(".") or "png")
-    plt.close(fig)
     return path
 

@@ -9,7 +9,7 @@ Scenarios (``K = 8``, ``B = 4``, hidden bf16 ``H = 16``, vocabulary ``V = 256``)
 
 Each kernel call is recorded before it runs as ``chain/<scenario>/<nn>_<step>_<kernel>``, with
 ``kernel`` the called kernel's key, so every intermediate is compared on its own. The host side
-follows KERNELS.md §8 through ``eagle4.workload.tree_glue``; the parts that are external models
+follows KERNELS.md §8 through ``eagle4.kernels.tree_glue``; the parts that are external models
 are seeded stand-ins:
 * draft model: logits are seeded normals (x3); its hidden output is its hidden input (identity),
   so K1's gathered rows travel bit-exactly from layer to layer;
@@ -31,8 +31,8 @@ import torch
 from eagle4 import dtypes as dt
 from eagle4 import kernels
 from eagle4.cases import Case
+from eagle4.kernels import tree_glue as glue
 from eagle4.spec import kernel_spec
-from eagle4.workload import tree_glue as glue
 
 K = 8
 B = 4

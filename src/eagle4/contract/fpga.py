@@ -77,6 +77,7 @@ class FpgaSection(Section):
     lm_head_macs_per_cycle: int = Field(4096, ge=1, description="MAC array of the draft LM head (model; V80 DSP58s)")
     ctrl_cycles_per_call: int = Field(300, ge=0, description="control/launch overhead per kernel call (model)")
     synth_reports_dir: str = "reports/synth"
+    xclbin: str | None = Field(None, description="the board image of the xrt backend (relative to the contract)")
     model: FpgaModel = FpgaModel()
     unfused: BackendDecl = BackendDecl()
     fused: BackendDecl = BackendDecl(lm_head_vocab="hot", lm_head_dtype="int8", drafter_dtype="int8", k5_passes=1,

@@ -29,8 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
+from eagle4 import stats
 from eagle4.perf import bytes_model as bm
 from eagle4.report import atomic
+from eagle4.vcs import git_commit
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -216,8 +218,7 @@ def abi_args(kernel: str, tensors: dict, params: dict) -> list:
 # timing
 
 
-def _pct(x, q):
-    return float(np.percentile(np.asarray(x, dtype=np.float64), q))
+_pct = stats.percentile
 
 
 def time_eager(fn, n: int, warmup: int = 3) -> list[float]:
@@ -295,12 +296,7 @@ def env_fields(git_commit: str | None = None) -> dict:
 
 
 def _git_commit() -> str:
-    import subprocess
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
+    return git_commit(REPO)
 
 
 def contract_hash() -> str:
@@ -402,9 +398,7 @@ SUMMARY_FIELDS = ["kernel", "label", "impl", "mode", "point", "B", "W", "K", "H"
                   "provenance"]
 
 
-def cov(values) -> float:
-    v = np.asarray(values, dtype=np.float64)
-    return float(v.std(ddof=1) / v.mean())
+cov = stats.cov
 
 
 def summarize(raw: list[dict]) -> list[dict]:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eagle4 import stats
 from eagle4.contract import ContractMismatch, ensure_same_contract
 from eagle4.report import atomic
 
@@ -55,8 +56,8 @@ def _point_stats(raw: list[dict], runs: list[dict] | None, point: str) -> dict:
         tps = float(np.mean([sum(float(x["output_tokens"]) for x in v) / max(float(x["e2e_s"]) for x in v)
                              for v in by_run.values()]))
         acc = float(np.mean([float(r["acceptance_length"]) for r in rr]))
-    return {"batch": int(rr[0]["batch"]), "itl_p50_s": float(np.percentile(itl, 50)),
-            "itl_p99_s": float(np.percentile(itl, 99)), "ttft_p50_s": float(np.percentile(ttft, 50)),
+    return {"batch": int(rr[0]["batch"]), "itl_p50_s": stats.percentile(itl, 50),
+            "itl_p99_s": stats.percentile(itl, 99), "ttft_p50_s": stats.percentile(ttft, 50),
             "tokens_per_s": tps, "acceptance_length": acc, "device": rr[0].get("model_device") or rr[0].get("device", ""),
             "provenance": rr[0].get("provenance", "")}
 
@@ -101,8 +102,8 @@ def budget_model(contract, sheet_path: Path) -> dict:
     if not sheet_path.exists():
         return {"_reason": f"{sheet_path} not found (run the budget model: eagle4.budget.run_budget)"}
     try:
-        from eagle4.contract import fpga_section
         from eagle4.budget.model import DRAFT_STAGES, VERIFY_STAGES, step_latency
+        from eagle4.contract import fpga_section
     except ImportError as e:
         return {"_reason": f"eagle4.budget is not importable: {e}"}
     rows = _read(sheet_path)

@@ -21,42 +21,29 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from pydantic import Field
 
 from eagle4.backends import Backend, get_backend
+from eagle4.contract import Decode
+from eagle4.kernels import tree_glue
 from eagle4.models.eagle import load_draft
 from eagle4.models.llama import causal_meta, load_target, meta_from_tree_mask
 from eagle4.models.tokenizer import load_tokenizer
-from eagle4.workload import tree_glue
 
 F32 = np.float32
 I64 = np.int64
 I32 = np.int32
 
 
-@dataclass(frozen=True)
-class DecodeParams:
-    node_top_k: int = 4
-    tree_depth: int = 5
-    verify_num: int = 16
-    max_tree_width: int = 4
-    max_node_count: int = 128
-    max_verify_num: int = 32
-    max_input_size: int = 32
-    threshold_single: float = 1.0
-    threshold_acc: float = 1.0
-    width_policy: str = "fixed"
-    stop_on_eos: bool = False
+class DecodeParams(Decode):
+    """The contract's ``[decode]`` (:class:`eagle4.contract.Decode`, same fields, bounds and checks) as
+    the engine takes it: temperatures are given to each ``generate`` call, so here they may be left out."""
+
+    temperatures: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
 
     @classmethod
     def from_contract(cls, c) -> DecodeParams:
-        d = c.decode
-        return cls(d.node_top_k, d.tree_depth, d.verify_num, d.max_tree_width, d.max_node_count,
-                   d.max_verify_num, d.max_input_size, d.threshold_single, d.threshold_acc,
-                   d.width_policy, d.stop_on_eos)
-
-    @property
-    def S(self) -> int:
-        return self.tree_depth + 1
+        return cls.model_validate(c.decode.model_dump())
 
 
 @dataclass

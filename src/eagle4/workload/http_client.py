@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eagle4 import stats
 from eagle4.report import atomic
 
 
@@ -285,8 +286,7 @@ def run_http_contract(contract, base_url: str, out_dir, *, model=None, kind="aut
                 rows.append({"contract_sha256": contract.sha256, "point": p.name, "batch": p.batch, "run_index": i,
                              "request_index": j, "ok": r.ok, "error": r.error, "output_tokens": r.output_tokens,
                              "ttft_s": r.ttft, "tpot_s": r.tpot, "e2e_s": r.e2e,
-                             "itl_p50_s": float(np.percentile(itl, 50)) if itl else float("nan"),
-                             "itl_p99_s": float(np.percentile(itl, 99)) if itl else float("nan"),
+                             "itl_p50_s": stats.percentile(itl, 50), "itl_p99_s": stats.percentile(itl, 99),
                              "itl_s": ";".join(f"{x:.6g}" for x in itl), "count_method": r.count_method,
                              "url": base_url, "provenance": "measured", "timestamp": now})
     paths = {"raw": out / f"{prefix}_raw.csv", "runs": out / f"{prefix}_runs.csv", "summary": out / f"{prefix}_summary.md"}
@@ -305,7 +305,7 @@ def run_http_contract(contract, base_url: str, out_dir, *, model=None, kind="aut
         ru = [r for r in runrows if r["point"] == p.name]
         itl = [float(x) for r in rr for x in r["itl_s"].split(";") if x]
         ttft = [r["ttft_s"] for r in rr]
-        pc = lambda x, q: float(np.percentile(x, q)) * 1e3 if len(x) else float("nan")  # noqa: E731
+        pc = lambda x, q: stats.percentile(x, q) * 1e3  # noqa: E731
         acc = [r["acceptance_length"] for r in ru if np.isfinite(r["acceptance_length"])]
         L.append(f"| {p.name} | {p.batch} | {len(ru)} | {sum(r['failures'] for r in ru)} | {pc(ttft, 50):.2f} | "
                  f"{pc(ttft, 99):.2f} | {pc(itl, 50):.3f} | {pc(itl, 99):.3f} | "

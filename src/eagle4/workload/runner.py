@@ -31,7 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+from eagle4 import stats
 from eagle4.report import atomic
+from eagle4.validity import RunRule, summarize_runs
 from eagle4.vcs import git_commit  # one home for the commit on result rows (never HEAD)
 
 RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "seed", "iteration", "request_index",
@@ -49,8 +51,7 @@ PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "k
 
 
 def _pct(x, q) -> float:
-    x = np.asarray(x, dtype=float)
-    return float(np.percentile(x, q)) if x.size else float("nan")
+    return stats.percentile(x, q)
 
 
 def run_point_once(contract, point_name: str, run_index: int, backend: str = "ref", *, device: str = "cpu",
@@ -136,12 +137,15 @@ def read_csv(path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max: float = 0.05) -> list[dict]:
-    """Per operating point statistics (numpy percentiles); refuses rows of different contracts."""
+def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max: float | None = None,
+              rule: RunRule | None = None) -> list[dict]:
+    """Per operating point statistics (eagle4.stats) and validity (eagle4.validity, the contract's runs
+    rule: ``rule``, or the schema's defaults with ``cov_max``); refuses rows of different contracts."""
     from eagle4.contract import ensure_same_contract
 
-    ensure_same_contract(raw)
-    ensure_same_contract(runs)
+    sha = ensure_same_contract(raw)
+    ensure_same_contract(runs, expected=sha)
+    rule = rule or RunRule.from_contract({"runs": {} if cov_max is None else {"cov_max": cov_max}})
     out = []
     points = list(dict.fromkeys(r["point"] for r in runs))
     for p in points:
@@ -150,7 +154,8 @@ def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max
         tps = np.asarray([float(r["tokens_per_s"]) for r in ru])
         itl = [float(x) for r in rr for x in str(r["itl_s"]).split(";") if x]
         ttft = [float(r["ttft_s"]) for r in rr]
-        cov = float(np.std(tps, ddof=1) / np.mean(tps)) if len(tps) > 1 else float("nan")
+        valid = summarize_runs(ru, value="tokens_per_s", metric=f"tokens_per_s({p})", rule=rule, duration="wall_s",
+                               contract_sha256=sha)
         pr = [r for r in profile if r["point"] == p]
         regions: dict[str, list[float]] = {}
         step_total = sum({(r["run_index"]): float(r["step_seconds"]) for r in pr}.values()) or 1.0
@@ -160,8 +165,9 @@ def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max
         out.append({"point": p, "batch": int(ru[0]["batch"]), "runs": len(ru),
                     "ttft_p50_s": _pct(ttft, 50), "ttft_p99_s": _pct(ttft, 99),
                     "itl_p50_s": _pct(itl, 50), "itl_p99_s": _pct(itl, 99),
-                    "tokens_per_s_mean": float(tps.mean()), "tokens_per_s_median": float(np.median(tps)),
-                    "tokens_per_s_cov": cov, "cov_ok": bool(cov <= cov_max) if np.isfinite(cov) else False,
+                    "tokens_per_s_mean": float(tps.mean()), "tokens_per_s_median": valid.median,
+                    "tokens_per_s_cov": valid.cov, "cov_ok": valid.cov_ok, "valid": valid.valid,
+                    "invalid_reasons": valid.reasons,
                     "acceptance_length_mean": float(np.mean([float(r["mean_acceptance_length"]) for r in ru])),
                     "device": ru[0]["device"], "model_device": ru[0]["model_device"], "backend": ru[0]["backend"],
                     "hotspots": hot})
@@ -199,7 +205,7 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
                  timeout_s: float = 900, log=print) -> dict:
     """Run the contract's operating points (or ``points``), ``runs`` measured runs each (default: the
     contract's), write the CSVs and the summary into ``out_dir``; return {"stats", "paths"}."""
-    from eagle4.contract import load_contract
+    from eagle4.contract import MIN_RUNS, load_contract
 
     if isinstance(contract, (str, Path)):
         contract = load_contract(contract)
@@ -209,8 +215,8 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     n_runs = runs or contract.runs.runs
-    if n_runs < 5:
-        raise ValueError(f"runs = {n_runs}: at least 5 independent runs per operating point are required")
+    if n_runs < MIN_RUNS:
+        raise ValueError(f"runs = {n_runs}: at least {MIN_RUNS} independent runs per operating point are required")
     if threads is None and device == "cpu":
         threads = 1  # one torch thread per run process: no spin-wait contention on shared CPUs
     pts = [contract.operating_point(p).name for p in points] if points else [p.name for p in contract.operating_points]
@@ -239,10 +245,10 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
     _write_csv(paths["runs"], RUN_FIELDS, runrows)
     _write_csv(paths["profile"], PROFILE_FIELDS, prof)
     _write_csv(paths["accepts"], ACCEPT_FIELDS, accepts)
-    stats = summarize(raw, runrows, prof, cov_max=contract.runs.cov_max)
-    atomic.write_text(paths["summary"], render_summary(stats, contract_sha=contract.sha256, cov_max=contract.runs.cov_max,
-                                               commit=commit))
-    return {"stats": stats, "paths": paths, "raw": raw, "runs": runrows, "profile": prof}
+    point_stats = summarize(raw, runrows, prof, rule=RunRule.from_contract(contract))
+    atomic.write_text(paths["summary"], render_summary(point_stats, contract_sha=contract.sha256,
+                                                       cov_max=contract.runs.cov_max, commit=commit))
+    return {"stats": point_stats, "paths": paths, "raw": raw, "runs": runrows, "profile": prof}
 
 
 def _child(contract, point, run_index, backend, device, threads, commit, timeout_s) -> dict:
