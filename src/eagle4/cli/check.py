@@ -58,7 +58,7 @@ def cmd_run(args) -> int:
         print(f"{case.case_id}: {outcome.error}", file=sys.stderr)
         return 1
     info = backend.device_info()
-    from eagle4.report.env_manifest import git_state
+    from eagle4.vcs import git_state
     producer = {"backend": backend.name, "device": info.device, **info.details, "git": git_state(),
                 "source_dump": str(args.dump), "source_sha256": case.meta.get("sha256")}
     save_dump(args.out, case, outcome.outputs, producer)

@@ -10,8 +10,8 @@ from eagle4.backends import get_backend
 from eagle4.cases.catalog import all_cases, cases_for
 from eagle4.cases.dump import save_dump
 from eagle4.parity import run_case
-from eagle4.report.env_manifest import git_state
 from eagle4.spec import kernel_spec
+from eagle4.vcs import git_state
 
 
 def safe_name(case_id: str) -> str:

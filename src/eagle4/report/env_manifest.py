@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from eagle4.report import atomic
+from eagle4.vcs import git_state  # noqa: F401 - the one commit helper (check, dump-catalog import it here)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -23,21 +24,6 @@ def _cmd(args: list[str], timeout: float = 20) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (out.stdout or out.stderr).strip() or None
-
-
-def git_state(repo: Path = REPO) -> dict:
-    """Commit and dirty flag; EAGLE4_GIT_COMMIT wins (a copied tree without .git must be told)."""
-    if os.environ.get("EAGLE4_GIT_COMMIT"):
-        return {"commit": os.environ["EAGLE4_GIT_COMMIT"], "dirty": "unknown (commit given by EAGLE4_GIT_COMMIT)"}
-    try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "HEAD"], capture_output=True,
-                             text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return {"commit": "unknown", "dirty": "unknown"}
-    if out.returncode != 0:  # not a git checkout: never guess
-        return {"commit": "unknown", "dirty": "unknown"}
-    status = _cmd(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"])
-    return {"commit": out.stdout.strip(), "dirty": bool(status)}
 
 
 def collect() -> dict[str, str]:

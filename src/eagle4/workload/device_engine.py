@@ -38,7 +38,7 @@ import torch
 
 from eagle4.backends import Backend, get_backend
 from eagle4.models.dummy import load_dummy_pair
-from eagle4.workload import tree_glue
+from eagle4.kernels import tree_glue
 
 
 @dataclass(frozen=True)
