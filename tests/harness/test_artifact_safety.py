@@ -163,3 +163,16 @@ def test_an_interrupted_parity_run_keeps_the_previous_matrix(project):
     res = project.runpytest_subprocess("-p", "no:cacheprovider", "--reports-dir", str(project.path / "reports"))
     assert res.ret == pytest.ExitCode.INTERRUPTED
     assert _snapshot(project.path / "reports") == before
+
+
+TOUCHES_COMMITTED = """
+from pathlib import Path
+def test_writes_a_committed_file(request):
+    (Path(str(request.config.rootpath)) / "reports" / "p0_parity_matrix.md").write_text("overwritten")
+"""
+
+
+def test_a_run_that_changes_committed_files_fails_naming_them(project):
+    res = project.runpytest_subprocess(project.makepyfile(TOUCHES_COMMITTED), "-p", "no:cacheprovider")
+    assert res.ret == pytest.ExitCode.TESTS_FAILED
+    res.stdout.fnmatch_lines(["*committed files changed by this test run*", "*reports/p0_parity_matrix.md*"])
