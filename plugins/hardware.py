@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 import functools
-import shutil
-import subprocess
 
 import pytest
 
@@ -24,8 +22,18 @@ def pytest_addoption(parser):
     group = parser.getgroup("eagle4 hardware")
     group.addoption("--hw", default="cpu",
                     help="hardware the run must exercise: cpu, cuda, fpga (comma-separated); default cpu")
+    group.addoption("--xclbin", default=None,
+                    help="the xclbin the xrt backend loads under --hw=fpga (else EAGLE4_XCLBIN or the contract's [fpga] xclbin)")
     group.addoption("--with-docker", action="store_true", default=False,
                     help="also run tests that need a running Docker engine (marker 'docker')")
+
+
+def pytest_configure(config):
+    xclbin = config.getoption("--xclbin", default=None)
+    if xclbin:  # the xrt backend (and the run processes it starts) read it from the environment
+        import os
+
+        os.environ["EAGLE4_XCLBIN"] = str(xclbin)
 
 
 def requested_hw(config) -> set[str]:
@@ -51,18 +59,11 @@ def hardware_missing(kind: str) -> str | None:
                     f"(torch {torch.__version__}, CUDA build {torch.version.cuda})")
         return None
     if kind == "fpga":
-        try:
-            import pyxrt  # noqa: F401
-        except ImportError:
-            return ("no FPGA runtime: the Python module 'pyxrt' (Xilinx XRT) is not importable; "
-                    "install XRT and source /opt/xilinx/xrt/setup.sh, or run inside the fpga-xrt image")
-        xbutil = shutil.which("xbutil")
-        if not xbutil:
-            return "XRT is importable but 'xbutil' is not on PATH (source /opt/xilinx/xrt/setup.sh)"
-        out = subprocess.run([xbutil, "examine"], capture_output=True, text=True, timeout=60)
-        if "0 devices found" in out.stdout or out.returncode != 0:
-            return f"xbutil examine found no FPGA device:\n{out.stdout[-800:]}{out.stderr[-400:]}"
-        return None
+        # pyxrt importable, a device enumerated, the xclbin (--xclbin / EAGLE4_XCLBIN) present
+        from eagle4.backends.xrt import board_missing
+
+        why = board_missing()
+        return None if why is None else f"the FPGA board is not usable: {why}"
     if kind == "docker":
         try:
             import docker

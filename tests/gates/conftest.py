@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+BOARD_MISSING = "__board_missing__"  # key of gate_results when --hw=fpga has no usable board
 
 
 def contract_path(config) -> Path:
@@ -113,6 +114,16 @@ def gate_results(pytestconfig):
         from eagle4.budget import run_budget
 
         run_budget(contract, reports)
+    if not engine and mode == "fpga":  # sign-off: the workload on the board first, or every gate fails naming why
+        from eagle4.backends.xrt import board_missing, resolve_xclbin
+
+        xclbin = resolve_xclbin(None, contract)
+        why = board_missing(xclbin)
+        if why:
+            return {BOARD_MISSING: f"--hw=fpga: the FPGA board is not usable: {why}"}
+        from eagle4.workload.board import run_board_signoff
+
+        run_board_signoff(contract, reports, xclbin=xclbin)
     try:
         res = evaluate_all(contract, reports, hw=mode, record_ledger=True, results_dir=results,
                            stage=_option(pytestconfig, "--stage"))

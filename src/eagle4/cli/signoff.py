@@ -11,10 +11,13 @@ Steps (each reported; a step that cannot run here says why, it is never silently
 6. env manifest.
 Exit code 0 when every step ran (the verdict is printed, VALID or INVALID); with --strict, 3 when
 the verdict is INVALID; 1 when a step crashed.
+--hw=fpga needs pyxrt, a device and the xclbin (--xclbin / EAGLE4_XCLBIN / [fpga] xclbin): when one is
+missing the run stops after the contract step with exit code 2, naming it (nothing falls back to the CPU).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -61,11 +64,29 @@ def _parity(args, reports: Path) -> StepResult:
     return StepResult("parity", status, notes=notes)
 
 
+def _board_missing(args, contract) -> str | None:
+    """--hw=fpga: None when pyxrt, the device and the xclbin are here (EAGLE4_XCLBIN is set for every
+    process the run starts), else what is missing. Nothing falls back to another backend."""
+    from eagle4.backends.xrt import board_missing, resolve_xclbin
+
+    xclbin = resolve_xclbin(args.xclbin, contract)
+    why = board_missing(xclbin)
+    if why is None:
+        os.environ["EAGLE4_XCLBIN"] = str(Path(xclbin).resolve())
+    return why
+
+
 def _workload(args, contract, reports: Path) -> StepResult:
+    if args.hw == "fpga":  # the kernels on the board; rows, kernel latency and throughput.csv
+        from eagle4.workload.board import run_board_signoff
+
+        res = run_board_signoff(contract, reports, xclbin=os.environ["EAGLE4_XCLBIN"], bench_points=args.bench_points,
+                                log=lambda m: print(f"  workload: {m}"))
+        return StepResult("workload", "OK", notes=res["notes"])
     from eagle4.workload.runner import run_contract
 
     device = "cuda" if args.hw == "cuda" else "cpu"
-    res = run_contract(contract, backend=_backend_for(args.hw) if args.hw != "fpga" else "ref", out_dir=reports,
+    res = run_contract(contract, backend=_backend_for(args.hw), out_dir=reports,
                        device=device, log=lambda m: print(f"  workload: {m}"))
     notes = [f"{k}: {v}" for k, v in res.get("paths", {}).items()]
     for s in res.get("stats", [])[:6]:
@@ -138,6 +159,14 @@ def cmd(args) -> int:
         return StepResult("contract", "OK", notes=[f"{args.contract} sha256 {contract.sha256[:16]}", f"rendered {path}"])
 
     step("contract", _contract)
+    if contract is not None and args.hw == "fpga":
+        why = _board_missing(args, contract)
+        if why:  # fail fast: no step may run the FPGA's part on anything else
+            console.print(f"[red]eagle4 signoff --hw=fpga: {why}", highlight=False)
+            tmp = reports / f".signoff_summary.md.{os.getpid()}"
+            tmp.write_text(f"# eagle4 signoff --hw=fpga ({args.contract})\n\n**SIGN-OFF: INVALID**\n* {why}\n")
+            os.replace(tmp, reports / "signoff_summary.md")
+            return 2
     if contract is None:
         console.print("[red]the contract did not load; nothing else can run")
     else:
@@ -193,4 +222,8 @@ def register(sub) -> None:
                    help=f"stop the parity step (pytest and its workers) after this long (default {PARITY_TIMEOUT_S:g})")
     p.add_argument("--skip", nargs="*", metavar="STEP", help=f"steps to leave out: {', '.join(STEPS)}")
     p.add_argument("--strict", action="store_true", help="exit 3 when the verdict is INVALID")
+    p.add_argument("--xclbin", default=None,
+                   help="--hw=fpga: the xclbin to load (else EAGLE4_XCLBIN or the contract's [fpga] xclbin)")
+    p.add_argument("--bench-points", default="all", choices=("all", "B1", "smoke"),
+                   help="--hw=fpga: operating points of the per-call kernel latency bench")
     p.set_defaults(func=cmd)

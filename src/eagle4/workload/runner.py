@@ -85,6 +85,8 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
         if measured >= contract.runs.min_duration_s:
             break
     dev_info = eng.backend.device_info()
+    # the kernels' backend may only emulate a device (the pyxrt test double): its rows are not measurements
+    prov = "double" if getattr(eng.backend, "provenance", "") == "double" else "measured"
     model_device = torch.cuda.get_device_name(eng.device) if eng.device.type == "cuda" else platform.processor() or "cpu"
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     commit = commit or git_commit()
@@ -102,7 +104,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
             "tokens_per_s": n / r.e2e if r.e2e > 0 else float("nan"),
             "acceptance_length": r.mean_acceptance, "verify_steps": len(r.accept_lengths),
             "itl_s": ";".join(f"{x:.6g}" for x in itl), "backend": eng.backend.name,
-            "kernel_provenance": getattr(eng.backend, "provenance", "?"), "provenance": "measured",
+            "kernel_provenance": getattr(eng.backend, "provenance", "?"), "provenance": prov,
             "device": dev_info.device, "model_device": model_device, "commit": commit,
             "torch": torch.__version__, "host": platform.node(), "timestamp": now,
         })
@@ -112,12 +114,12 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
     run = {"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
            "seed": seed, "iterations": len(iterations), "wall_s": wall, "output_tokens": tot, "tokens_per_s": tot / wall,
            "mean_acceptance_length": float(np.mean(acc)) if acc else float("nan"), "verify_steps": eng.profile.steps,
-           "backend": eng.backend.name, "provenance": "measured", "device": dev_info.device,
+           "backend": eng.backend.name, "provenance": prov, "device": dev_info.device,
            "model_device": model_device, "commit": commit, "timestamp": now}
     prof = [{"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
              **r, "step_seconds": eng.profile.step_time, "steps": eng.profile.steps} for r in eng.profile.table()]
     accepts = [{"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
-                "request_index": i, "step": k, "accept_length": a - 1, "tokens_committed": a, "provenance": "measured"}
+                "request_index": i, "step": k, "accept_length": a - 1, "tokens_committed": a, "provenance": prov}
                for i, r in enumerate(res) for k, a in enumerate(r.accept_lengths)]
     return {"rows": rows, "run": run, "profile": prof, "accepts": accepts}
 
@@ -170,6 +172,7 @@ def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max
                     "invalid_reasons": valid.reasons,
                     "acceptance_length_mean": float(np.mean([float(r["mean_acceptance_length"]) for r in ru])),
                     "device": ru[0]["device"], "model_device": ru[0]["model_device"], "backend": ru[0]["backend"],
+                    "provenance": "+".join(sorted({r.get("provenance", "measured") for r in ru})),
                     "hotspots": hot})
     return out
 
@@ -177,7 +180,9 @@ def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max
 def render_summary(stats: list[dict], *, contract_sha: str, title: str = "End-to-end speculative decoding",
                    cov_max: float = 0.05, commit: str = "") -> str:
     L = [f"# {title}", "", f"* contract sha256: `{contract_sha}`", f"* commit: `{commit}`",
-         f"* provenance: measured (wall clock on the device named below); CoV limit {cov_max:.0%}", "",
+         f"* provenance: {'+'.join(sorted({s.get('provenance', 'measured') for s in stats})) or 'measured'} "
+         f"(wall clock on the device named below; 'double': kernels on the pyxrt test double, not a board); "
+         f"CoV limit {cov_max:.0%}", "",
          "| point | batch | runs | TTFT p50 (ms) | TTFT p99 (ms) | ITL p50 (ms) | ITL p99 (ms) | tokens/s (mean) | CoV | acceptance length | backend | device |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in stats:
