@@ -2,6 +2,9 @@
 
 Every raw row says how its number was obtained. From weakest to strongest:
 
+* ``double``: produced through a test double of a device (the pyxrt double of ``tests/xrt_double``:
+  C-simulation behind the board's interface); it proves the plumbing, never a board figure, and no
+  contract may accept it (it is not a ``ProvenanceName`` of the gate schema);
 * ``declared``: an assumption written in the contract (e.g. a declared acceptance distribution);
 * ``computed``: an analytic formula over declared sizes (e.g. drafter weight bytes);
 * ``model``: a performance model (cycle model, roofline) with declared parameters;
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-ORDER = ("declared", "computed", "model", "csim", "measured")
+ORDER = ("double", "declared", "computed", "model", "csim", "measured")
 Provenance = str
 
 

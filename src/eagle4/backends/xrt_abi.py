@@ -203,7 +203,7 @@ def interface(name: str) -> KernelIface:
         raise KeyError(f"unknown xclbin kernel {name!r}; known: {', '.join(KERNEL_NAMES)}")
     source = next(k[2] for k in KERNEL_TABLE if k[0] == name)
     h = hashlib.sha256()
-    for p in sorted(csim._header_files(include_tb=False)) + [HLS / source]:
+    for p in sorted(csim.header_files(include_tb=False)) + [HLS / source]:
         h.update(p.read_bytes())
     return _interface_cached(name, h.hexdigest())
 

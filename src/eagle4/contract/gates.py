@@ -41,7 +41,7 @@ from eagle4.contract.base import ContractError, Section
 from eagle4.log_invariants import LogInvariants
 from eagle4.stage_parity import StageParity
 
-ProvenanceName = Literal["declared", "computed", "model", "csim", "measured"]  # eagle4.provenance.ORDER
+ProvenanceName = Literal["declared", "computed", "model", "csim", "measured"]  # eagle4.provenance.ORDER but "double"
 
 
 class GateError(ContractError):

@@ -36,7 +36,7 @@ SUMMARY_FIELDS = ["kernel", "label", "point", "n_runs", "median_kernel_us", "cov
                   "contract_hash", "provenance"]
 
 
-def run_points(which: str, run_index: int, xclbin=None, log=print) -> list[dict]:
+def run_points(which: str, run_index: int, xclbin=None, contract_sha: str | None = None, log=print) -> list[dict]:
     import torch
 
     from eagle4 import dtypes as dt
@@ -49,7 +49,7 @@ def run_points(which: str, run_index: int, xclbin=None, log=print) -> list[dict]
     b = XrtBackend(xclbin=xclbin)
     b.open()
     env = {"device": b.device_info().device, "xclbin_sha256": b.board["fpga_xclbin_sha256"],
-           "contract_hash": contract_hash(), "git_commit": os.environ.get("EAGLE4_GIT_COMMIT") or _git_commit(),
+           "contract_hash": contract_sha or contract_hash(), "git_commit": os.environ.get("EAGLE4_GIT_COMMIT") or _git_commit(),
            "provenance": b.provenance, "timestamp_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     rows = []
     for p in operating_points(which):
@@ -119,7 +119,8 @@ def summarize(raw: list[dict], cov_max: float = 0.05) -> list[dict]:
     return out
 
 
-def measure(runs: int, which: str, out_dir: Path, xclbin=None, timeout_s: float = 1800, log=print) -> dict:
+def measure(runs: int, which: str, out_dir: Path, xclbin=None, contract_sha: str | None = None,
+            timeout_s: float = 1800, log=print) -> dict:
     """``runs`` (>= 5) independent processes; writes fpga_kernel_times_raw.csv and fpga_kernel_times.csv."""
     if runs < 5:
         raise ValueError(f"runs = {runs}: at least 5 independent runs per point are required")
@@ -130,7 +131,8 @@ def measure(runs: int, which: str, out_dir: Path, xclbin=None, timeout_s: float 
     for i in range(runs):
         path = out_dir / f".fpga_bench_run_{i}.csv"
         cmd = [sys.executable, "-m", "eagle4.perf.board_bench", "run", "--run-index", str(i), "--points", which,
-               "--out", str(path)] + (["--xclbin", str(xclbin)] if xclbin else [])
+               "--out", str(path)] + (["--xclbin", str(xclbin)] if xclbin else []) \
+            + (["--contract-sha", contract_sha] if contract_sha else [])
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
         if p.returncode:
             raise RuntimeError(f"board bench run {i} failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
@@ -151,8 +153,9 @@ def main(argv=None) -> int:
     r.add_argument("--points", default="all", choices=("all", "B1", "smoke"))
     r.add_argument("--out", required=True)
     r.add_argument("--xclbin", default=None)
+    r.add_argument("--contract-sha", default=None, help="the contract the rows belong to (default: contracts/default.toml)")
     a = ap.parse_args(argv)
-    rows = run_points(a.points, a.run_index, a.xclbin, log=lambda m: print(m, file=sys.stderr))
+    rows = run_points(a.points, a.run_index, a.xclbin, a.contract_sha, log=lambda m: print(m, file=sys.stderr))
     write_csv(Path(a.out), rows, RAW_FIELDS)
     return 0
 

@@ -374,26 +374,26 @@ class run:  # noqa: N801
 _LIBS: dict[str, ctypes.CDLL] = {}
 
 
-def _library(group: str) -> ctypes.CDLL:
-    """'kernels': the per-kernel entry points with every hls/<key>/<key>.cpp; 'fused': the two fused
-    entry points with hls/fused and the kernels it composes (as the fused C-sim library links them)."""
-    if group in _LIBS:
-        return _LIBS[group]
-    from eagle4.backends import csim, xrt_abi
-    from eagle4.budget import fused_csim
+def _library() -> ctypes.CDLL:
+    """The generated entry points linked with the synthesized sources of every design they wrap (as each
+    design.desc lists them), built by the C-sim build stack (same flags, cache and snapshot rules)."""
+    if "lib" in _LIBS:
+        return _LIBS["lib"]
+    import subprocess
+
+    from eagle4.backends import csim, hls_designs, xrt_abi
 
     hls = csim.HLS_DIR
-    if group == "kernels":
-        names = [n for n in xrt_abi.KERNEL_NAMES if n not in xrt_abi.FUSED_KERNELS]
-        srcs = [hls / k / f"{k}.cpp" for k in dict.fromkeys(xrt_abi.interface(n).key for n in names)]
-    else:
-        names = list(xrt_abi.FUSED_KERNELS)
-        srcs = [p for p in fused_csim._sources() if p.suffix == ".cpp"]
-    srcs += [xrt_abi.entry_point_path(n) for n in names]
-    headers = [p for p in hls.rglob("*") if p.suffix in (".h", ".hpp") and "tb" not in p.parts]
-    snap = csim.snapshot_sources(srcs + headers)
-    flags = list(csim.BASE_FLAGS) + [f"-I{hls}", f"-I{hls / 'fused' / 'common'}"]
-    digest = "xrtdouble-" + csim.build_digest(f"xrt-double-{group}", snap, flags)
+    ds = csim.all_designs()
+    srcs: list[Path] = []
+    for d in ("draft_tree_score", "update_draft_state", "work_deltas", "tree_mask", "logits_to_probas",
+              "reject_sample", "update_verify", "fused_draft", "fused_verify"):
+        srcs += [f for f in hls_designs.synth_sources(d, ds) if f not in srcs]
+    srcs += [xrt_abi.entry_point_path(n) for n in xrt_abi.KERNEL_NAMES]
+    rels = [str(s.relative_to(hls)) for s in srcs]
+    snap = csim.snapshot_sources(csim.header_files(include_tb=False) + srcs)
+    flags = list(csim.BASE_FLAGS)
+    digest = "xrtdouble-" + csim.build_digest("xrt-double", snap, flags + rels)
     root = csim.cache_root()
     root.mkdir(parents=True, exist_ok=True)
     cxx = csim.find_cxx()
@@ -401,32 +401,29 @@ def _library(group: str) -> ctypes.CDLL:
     def builder(tmp: Path):
         src_root = csim.materialize(snap, tmp / "src")
         objs = []
-        for s in srcs:
-            rel = s.relative_to(hls)
-            fl = [f for f in flags if not f.startswith("-I")] + [f"-I{src_root}", f"-I{src_root / 'fused' / 'common'}",
-                                                                  f"-I{(src_root / rel).parent}"]
-            _, rc, out = csim._compile(cxx, fl, src_root / rel, tmp / f"{rel.stem}.o", src_root)
+        for rel in rels:
+            # the tops include their headers by folder-relative names; the entry points by "<key>/<key>.hpp"
+            fl = flags + [f"-I{src_root}", f"-I{(src_root / rel).parent}", f"-I{src_root / 'fused' / 'common'}"]
+            obj = tmp / rel.replace("/", "__").replace(".cpp", ".o")
+            _, rc, out = csim._compile(cxx, fl, src_root / rel, obj, src_root, root)
             if rc:
-                raise RuntimeError(f"test double: compiling {rel} failed:\n{out}")
-            objs.append(str(tmp / f"{rel.stem}.o"))
-        import subprocess
-
+                raise RuntimeError(f"test double: compiling {rel} failed (nothing cached):\n{out}")
+            objs.append(str(obj))
         p = subprocess.run([cxx, "-shared", "-o", str(tmp / "libxrtdouble.so"), *objs], capture_output=True, text=True)
         if p.returncode:
             raise RuntimeError(f"test double: link failed:\n{p.stderr}")
         for o in objs:
             Path(o).unlink()
-        (tmp / "build.json").write_text(json.dumps({"group": group, "kernels": names}))
+        (tmp / "build.json").write_text(json.dumps({"kernels": list(xrt_abi.KERNEL_NAMES), "sources": rels,
+                                                    "complete": True}))
 
     entry, _ = csim.cached_build(root, digest, builder)
-    _LIBS[group] = ctypes.CDLL(str(entry / "libxrtdouble.so"))
-    return _LIBS[group]
+    _LIBS["lib"] = ctypes.CDLL(str(entry / "libxrtdouble.so"))
+    return _LIBS["lib"]
 
 
 def _execute(name: str, meta: dict, args: dict[int, object]) -> None:
-    from eagle4.backends import xrt_abi
-
-    lib = _library("fused" if name in xrt_abi.FUSED_KERNELS else "kernels")
+    lib = _library()
     fn = getattr(lib, name)
     cargs, types, keep = [], [], []
     for a in meta["args"]:
