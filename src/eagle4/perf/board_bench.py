@@ -105,7 +105,7 @@ def summarize(raw: list[dict], cov_max: float = 0.05) -> list[dict]:
     for r in raw:
         groups.setdefault(r["point"], []).append(r)
     out = []
-    for pid, rs in groups.items():
+    for rs in groups.values():
         med = np.asarray([float(r["kernel_us"]) for r in rs])
         cov = float(med.std(ddof=1) / med.mean()) if len(med) >= 2 and med.mean() > 0 else float("nan")
         first = rs[0]
