@@ -56,7 +56,7 @@ def correctness(out: dict) -> bool:
         return same_graphs
 
 
-def timing(out: dict, batches, steps=30):
+def timing(out: dict, batches, steps=20):
     c = load_contract(ROOT / "contracts" / "deployment-8b.toml")
     t0 = time.perf_counter()
     eng = DeviceEngine(c, "cuda", device="cuda")
