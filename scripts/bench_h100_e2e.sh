@@ -8,7 +8,7 @@
 # (scripts/gpu_selfcheck_e2e.py: ref == cuda == graph replay on a tiny shape, then per batch the
 # kernel-time share by kernel and region from a torch-profiler run separate from the timed ones), then
 # the timed runs (one process each). Writes OUT_DIR/h100_e2e_{raw,runs,accept,points}.csv,
-# h100_e2e_summary.md, h100_e2e_manifest.json, gpu_selfcheck_e2e.json.
+# h100_e2e_summary.md, h100_e2e_manifest.json, h100_e2e_selfcheck.json, h100_e2e_hotspots.{csv,md}.
 #   E2E_DURATION  measured seconds per run, overriding the contract's runs.min_duration_s (the rows of
 #                 a shorter run say INVALID; the rule is never relaxed)
 #
@@ -41,7 +41,7 @@ PY
 if [[ "$LOAD" == "dummy" ]]; then
     "$PY" -m eagle4.cli.workload contract --contract "$CONTRACT" --out "$OUT/benchmark_contract_$(basename "$CONTRACT" .toml).md"
     start=$(date +%s)
-    "$PY" scripts/gpu_selfcheck_e2e.py "$OUT" || { echo "bench_h100_e2e: self-check failed (see $OUT/gpu_selfcheck_e2e.json)"; exit 2; }
+    "$PY" scripts/gpu_selfcheck_e2e.py "$OUT" || { echo "bench_h100_e2e: self-check failed (see $OUT/h100_e2e_selfcheck.json)"; exit 2; }
     DEXTRA=()
     [[ -n "${E2E_POINTS:-}" ]] && DEXTRA+=(--points "$E2E_POINTS")
     [[ -n "${E2E_RUNS:-}" ]] && DEXTRA+=(--runs "$E2E_RUNS")

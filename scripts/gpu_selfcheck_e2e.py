@@ -146,7 +146,7 @@ def main(argv):
     ok = correctness(out)
     if ok:
         timing(out, batches)
-    (out_dir / "gpu_selfcheck_e2e.json").write_text(json.dumps(out, indent=1))
+    (out_dir / "h100_e2e_selfcheck.json").write_text(json.dumps(out, indent=1))
     if ok:
         write_hotspots(out, out_dir)
     return 0 if ok else 1
