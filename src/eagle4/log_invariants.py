@@ -183,7 +183,7 @@ def check_logs(spec: LogInvariants, base_dir) -> LogReport:
                         try:
                             vals.append(float(pairs[name]))
                         except ValueError:
-                            raise LogFormatError(f"{rel}:{no}: counter '{name}': {pairs[name]!r} is not a number") from None
+                            raise LogFormatError(f"{path}:{no}: counter '{name}': {pairs[name]!r} is not a number") from None
                     else:
                         if c.den is not None and vals[1] == 0:
                             bad.setdefault(f"counter {c}", []).append(_quote(f"{rel}:{no}", f"({c.den} = 0) {text}"))

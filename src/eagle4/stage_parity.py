@@ -226,11 +226,11 @@ def compare_stage(t: StageThreshold, ref: np.ndarray, cand: np.ndarray, where: s
 
 def compare_stages(spec: StageParity, base_dir) -> ParityReport:
     base = Path(base_dir)
-    ref = _Dump(base / spec.reference, spec.reference)
-    cand = _Dump(base / spec.candidate, spec.candidate)
+    ref = _Dump(base / spec.reference, str(base / spec.reference))
+    cand = _Dump(base / spec.candidate, str(base / spec.candidate))
     out = []
     for t in spec.stages:
         r = ref.get(t.name)
         c = cand.get(t.name)
-        out.append(compare_stage(t, r, c, spec.candidate))
+        out.append(compare_stage(t, r, c, cand.shown))
     return ParityReport(out, {"reference": spec.reference, "candidate": spec.candidate})

@@ -68,7 +68,7 @@ def test_malformed_counter_value_is_one_line_error(tmp_path):
     write(tmp_path, GOOD.replace("total=1000", "total=n/a"))
     with pytest.raises(LogFormatError) as e:
         check_logs(spec(), tmp_path)
-    assert str(e.value) == "logs/run.log:3: counter 'total': 'n/a' is not a number"
+    assert str(e.value) == f"{tmp_path / 'logs' / 'run.log'}:3: counter 'total': 'n/a' is not a number"
 
 
 def test_bounded_reading_never_passes_a_cut_log(tmp_path):

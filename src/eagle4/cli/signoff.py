@@ -122,6 +122,13 @@ def cmd(args) -> int:
     from eagle4.contract.render import write_markdown
     from eagle4.report import env_manifest
 
+    try:
+        engine = load_contract(args.contract).engine is not None
+    except ValueError:
+        engine = False  # a bad contract is reported by the contract step
+    if engine:
+        raise ValueError(f"{args.contract} is an engine contract ([engine]): its gates read the engine's results; "
+                         "run `eagle4 gates --contract ... --results DIR` (docs/engine_gates.md)")
     console = Console()
     reports = Path(args.reports).resolve()
     reports.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,41 @@ def _table(rows: list[tuple[str, object, str]]) -> list[str]:
     return out
 
 
+def _render_engine(c) -> str:
+    """An engine contract: the results it reads, its scenarios, log invariants and gates."""
+    e = c.engine
+    L = [f"# Engine contract `{c.contract.name}` v{c.contract.version}", ""]
+    if c.contract.description:
+        L += [c.contract.description, ""]
+    L += [f"* contract sha256: `{c.sha256}` (the gate ledger counts green runs per contract hash)",
+          f"* source: `{c.source_path}`",
+          f"* result files (under `--results`): {', '.join(f'`{g}`' for g in e.results)}",
+          f"* a run of at most {e.micro_max_decode_steps} decode steps per request is a micro run; longer runs are full",
+          "", "## Scenarios", "", "| name | context | batch | speculative tokens | stage | engine |", "|---|---|---|---|---|---|"]
+    L += [f"| {s.name} | {s.context} | {s.batch} | {s.spec_tokens} | {s.stage} | {s.engine or 'any'} |" for s in c.scenarios]
+    L += ["", "## Gates", "", "| gate | stage | checks | waits for |", "|---|---|---|---|"]
+    for g in c.gates:
+        checks = []
+        if g.metric:
+            what = f"{g.metric}({g.scenario})" + (f" / {g.metric}({g.baseline})" if g.comparison == "ratio" else "")
+            checks.append(f"{what} {g.op} {g.threshold:g}")
+        if g.logs is not None:
+            checks.append(f"logs `{g.logs}`" if isinstance(g.logs, str) else "logs (inline)")
+        if g.parity is not None:
+            checks.append("parity " + ", ".join(t.name for t in g.parity.stages))
+        wait = ", ".join(g.after) or ("every micro gate" if g.stage == "full" else "-")
+        L.append(f"| {g.name} | {g.stage} | {'; '.join(checks)} | {wait} ({g.after_consecutive}x) |"
+                 if g.stage == "full" else f"| {g.name} | {g.stage} | {'; '.join(checks)} | - |")
+    canon = c.canonical()
+    for k in ("log_invariants",):
+        if k in canon:
+            L += ["", f"## `{k}` (as written)", "", "```json", json.dumps(canon[k], indent=2, sort_keys=True), "```"]
+    return "\n".join(L).rstrip() + "\n"
+
+
 def render_markdown(c) -> str:
+    if getattr(c, "engine", None) is not None:
+        return _render_engine(c)
     d = c.decode
     L = [f"# Benchmark contract `{c.contract.name}` v{c.contract.version}", ""]
     if c.contract.description:

@@ -93,15 +93,16 @@ def import_file(path, results_dir=None) -> list[EngineRow]:
     path = Path(path)
     root = Path(results_dir) if results_dir is not None else path.parent
     try:
-        shown = path.relative_to(root).as_posix()
+        rel = path.relative_to(root).as_posix()  # the row's file: stable wherever the folder lives
     except ValueError:
-        shown = str(path)
+        rel = path.name
+    shown = str(path)  # errors name the file as the user can open it
     folder_meta, file_meta = path.parent / "meta.json", path.with_name(path.name + ".meta.json")
     meta: dict[str, Any] = {}
     names = []
     for side in (folder_meta, file_meta):
         if side.is_file():
-            meta.update(_sidecar(side, str(side.relative_to(root)) if side.is_relative_to(root) else str(side)))
+            meta.update(_sidecar(side, str(side)))
             names.append(side.name)
     meta_name = " + ".join(names) or "no sidecar"
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -118,7 +119,7 @@ def import_file(path, results_dir=None) -> list[EngineRow]:
         rows.append(EngineRow(engine=d["engine"], engine_version=d["engine_version"], device=d["device"],
                               commit=d["commit"], context=d["context"], batch=d["batch"],
                               spec_tokens=d["spec_tokens"], decode_steps=d["decode_steps"], metrics=d["metrics"],
-                              file=shown, file_sha256=sha, format=fmt.FORMAT, label=d.get("label") or "", line=line,
+                              file=rel, file_sha256=sha, format=fmt.FORMAT, label=d.get("label") or "", line=line,
                               runs=d["runs"], timestamp=d["timestamp"], extra=d["extra"]))
     return rows
 
