@@ -205,7 +205,7 @@ def compare_stage(t: StageThreshold, ref: np.ndarray, cand: np.ndarray, where: s
             k = min(t.top_k, width)
             tr = np.argsort(-r, axis=1, kind="stable")[:, :k]
             tc = np.argsort(-c, axis=1, kind="stable")[:, :k]
-            overlap.append(np.array([len(set(a_).intersection(b_)) / k for a_, b_ in zip(tr, tc)]))
+            overlap.append(np.array([len(set(a_).intersection(b_)) / k for a_, b_ in zip(tr, tc, strict=True)]))
     cosv = np.concatenate(cos) if cos else np.ones(1)
     res = StageResult(t.name, tuple(ref.shape), True, s_abs / max(R.size, 1), m_abs, float(np.min(cosv)),
                       float(np.mean(cosv)), float(np.mean(np.concatenate(overlap))) if overlap else None)

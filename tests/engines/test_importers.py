@@ -60,7 +60,7 @@ def test_sglang_jsonl_one_row_per_line_with_sidecar():
     rows = import_results(DATA / "sglang")
     assert [r.line for r in rows] == [1, 2]
     lines = [json.loads(x) for x in (DATA / "sglang" / rows[0].file).read_text().splitlines()]
-    for r, raw in zip(rows, lines):
+    for r, raw in zip(rows, lines, strict=True):
         assert r.engine == "sglang" and r.engine_version == raw["server_info"]["version"]
         assert (r.context, r.batch, r.decode_steps) == (raw["random_input_len"], raw["max_concurrency"],
                                                          raw["random_output_len"])

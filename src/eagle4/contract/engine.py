@@ -15,6 +15,7 @@ from pydantic import Field
 
 from eagle4.contract.base import Section
 
+
 class EngineSection(Section):
     results: list[str] = Field(default_factory=lambda: ["**/*.json", "**/*.jsonl"], min_length=1,
                                description="globs (under --results) of the benchmark result files")

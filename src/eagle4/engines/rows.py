@@ -87,3 +87,24 @@ def get(where: str, obj: Any, dotted: str, *, required: bool = True) -> Any:
             return None
         cur = cur[part]
     return cur
+
+
+def serving_metrics(obj: dict, where: str, latencies: dict[str, str]) -> dict[str, float]:
+    """The metrics every serving benchmark summary shares (vLLM serve, sglang bench_serving): completed
+    and failed requests, output and request throughput, and ``{lat}_ms_{mean,median,p99}`` read from
+    ``{stat}_{key}_ms`` for each ``lat: key`` of ``latencies``."""
+    completed = number(where, "completed", get(where, obj, "completed"), integer=True)
+    if completed < 1:
+        raise ResultFormatError(f"{where}: field 'completed': no request completed")
+    m: dict[str, float] = {
+        "output_tokens_per_s": number(where, "output_throughput", get(where, obj, "output_throughput")),
+        "request_throughput": number(where, "request_throughput", get(where, obj, "request_throughput")),
+        "completed_requests": completed,
+        "failed_requests": number(where, "failed", obj.get("failed", 0), integer=True),
+    }
+    for lat, key in latencies.items():
+        for stat in ("mean", "median", "p99"):
+            k = f"{stat}_{key}_ms"
+            if obj.get(k) is not None:
+                m[f"{lat}_ms_{stat}"] = number(where, k, obj[k])
+    return m

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eagle4.engines.rows import ResultFormatError, get, number
+from eagle4.engines.rows import ResultFormatError, get, number, serving_metrics
 
 FORMAT = "sglang-bench-serving"
 _ENGINES = {"sglang": "sglang", "sglang-native": "sglang", "sglang-oai": "sglang", "sglang-oai-chat": "sglang",
@@ -30,19 +30,7 @@ def matches(obj: Any) -> bool:
 
 
 def parse(obj: dict, where: str) -> dict[str, Any]:
-    completed = number(where, "completed", get(where, obj, "completed"), integer=True)
-    if completed < 1:
-        raise ResultFormatError(f"{where}: field 'completed': no request completed")
-    m: dict[str, float] = {
-        "output_tokens_per_s": number(where, "output_throughput", get(where, obj, "output_throughput")),
-        "request_throughput": number(where, "request_throughput", get(where, obj, "request_throughput")),
-        "completed_requests": completed,
-    }
-    for lat, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2el", "e2e_latency")):
-        for stat in ("mean", "median", "p99"):
-            k = f"{stat}_{key}_ms"
-            if obj.get(k) is not None:
-                m[f"{lat}_ms_{stat}"] = number(where, k, obj[k])
+    m = serving_metrics(obj, where, {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e_latency"})
     if obj.get("accept_length") is not None:
         m["mean_acceptance_length"] = number(where, "accept_length", obj["accept_length"])
     backend = str(get(where, obj, "backend"))

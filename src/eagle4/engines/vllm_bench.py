@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from eagle4.engines.rows import ResultFormatError, get, number
+from eagle4.engines.rows import ResultFormatError, get, number, serving_metrics
 
 FORMAT = "vllm-serve"
-_LAT = ("ttft", "tpot", "itl", "e2el")
 
 
 def matches(obj: Any) -> bool:
@@ -29,20 +28,7 @@ def matches(obj: Any) -> bool:
 
 
 def parse(obj: dict, where: str) -> dict[str, Any]:
-    completed = number(where, "completed", get(where, obj, "completed"), integer=True)
-    if completed < 1:
-        raise ResultFormatError(f"{where}: field 'completed': no request completed")
-    m: dict[str, float] = {
-        "output_tokens_per_s": number(where, "output_throughput", get(where, obj, "output_throughput")),
-        "request_throughput": number(where, "request_throughput", get(where, obj, "request_throughput")),
-        "completed_requests": completed,
-        "failed_requests": number(where, "failed", obj.get("failed", 0), integer=True),
-    }
-    for lat in _LAT:
-        for stat in ("mean", "median", "p99"):
-            k = f"{stat}_{lat}_ms"
-            if obj.get(k) is not None:
-                m[f"{lat}_ms_{stat}"] = number(where, k, obj[k])
+    m = serving_metrics(obj, where, {lat: lat for lat in ("ttft", "tpot", "itl", "e2el")})
     if obj.get("spec_decode_acceptance_length") is not None:
         m["mean_acceptance_length"] = number(where, "spec_decode_acceptance_length", obj["spec_decode_acceptance_length"])
         rate = number(where, "spec_decode_acceptance_rate", get(where, obj, "spec_decode_acceptance_rate"))
