@@ -17,3 +17,16 @@ def csim_backend():
     b = CsimBackend()
     b.build()
     return b
+
+
+@pytest.fixture
+def harness_pytester(pytester, monkeypatch):
+    """pytester set up as a project using the harness's plugins (this checkout's eagle4 and plugins)."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("PYTHONPATH", f"{repo / 'src'}:{repo}")  # not an installed eagle4
+    pytester.makeini("[pytest]\naddopts = --strict-markers\nmarkers =\n    parity: p\n    cuda: c\n    fpga: f\n"
+                     "    csim: s\n    docker: d\n")
+    pytester.makeconftest('pytest_plugins = ["plugins.hardware", "plugins.parity", "plugins.artifacts"]\n')
+    return pytester

@@ -107,12 +107,9 @@ def test_every_writer_goes_through_the_atomic_helper():
 
 # -- tests never touch committed files --------------------------------------------------------------------
 @pytest.fixture
-def project(pytester, monkeypatch):
+def project(harness_pytester):
     """A throwaway project with the harness's plugins and a committed reports/ folder."""
-    monkeypatch.setenv("PYTHONPATH", f"{REPO / 'src'}:{REPO}")  # this checkout's eagle4, not an installed one
-    pytester.makeini("[pytest]\naddopts = --strict-markers\nmarkers =\n    parity: p\n    cuda: c\n    fpga: f\n"
-                     "    csim: s\n    docker: d\n")
-    pytester.makeconftest('pytest_plugins = ["plugins.hardware", "plugins.parity", "plugins.artifacts"]\n')
+    pytester = harness_pytester
     committed = pytester.path / "reports"
     committed.mkdir()
     for name in ("p0_parity_matrix.json", "p0_parity_matrix.md", "env_manifest.txt"):

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture
-def run(pytester, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", f"{REPO / 'src'}:{REPO}")  # this checkout's eagle4, not an installed one
-    pytester.makeini("[pytest]\naddopts = --strict-markers\nmarkers =\n    parity: p\n    cuda: c\n    fpga: f\n"
-                     "    csim: s\n    docker: d\n")
-    pytester.makeconftest('pytest_plugins = ["plugins.hardware", "plugins.parity", "plugins.artifacts"]\n')
-
+def run(harness_pytester):
     def _run(*args):
-        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--reports-dir", str(pytester.path / "rep"),
-                                             *args)
+        return harness_pytester.runpytest_subprocess("-p", "no:cacheprovider", "--reports-dir",
+                                                     str(harness_pytester.path / "rep"), *args)
     return _run
 
 
