@@ -134,6 +134,13 @@ def test_result_format_error_is_a_value_error():
     assert issubclass(ResultFormatError, ValueError)
 
 
+def test_engine_contract_needs_results(tmp_path, capsys):
+    rc = cli(["gates", "--contract", str(EXAMPLE), "--reports", str(tmp_path)])
+    assert rc == 2 and "give --results DIR" in capsys.readouterr().err
+    rc = cli(["gates", "--contract", str(EXAMPLE), "--reports", str(tmp_path), "--results", str(tmp_path / "no")])
+    assert rc == 2 and "results folder does not exist" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("edit, field", [
     (lambda s: s.replace('scenario = "single32k-spec3-micro"\nop', 'scenario = "nope"\nop', 1), "scenario 'nope'"),
     (lambda s: s.replace('baseline = "single32k-base-full"', 'baseline = "single32k-base-micro"'), "micro scenario"),
@@ -141,6 +148,9 @@ def test_result_format_error_is_a_value_error():
     (lambda s: s.replace("min_topk_overlap = 0.8", "min_topk_overlap = 1.5"), "min_topk_overlap"),
     (lambda s: s.replace("'No feasible kernel',", "'No feasible (kernel',"), "not a regex"),
     (lambda s: s + '\n[model]\ntarget = "t"\ndraft = "d"\n', "belong to a workload contract"),
+    (lambda s: s.replace('stage = "micro"\n\n[[gates]]\nname = "single32k_acceptance_micro"',
+                         'stage = "micro"\nartifacts = ["x.csv"]\n\n[[gates]]\nname = "single32k_acceptance_micro"'),
+     "['artifacts'] belong to workload gates"),
 ])
 def test_contract_errors_name_the_field(tmp_path, edit, field):
     p = tmp_path / "c.toml"

@@ -47,6 +47,10 @@ def check_scenarios(scenarios: list[Scenario], gates, engine: EngineSection | No
             if uses:
                 raise ValueError(f"gate {g.name}: scenario/logs/parity need an [engine] section (an engine contract)")
             continue
+        unused = [f for f in ("run", "artifacts", "batch", "report_band") if f in g.model_fields_set]
+        if unused:
+            raise ValueError(f"gate {g.name}: {unused} belong to workload gates; an engine gate reads "
+                             "'scenario' (and 'baseline') rows from --results")
         if g.metric and g.scenario is None:
             raise ValueError(f"gate {g.name}: an engine gate with a metric names its 'scenario'")
         for fld in ("scenario", "baseline"):

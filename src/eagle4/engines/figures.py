@@ -11,7 +11,6 @@ run with failed requests gives no figure (its throughput counts only the request
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 from dataclasses import dataclass, field
 
@@ -28,14 +27,6 @@ def select(rows: list[EngineRow], *, context: int, batch: int, spec_tokens: int,
            micro_max_decode_steps: int, engine: str | None = None) -> list[EngineRow]:
     return [r for r in rows if r.context == context and r.batch == batch and r.spec_tokens == spec_tokens
             and row_stage(r, micro_max_decode_steps) == stage and (engine is None or r.engine == engine)]
-
-
-def evidence_sha256(rows: list[EngineRow]) -> str:
-    """One hash of the files behind a figure: the ledger counts a re-evaluation of the same files once."""
-    h = hashlib.sha256()
-    for f, s in sorted({(r.file, r.file_sha256) for r in rows}):
-        h.update(f"{f}\0{s}\n".encode())
-    return h.hexdigest()
 
 
 @dataclass

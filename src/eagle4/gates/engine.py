@@ -14,6 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle4.contract import sha256_file
 from eagle4.engines import EngineRow, import_results
 from eagle4.engines.figures import figure, ratio, select
 from eagle4.log_invariants import check_logs
@@ -87,14 +88,6 @@ def evaluate_engine_gate(g, ectx: EngineCtx, logs=None) -> EngineOutcome:
                                + "".join(f" | later: {s.name}: {'; '.join(s.reasons)}" for s in rep.stages
                                          if not s.ok and s is not first))
         for role in ("reference", "candidate"):
-            p = ectx.results_dir / getattr(g.parity, role)
-            out.files[getattr(g.parity, role)] = _sha256(p)
+            rel = getattr(g.parity, role)
+            out.files[rel] = sha256_file(ectx.results_dir / rel)
     return out
-
-
-def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
