@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from eagle4.contract import ContractError, load_contract
 from eagle4.engines import ResultFormatError
 from eagle4.gates import consecutive_green, evaluate_all, summary
 from eagle4.gates.evaluate import LEDGER, LEDGER_COLUMNS
+from eagle4.proc import run_bounded
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "contracts" / "examples" / "eagle3-engine.toml"
@@ -177,16 +177,14 @@ def test_old_ledger_is_upgraded_in_place(tmp_path):
 def test_pytest_gate_suite_on_engine_results(tmp_path):
     cmd = [sys.executable, "-m", "pytest", "tests/gates", "--contract", str(EXAMPLE), "-p", "no:cacheprovider",
            "-p", "no:xdist", "--reports-dir", str(tmp_path / "rep"), "-q"]
-    ok = subprocess.run(cmd + ["--results", str(DATA / "micro-1"), "--stage", "micro"], cwd=REPO,
-                        capture_output=True, text=True, timeout=300)
+    ok = run_bounded(cmd + ["--results", str(DATA / "micro-1"), "--stage", "micro"], 300, cwd=REPO)
     assert ok.returncode == 0, ok.stdout[-3000:]
     assert "6 passed, 5 skipped" in ok.stdout and "VERDICT: NOT SIGNED OFF" in ok.stdout
     assert "deselected the FPGA design tests of ['test_onchip_budget.py']" in ok.stdout
-    blocked = subprocess.run(cmd + ["--results", str(DATA / "full")], cwd=REPO, capture_output=True, text=True,
-                             timeout=300)
+    blocked = run_bounded(cmd + ["--results", str(DATA / "full")], 300, cwd=REPO)
     assert blocked.returncode == 1 and "BLOCKED" in blocked.stdout
     bad = tmp_path / "bad"
     shutil.copytree(DATA / "micro-1", bad)
     (bad / "bench" / "meta.json").unlink()
-    broken = subprocess.run(cmd + ["--results", str(bad)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    broken = run_bounded(cmd + ["--results", str(bad)], 300, cwd=REPO)
     assert broken.returncode == 1 and "field 'commit': missing" in broken.stdout
