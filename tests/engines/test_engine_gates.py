@@ -146,6 +146,8 @@ def test_engine_contract_needs_results(tmp_path, capsys):
     (lambda s: s.replace('baseline = "single32k-base-full"', 'baseline = "single32k-base-micro"'), "micro scenario"),
     (lambda s: s.replace('logs = "perf_run"', 'logs = "perf"', 1), "logs 'perf'"),
     (lambda s: s.replace("min_topk_overlap = 0.8", "min_topk_overlap = 1.5"), "min_topk_overlap"),
+    (lambda s: s.replace('metric = "mean_acceptance_length"', 'metric = "mean_accept_length"', 1),
+     "did you mean 'mean_acceptance_length'"),
     (lambda s: s.replace("'No feasible kernel',", "'No feasible (kernel',"), "not a regex"),
     (lambda s: s + '\n[model]\ntarget = "t"\ndraft = "d"\n', "belong to a workload contract"),
     (lambda s: s.replace('stage = "micro"\n\n[[gates]]\nname = "single32k_acceptance_micro"',

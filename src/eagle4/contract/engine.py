@@ -9,11 +9,13 @@ batch, speculative tokens (0 = the non-speculative baseline) and stage; gates na
 
 from __future__ import annotations
 
+import difflib
 from typing import Literal
 
 from pydantic import Field
 
 from eagle4.contract.base import Section
+from eagle4.engines.rows import METRICS
 
 
 class EngineSection(Section):
@@ -51,6 +53,10 @@ def check_scenarios(scenarios: list[Scenario], gates, engine: EngineSection | No
         if unused:
             raise ValueError(f"gate {g.name}: {unused} belong to workload gates; an engine gate reads "
                              "'scenario' (and 'baseline') rows from --results")
+        if g.metric and g.metric not in METRICS:
+            close = difflib.get_close_matches(g.metric, list(METRICS), n=1)
+            raise ValueError(f"gate {g.name}: metric {g.metric!r} is not an engine metric"
+                             + (f" (did you mean {close[0]!r}?)" if close else f"; known: {sorted(METRICS)}"))
         if g.metric and g.scenario is None:
             raise ValueError(f"gate {g.name}: an engine gate with a metric names its 'scenario'")
         for fld in ("scenario", "baseline"):

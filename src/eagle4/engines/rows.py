@@ -18,6 +18,26 @@ IDENTITY_FIELDS = ("engine", "engine_version", "device", "commit")
 SCENARIO_FIELDS = ("context", "batch", "spec_tokens", "decode_steps")
 
 
+#: every metric an importer may put on a row (what a gate's ``metric`` may name), with its meaning
+METRICS = {
+    "output_tokens_per_s": "generated tokens per second of wall time (mean over the runs of a file)",
+    "latency_ms_per_token": "wall time per generated token, ms (speculative benchmark)",
+    "memory_gb_mean": "device memory allocated after the runs, GB (speculative benchmark)",
+    "memory_gb_max": "the largest of those, GB (speculative benchmark)",
+    "mean_acceptance_length": "tokens committed per verify step, the bonus token included",
+    "mean_acceptance_rate": "accepted / drafted tokens, a fraction",
+    "accepted_tokens_total": "accepted draft tokens",
+    "draft_tokens_total": "drafted tokens",
+    "num_drafts": "draft steps",
+    "fraction_steps_accept_ge2": "fraction of steps that accepted >= 2 tokens (speculative benchmark)",
+    "request_throughput": "completed requests per second (serving benchmarks)",
+    "completed_requests": "requests completed (serving benchmarks)",
+    "failed_requests": "requests failed (serving benchmarks); a row with failures gives no figure",
+    **{f"{lat}_ms_{stat}": f"{stat} {lat.upper()} in ms (serving benchmarks)"
+       for lat in ("ttft", "tpot", "itl", "e2el") for stat in ("mean", "median", "p99")},
+}
+
+
 class ResultFormatError(ValueError):
     """A result file (or its sidecar) is malformed; the one-line message names the file and the field."""
 
