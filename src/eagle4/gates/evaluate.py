@@ -139,6 +139,8 @@ def effective_after(g: GateSpec, gates: list[GateSpec]) -> list[str]:
 
 
 def _check_name(g: GateSpec) -> str:
+    if g.metric and g.scenario and g.comparison == "ratio":  # an engine ratio: say which two figures
+        return f"{g.metric}[{g.scenario}/{g.baseline}]"
     return g.metric or "+".join(k for k in ("logs", "parity") if getattr(g, k) is not None)
 
 
