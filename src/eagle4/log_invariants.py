@@ -63,24 +63,14 @@ class LogInvariants(BaseModel):
     max_bytes: int = Field(1 << 30, ge=1, description="read limit per file; a file over it fails (absence unproven)")
     max_quotes: int = Field(5, ge=1, le=100)
 
-    @field_validator("must_not", "must")
+    @field_validator("must_not", "must", "summary")
     @classmethod
     def _regexes(cls, v):
-        for p in v:
+        for p in [v] if isinstance(v, str) else v or []:
             try:
                 re.compile(p)
             except re.error as e:
                 raise ValueError(f"pattern {p!r} is not a regex: {e}") from None
-        return v
-
-    @field_validator("summary")
-    @classmethod
-    def _summary(cls, v):
-        if v is not None:
-            try:
-                re.compile(v)
-            except re.error as e:
-                raise ValueError(f"pattern {v!r} is not a regex: {e}") from None
         return v
 
     @field_validator("counters")
