@@ -349,8 +349,42 @@ def render_connectivity(n_channels: int = 32) -> str:
     return "\n".join(L) + "\n"
 
 
+def _row(name: str) -> tuple:
+    return next(k for k in KERNEL_TABLE if k[0] == name)
+
+
+def design_of(name: str) -> str:
+    """The hls/**/design.desc design whose synthesized sources the entry point ``name`` wraps."""
+    return _row(name)[4] or name[len("krnl_"):]
+
+
+def vitis_sources(name: str) -> list[Path]:
+    """What ``v++ -c -k name`` compiles: the entry point, then the design's synthesized sources (design.desc)."""
+    from eagle4.backends import hls_designs
+
+    return [entry_point_path(name)] + hls_designs.synth_sources(design_of(name), csim.all_designs())
+
+
+def vitis_includes(name: str) -> list[Path]:
+    return [HLS / "include", HLS, (HLS / _row(name)[2]).parent, HLS / "fused" / "common"]
+
+
+def vitis_plan() -> str:
+    """One line per entry point for hls/xclbin/xclbin.mk: ``kernel|include flags|sources``."""
+    return "".join(f"{n}|{' '.join(f'-I {p}' for p in vitis_includes(n))}|{' '.join(str(p) for p in vitis_sources(n))}\n"
+                   for n in KERNEL_NAMES)
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--plan"]:  # for hls/xclbin/xclbin.mk: refuse stale entry points, then the compile plan
+        stale = stale_entry_points()
+        if stale:
+            print(f"hls/xclbin is stale ({', '.join(stale)}): run python -m eagle4.backends.xrt_abi --write",
+                  file=sys.stderr)
+            return 2
+        sys.stdout.write(vitis_plan())
+        return 0
     if argv == ["--write"]:
         for p in write_entry_points():
             print(f"wrote {p}")
@@ -365,7 +399,8 @@ def main(argv=None) -> int:
             print("stale (run python -m eagle4.backends.xrt_abi --write): " + ", ".join(stale), file=sys.stderr)
             return 1
         return 0
-    print("usage: python -m eagle4.backends.xrt_abi --write | --check", file=sys.stderr)
+    print("usage: python -m eagle4.backends.xrt_abi --write | --check | --plan",
+          file=sys.stderr)
     return 2
 
 
