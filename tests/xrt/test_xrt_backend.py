@@ -4,6 +4,7 @@ bounded wait, and a clear refusal when pyxrt, the device or the xclbin is missin
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -146,3 +147,20 @@ def test_fused_verify_pipeline_matches_the_fused_csim(xrt_backend):
     for k in want:
         assert np.array_equal(np.ascontiguousarray(got[k]).view(np.uint8),
                               np.ascontiguousarray(want[k]).view(np.uint8)), k
+
+
+def test_xclbin_comes_from_the_argument_the_environment_or_the_contract(monkeypatch, tmp_path):
+    from eagle4.backends.xrt import resolve_xclbin
+    from eagle4.contract import load_contract
+
+    monkeypatch.delenv("EAGLE4_XCLBIN", raising=False)
+    c = load_contract(xrt_abi.HLS.parent / "contracts" / "default.toml")
+    assert resolve_xclbin(None, c) is None
+    text = (xrt_abi.HLS.parent / "contracts" / "default.toml").read_text().replace(
+        'synth_reports_dir = "reports/synth"', 'synth_reports_dir = "reports/synth"\nxclbin = "board/eagle4.xclbin"')
+    (tmp_path / "c.toml").write_text(text)
+    c2 = load_contract(tmp_path / "c.toml", verify_files=False)
+    assert resolve_xclbin(None, c2) == tmp_path / "board" / "eagle4.xclbin"
+    monkeypatch.setenv("EAGLE4_XCLBIN", "/env.xclbin")
+    assert resolve_xclbin(None, c2) == Path("/env.xclbin")
+    assert resolve_xclbin("/arg.xclbin", c2) == Path("/arg.xclbin")
