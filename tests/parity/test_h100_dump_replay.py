@@ -47,7 +47,7 @@ def test_replay_h100_dump(path, backend_name, parity_record):
     if not backend.supports(case.kernel):
         parity_record(case.kernel, case.case_id, cell, "fail", f"{backend_name} does not implement {case.kernel}")
         pytest.fail(f"{backend_name} does not implement {case.kernel}")
-    verdict = judge(case, Outcome(case.expected, None), run_case(backend, case))
+    verdict = judge(case, Outcome(case.expected, None), run_case(backend, case), require_all=True)  # no PASS without evidence
     parity_record(case.kernel, case.case_id, cell, "pass" if verdict.ok else "fail",
                   "" if verdict.ok else verdict.report)
     assert verdict.ok, verdict.report
