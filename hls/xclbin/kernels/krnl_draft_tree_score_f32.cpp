@@ -4,6 +4,7 @@
 // (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).
 #include <cstdint>
 
+#include "eagle4_hw_counters.h"
 #include "draft_tree_score/draft_tree_score.hpp"
 
 extern "C" void krnl_draft_tree_score_f32(const float* topk_probas_sampling, int64_t* topk_tokens_sampling, const float* last_layer_scores, float* curr_layer_scores, float* sort_layer_scores, int64_t* sort_layer_indices, int64_t* cache_topk_indices, int64_t* parent_indices_in_layer, const uint32_t* input_hidden_states, uint32_t* output_hidden_states, const int64_t* hot_token_id, int64_t* output_tokens, int batch_size, int node_top_k, int tree_width, int cumu_count, int use_hot_token_id, int hot_len, int hidden_size, int has_tokens, int write_output_tokens, uint64_t* e4_counters) {
@@ -38,20 +39,10 @@ extern "C" void krnl_draft_tree_score_f32(const float* topk_probas_sampling, int
 #endif
   draft_tree_score_top_f32(E4X_PORT(topk_probas_sampling, 0), E4X_PORT(topk_tokens_sampling, 1), E4X_PORT(last_layer_scores, 2), E4X_PORT(curr_layer_scores, 3), E4X_PORT(sort_layer_scores, 4), E4X_PORT(sort_layer_indices, 5), E4X_PORT(cache_topk_indices, 6), E4X_PORT(parent_indices_in_layer, 7), E4X_PORT(input_hidden_states, 8), E4X_PORT(output_hidden_states, 9), E4X_PORT(hot_token_id, 10), E4X_PORT(output_tokens, 11), static_cast<int>(batch_size), static_cast<int>(node_top_k), static_cast<int>(tree_width), static_cast<int64_t>(cumu_count), static_cast<bool>(use_hot_token_id), static_cast<int64_t>(hot_len), static_cast<int>(hidden_size), static_cast<bool>(has_tokens), static_cast<bool>(write_output_tokens));
   const int64_t e4_status = 0;
-  e4_counters[0] = 0xe4c00001ull;
-  e4_counters[1] = static_cast<uint64_t>(e4_status);
-  e4_counters[2] = 0;
-  e4_counters[3] = 12;
-  // cycles and stall classes: filled from the hardware counter struct once hls/include has it
-  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;
-  for (int i = 0; i < 12; ++i) {
 #ifdef EAGLE4_CSIM_COUNTERS
-    e4_counters[8 + 2 * i] = e4c[i].bytes_read;
-    e4_counters[9 + 2 * i] = e4c[i].bytes_written;
+  ::eagle4::hwc::write_block(e4_counters, e4_status, 0, e4c, 12);
 #else
-    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct
-    e4_counters[9 + 2 * i] = ~0ull;
+  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, 0, 12);
 #endif
-  }
 #undef E4X_PORT
 }

@@ -4,7 +4,7 @@
 // (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).
 #include <cstdint>
 
-#include "eagle4_port.h"
+#include "eagle4_hw_counters.h"
 extern "C" int fused_draft_top(const int64_t* root_token, const uint16_t* draft_hidden, const int8_t* lm_weight, const float* lm_scale, float* lm_spill, const int64_t* hot_token_id, const int64_t* seq_lens, const int64_t* req_pool_indices, const int32_t* req_to_token, const int64_t* draft_cache_locs, uint16_t* out_hidden, int64_t* out_tokens, float* work_deltas, int32_t* qo_indptr, int32_t* kv_indptr, int32_t* kv_indices, int64_t* positions, int32_t* mask_indptr_bits, int32_t* mask_indptr_bytes, uint8_t* packed_mask, int64_t* cumu_tokens, float* cumu_scores, int64_t* cumu_deltas, int64_t* prev_indexs, int64_t* next_indexs, int64_t* side_indexs, int64_t* vt_candidates, int64_t* vt_retrive_index, int64_t* vt_next_token, int64_t* vt_next_sibling, int64_t* vt_tree_parent, int64_t* vt_node_ids, int64_t* cc_out, const float* cand_p, const int64_t* cand_t, int phase, int64_t W, int64_t W_next, int64_t Vn, int64_t B, int64_t K, int64_t D, int64_t H, int64_t Vt, int64_t Vh, int64_t N, int64_t M, int64_t I, int64_t S_max, int64_t Tcap, int64_t capkv, int64_t cappack, int64_t use_hot, int64_t vn_final, int64_t bypass_lm_head);
 
 extern "C" void krnl_fused_draft(const int64_t* root_token, const uint16_t* draft_hidden, const int8_t* lm_weight, const float* lm_scale, float* lm_spill, const int64_t* hot_token_id, const int64_t* seq_lens, const int64_t* req_pool_indices, const int32_t* req_to_token, const int64_t* draft_cache_locs, uint16_t* out_hidden, int64_t* out_tokens, float* work_deltas, int32_t* qo_indptr, int32_t* kv_indptr, int32_t* kv_indices, int64_t* positions, int32_t* mask_indptr_bits, int32_t* mask_indptr_bytes, uint8_t* packed_mask, int64_t* cumu_tokens, float* cumu_scores, int64_t* cumu_deltas, int64_t* prev_indexs, int64_t* next_indexs, int64_t* side_indexs, int64_t* vt_candidates, int64_t* vt_retrive_index, int64_t* vt_next_token, int64_t* vt_next_sibling, int64_t* vt_tree_parent, int64_t* vt_node_ids, int64_t* cc_out, const float* cand_p, const int64_t* cand_t, int phase, int W, int W_next, int Vn, int B, int K, int D, int H, int Vt, int Vh, int N, int M, int I, int S_max, int Tcap, int capkv, int cappack, int use_hot, int vn_final, int bypass_lm_head, uint64_t* e4_counters) {
@@ -65,27 +65,6 @@ extern "C" void krnl_fused_draft(const int64_t* root_token, const uint16_t* draf
 #pragma HLS INTERFACE s_axilite port = vn_final
 #pragma HLS INTERFACE s_axilite port = bypass_lm_head
 #pragma HLS INTERFACE s_axilite port = return
-#ifdef EAGLE4_CSIM_COUNTERS
-  ::eagle4::PortCounter e4c[35] = {};
-#define E4X_PORT(p, slot) PORT_ARG((p), e4c, (slot))
-#else
-#define E4X_PORT(p, slot) (p)
-#endif
   const int64_t e4_status = fused_draft_top(root_token, draft_hidden, lm_weight, lm_scale, lm_spill, hot_token_id, seq_lens, req_pool_indices, req_to_token, draft_cache_locs, out_hidden, out_tokens, work_deltas, qo_indptr, kv_indptr, kv_indices, positions, mask_indptr_bits, mask_indptr_bytes, packed_mask, cumu_tokens, cumu_scores, cumu_deltas, prev_indexs, next_indexs, side_indexs, vt_candidates, vt_retrive_index, vt_next_token, vt_next_sibling, vt_tree_parent, vt_node_ids, cc_out, cand_p, cand_t, static_cast<int>(phase), static_cast<int64_t>(W), static_cast<int64_t>(W_next), static_cast<int64_t>(Vn), static_cast<int64_t>(B), static_cast<int64_t>(K), static_cast<int64_t>(D), static_cast<int64_t>(H), static_cast<int64_t>(Vt), static_cast<int64_t>(Vh), static_cast<int64_t>(N), static_cast<int64_t>(M), static_cast<int64_t>(I), static_cast<int64_t>(S_max), static_cast<int64_t>(Tcap), static_cast<int64_t>(capkv), static_cast<int64_t>(cappack), static_cast<int64_t>(use_hot), static_cast<int64_t>(vn_final), static_cast<int64_t>(bypass_lm_head));
-  e4_counters[0] = 0xe4c00001ull;
-  e4_counters[1] = static_cast<uint64_t>(e4_status);
-  e4_counters[2] = 0;
-  e4_counters[3] = 35;
-  // cycles and stall classes: filled from the hardware counter struct once hls/include has it
-  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;
-  for (int i = 0; i < 35; ++i) {
-#ifdef EAGLE4_CSIM_COUNTERS
-    e4_counters[8 + 2 * i] = e4c[i].bytes_read;
-    e4_counters[9 + 2 * i] = e4c[i].bytes_written;
-#else
-    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct
-    e4_counters[9 + 2 * i] = ~0ull;
-#endif
-  }
-#undef E4X_PORT
+  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, 0, 35);
 }

@@ -4,7 +4,7 @@
 // (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).
 #include <cstdint>
 
-#include "eagle4_port.h"
+#include "eagle4_hw_counters.h"
 extern "C" int fused_verify_top(const int64_t* seq_lens, const int64_t* req_pool_indices, int32_t* req_to_token, const int64_t* out_cache_loc, const int64_t* tree_parent, const float* logits, const float* temperatures, const int64_t* candidates, const int64_t* retrive_index, const int64_t* retrive_next_token, const int64_t* retrive_next_sibling, const float* coins, const float* final_coins, const int64_t* remaining, const uint16_t* hidden_states, const int64_t* verify_node_ids, int32_t* qo_indptr, int32_t* kv_indptr, int32_t* kv_indices, int64_t* positions, int32_t* mask_indptr_bits, int32_t* mask_indptr_bytes, uint8_t* packed_mask, int32_t* accept_index_out, int32_t* accept_length_out, int32_t* accept_indptr, int32_t* accepted_flat, int32_t* verified_id, uint8_t* evict_mask, int64_t* free_slots, int64_t* seq_lens_out, int64_t* accepted_node_ids, int32_t* unfinished_count, int64_t* unfinished_index, int32_t* next_accept_length, int32_t* next_indptr, int32_t* next_verified_id, uint16_t* next_hidden, int64_t* next_positions, int64_t* next_seq_lens, int64_t* next_req_pool_indices, int32_t* next_root_token, int32_t* next_last_flat, int64_t B, int64_t Q, int64_t S, int64_t V, int64_t H, int64_t S_max, int64_t eos, int64_t capkv, int64_t cappack, float threshold_single, float threshold_acc, int has_node_ids);
 
 extern "C" void krnl_fused_verify(const int64_t* seq_lens, const int64_t* req_pool_indices, int32_t* req_to_token, const int64_t* out_cache_loc, const int64_t* tree_parent, const float* logits, const float* temperatures, const int64_t* candidates, const int64_t* retrive_index, const int64_t* retrive_next_token, const int64_t* retrive_next_sibling, const float* coins, const float* final_coins, const int64_t* remaining, const uint16_t* hidden_states, const int64_t* verify_node_ids, int32_t* qo_indptr, int32_t* kv_indptr, int32_t* kv_indices, int64_t* positions, int32_t* mask_indptr_bits, int32_t* mask_indptr_bytes, uint8_t* packed_mask, int32_t* accept_index_out, int32_t* accept_length_out, int32_t* accept_indptr, int32_t* accepted_flat, int32_t* verified_id, uint8_t* evict_mask, int64_t* free_slots, int64_t* seq_lens_out, int64_t* accepted_node_ids, int32_t* unfinished_count, int64_t* unfinished_index, int32_t* next_accept_length, int32_t* next_indptr, int32_t* next_verified_id, uint16_t* next_hidden, int64_t* next_positions, int64_t* next_seq_lens, int64_t* next_req_pool_indices, int32_t* next_root_token, int32_t* next_last_flat, int B, int Q, int S, int V, int H, int S_max, int eos, int capkv, int cappack, float threshold_single, float threshold_acc, int has_node_ids, uint64_t* e4_counters) {
@@ -65,27 +65,6 @@ extern "C" void krnl_fused_verify(const int64_t* seq_lens, const int64_t* req_po
 #pragma HLS INTERFACE s_axilite port = threshold_acc
 #pragma HLS INTERFACE s_axilite port = has_node_ids
 #pragma HLS INTERFACE s_axilite port = return
-#ifdef EAGLE4_CSIM_COUNTERS
-  ::eagle4::PortCounter e4c[43] = {};
-#define E4X_PORT(p, slot) PORT_ARG((p), e4c, (slot))
-#else
-#define E4X_PORT(p, slot) (p)
-#endif
   const int64_t e4_status = fused_verify_top(seq_lens, req_pool_indices, req_to_token, out_cache_loc, tree_parent, logits, temperatures, candidates, retrive_index, retrive_next_token, retrive_next_sibling, coins, final_coins, remaining, hidden_states, verify_node_ids, qo_indptr, kv_indptr, kv_indices, positions, mask_indptr_bits, mask_indptr_bytes, packed_mask, accept_index_out, accept_length_out, accept_indptr, accepted_flat, verified_id, evict_mask, free_slots, seq_lens_out, accepted_node_ids, unfinished_count, unfinished_index, next_accept_length, next_indptr, next_verified_id, next_hidden, next_positions, next_seq_lens, next_req_pool_indices, next_root_token, next_last_flat, static_cast<int64_t>(B), static_cast<int64_t>(Q), static_cast<int64_t>(S), static_cast<int64_t>(V), static_cast<int64_t>(H), static_cast<int64_t>(S_max), static_cast<int64_t>(eos), static_cast<int64_t>(capkv), static_cast<int64_t>(cappack), static_cast<float>(threshold_single), static_cast<float>(threshold_acc), static_cast<int>(has_node_ids));
-  e4_counters[0] = 0xe4c00001ull;
-  e4_counters[1] = static_cast<uint64_t>(e4_status);
-  e4_counters[2] = 0;
-  e4_counters[3] = 43;
-  // cycles and stall classes: filled from the hardware counter struct once hls/include has it
-  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;
-  for (int i = 0; i < 43; ++i) {
-#ifdef EAGLE4_CSIM_COUNTERS
-    e4_counters[8 + 2 * i] = e4c[i].bytes_read;
-    e4_counters[9 + 2 * i] = e4c[i].bytes_written;
-#else
-    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct
-    e4_counters[9 + 2 * i] = ~0ull;
-#endif
-  }
-#undef E4X_PORT
+  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, 0, 43);
 }

@@ -4,6 +4,7 @@
 // (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).
 #include <cstdint>
 
+#include "eagle4_hw_counters.h"
 #include "logits_to_probas/logits_to_probas.hpp"
 
 extern "C" void krnl_logits_to_probas(const float* logits, const float* temperatures, float* probas, int64_t* argmax_ids, uint8_t* is_greedy, int B, int G, int V, int write_probas, uint64_t* e4_counters) {
@@ -26,20 +27,10 @@ extern "C" void krnl_logits_to_probas(const float* logits, const float* temperat
 #endif
   logits_to_probas_top(E4X_PORT(logits, 0), E4X_PORT(temperatures, 1), E4X_PORT(probas, 2), E4X_PORT(argmax_ids, 3), E4X_PORT(is_greedy, 4), static_cast<int>(B), static_cast<int>(G), static_cast<int>(V), static_cast<bool>(write_probas));
   const int64_t e4_status = 0;
-  e4_counters[0] = 0xe4c00001ull;
-  e4_counters[1] = static_cast<uint64_t>(e4_status);
-  e4_counters[2] = 0;
-  e4_counters[3] = 5;
-  // cycles and stall classes: filled from the hardware counter struct once hls/include has it
-  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;
-  for (int i = 0; i < 5; ++i) {
 #ifdef EAGLE4_CSIM_COUNTERS
-    e4_counters[8 + 2 * i] = e4c[i].bytes_read;
-    e4_counters[9 + 2 * i] = e4c[i].bytes_written;
+  ::eagle4::hwc::write_block(e4_counters, e4_status, 0, e4c, 5);
 #else
-    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct
-    e4_counters[9 + 2 * i] = ~0ull;
+  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, 0, 5);
 #endif
-  }
 #undef E4X_PORT
 }

@@ -4,6 +4,7 @@
 // (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).
 #include <cstdint>
 
+#include "eagle4_hw_counters.h"
 #include "reject_sample/reject_sample.hpp"
 
 extern "C" void krnl_reject_sample(const int64_t* candidates, const int64_t* retrive_index, const int64_t* retrive_next_token, const int64_t* retrive_next_sibling, const float* target_probs, const int64_t* target_predict, const uint8_t* is_greedy, const float* coins, const float* final_coins, int32_t* predicts, int32_t* accept_index, int32_t* accept_length, float threshold_single, float threshold_acc, int B, int Q, int S, int V, uint64_t* e4_counters) {
@@ -35,20 +36,10 @@ extern "C" void krnl_reject_sample(const int64_t* candidates, const int64_t* ret
 #endif
   int64_t err_info_value = -1;
   const int64_t e4_status = reject_sample_top(E4X_PORT(candidates, 0), E4X_PORT(retrive_index, 1), E4X_PORT(retrive_next_token, 2), E4X_PORT(retrive_next_sibling, 3), E4X_PORT(target_probs, 4), E4X_PORT(target_predict, 5), E4X_PORT(is_greedy, 6), E4X_PORT(coins, 7), E4X_PORT(final_coins, 8), E4X_PORT(predicts, 9), E4X_PORT(accept_index, 10), E4X_PORT(accept_length, 11), static_cast<float>(threshold_single), static_cast<float>(threshold_acc), static_cast<int>(B), static_cast<int>(Q), static_cast<int>(S), static_cast<int>(V), &err_info_value);
-  e4_counters[0] = 0xe4c00001ull;
-  e4_counters[1] = static_cast<uint64_t>(e4_status);
-  e4_counters[2] = static_cast<uint64_t>(err_info_value);
-  e4_counters[3] = 12;
-  // cycles and stall classes: filled from the hardware counter struct once hls/include has it
-  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;
-  for (int i = 0; i < 12; ++i) {
 #ifdef EAGLE4_CSIM_COUNTERS
-    e4_counters[8 + 2 * i] = e4c[i].bytes_read;
-    e4_counters[9 + 2 * i] = e4c[i].bytes_written;
+  ::eagle4::hwc::write_block(e4_counters, e4_status, static_cast<uint64_t>(err_info_value), e4c, 12);
 #else
-    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct
-    e4_counters[9 + 2 * i] = ~0ull;
+  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, static_cast<uint64_t>(err_info_value), 12);
 #endif
-  }
 #undef E4X_PORT
 }

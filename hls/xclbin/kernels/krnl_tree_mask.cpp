@@ -4,6 +4,7 @@
 // (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).
 #include <cstdint>
 
+#include "eagle4_hw_counters.h"
 #include "tree_mask/tree_mask.hpp"
 
 extern "C" void krnl_tree_mask(const int64_t* seq_lens, const int64_t* req_pool_indices, const int32_t* req_to_token, int S_max, const int64_t* tree_cache_locs, const int64_t* tree_parent, int B, int T, int Q, int write_bool_mask, int32_t* qo_indptr, int32_t* kv_indptr, int32_t* kv_indices, int64_t* positions, int32_t* mask_indptr_bits, int32_t* mask_indptr_bytes, uint8_t* packed_mask, uint8_t* mask_bool, uint64_t* e4_counters) {
@@ -35,20 +36,10 @@ extern "C" void krnl_tree_mask(const int64_t* seq_lens, const int64_t* req_pool_
 #endif
   tree_mask_top(E4X_PORT(seq_lens, 0), E4X_PORT(req_pool_indices, 1), E4X_PORT(req_to_token, 2), static_cast<int>(S_max), E4X_PORT(tree_cache_locs, 3), E4X_PORT(tree_parent, 4), static_cast<int>(B), static_cast<int>(T), static_cast<int>(Q), static_cast<bool>(write_bool_mask), E4X_PORT(qo_indptr, 5), E4X_PORT(kv_indptr, 6), E4X_PORT(kv_indices, 7), E4X_PORT(positions, 8), E4X_PORT(mask_indptr_bits, 9), E4X_PORT(mask_indptr_bytes, 10), E4X_PORT(packed_mask, 11), E4X_PORT(mask_bool, 12));
   const int64_t e4_status = 0;
-  e4_counters[0] = 0xe4c00001ull;
-  e4_counters[1] = static_cast<uint64_t>(e4_status);
-  e4_counters[2] = 0;
-  e4_counters[3] = 13;
-  // cycles and stall classes: filled from the hardware counter struct once hls/include has it
-  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;
-  for (int i = 0; i < 13; ++i) {
 #ifdef EAGLE4_CSIM_COUNTERS
-    e4_counters[8 + 2 * i] = e4c[i].bytes_read;
-    e4_counters[9 + 2 * i] = e4c[i].bytes_written;
+  ::eagle4::hwc::write_block(e4_counters, e4_status, 0, e4c, 13);
 #else
-    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct
-    e4_counters[9 + 2 * i] = ~0ull;
+  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, 0, 13);
 #endif
-  }
 #undef E4X_PORT
 }

@@ -4,6 +4,7 @@
 // (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).
 #include <cstdint>
 
+#include "eagle4_hw_counters.h"
 #include "update_draft_state/update_draft_state.hpp"
 
 extern "C" void krnl_update_draft_state(const float* topk_probas, const int64_t* topk_tokens, const float* sorted_scores, const int64_t* sorted_indexs, const int64_t* parent_indexs, const int64_t* topk_indexs, const uint8_t* input_tree_mask, int batch_size, int node_top_k, int tree_width, int input_count, int cumu_count, int verify_num, int curr_depth, int max_input_size, int max_node_count, int max_verify_num, int64_t* cumu_tokens, float* cumu_scores, int64_t* cumu_deltas, int64_t* prev_indexs, int64_t* next_indexs, int64_t* side_indexs, float* output_scores, int64_t* output_tokens, float* work_scores, float* sort_scores, uint8_t* output_tree_mask, uint64_t* e4_counters) {
@@ -45,20 +46,10 @@ extern "C" void krnl_update_draft_state(const float* topk_probas, const int64_t*
 #endif
   update_draft_state_top(E4X_PORT(topk_probas, 0), E4X_PORT(topk_tokens, 1), E4X_PORT(sorted_scores, 2), E4X_PORT(sorted_indexs, 3), E4X_PORT(parent_indexs, 4), E4X_PORT(topk_indexs, 5), E4X_PORT(input_tree_mask, 6), static_cast<int>(batch_size), static_cast<int>(node_top_k), static_cast<int>(tree_width), static_cast<int>(input_count), static_cast<int64_t>(cumu_count), static_cast<int64_t>(verify_num), static_cast<int64_t>(curr_depth), static_cast<int>(max_input_size), static_cast<int>(max_node_count), static_cast<int>(max_verify_num), E4X_PORT(cumu_tokens, 7), E4X_PORT(cumu_scores, 8), E4X_PORT(cumu_deltas, 9), E4X_PORT(prev_indexs, 10), E4X_PORT(next_indexs, 11), E4X_PORT(side_indexs, 12), E4X_PORT(output_scores, 13), E4X_PORT(output_tokens, 14), E4X_PORT(work_scores, 15), E4X_PORT(sort_scores, 16), E4X_PORT(output_tree_mask, 17));
   const int64_t e4_status = 0;
-  e4_counters[0] = 0xe4c00001ull;
-  e4_counters[1] = static_cast<uint64_t>(e4_status);
-  e4_counters[2] = 0;
-  e4_counters[3] = 18;
-  // cycles and stall classes: filled from the hardware counter struct once hls/include has it
-  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;
-  for (int i = 0; i < 18; ++i) {
 #ifdef EAGLE4_CSIM_COUNTERS
-    e4_counters[8 + 2 * i] = e4c[i].bytes_read;
-    e4_counters[9 + 2 * i] = e4c[i].bytes_written;
+  ::eagle4::hwc::write_block(e4_counters, e4_status, 0, e4c, 18);
 #else
-    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct
-    e4_counters[9 + 2 * i] = ~0ull;
+  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, 0, 18);
 #endif
-  }
 #undef E4X_PORT
 }

@@ -4,6 +4,7 @@
 // (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).
 #include <cstdint>
 
+#include "eagle4_hw_counters.h"
 #include "update_verify/update_verify.hpp"
 
 extern "C" void krnl_update_verify(const int32_t* accept_index, const int32_t* accept_length, const int32_t* predicts, const int32_t* finish_pos, const int64_t* seq_lens, const int64_t* req_pool_indices, int32_t* req_to_token, const int64_t* out_cache_loc, const uint16_t* hidden_states, const int64_t* verify_node_ids, int32_t* accept_index_out, int32_t* accept_length_out, int32_t* accept_indptr, int32_t* accepted_flat, int32_t* verified_id, uint8_t* evict_mask, int64_t* free_slots, int64_t* seq_lens_out, int64_t* accepted_node_ids, int32_t* unfinished_count, int64_t* unfinished_index, int32_t* next_accept_length, int32_t* next_indptr, int32_t* next_verified_id, uint16_t* next_hidden, int64_t* next_positions, int64_t* next_seq_lens, int64_t* next_req_pool_indices, int32_t* next_root_token, int32_t* next_last_flat, int B, int Q, int S, int hidden_words, int S_max, int has_node_ids, uint64_t* e4_counters) {
@@ -53,20 +54,10 @@ extern "C" void krnl_update_verify(const int32_t* accept_index, const int32_t* a
 #endif
   update_verify_top(E4X_PORT(accept_index, 0), E4X_PORT(accept_length, 1), E4X_PORT(predicts, 2), E4X_PORT(finish_pos, 3), E4X_PORT(seq_lens, 4), E4X_PORT(req_pool_indices, 5), E4X_PORT(req_to_token, 6), E4X_PORT(out_cache_loc, 7), E4X_PORT(hidden_states, 8), E4X_PORT(verify_node_ids, 9), E4X_PORT(accept_index_out, 10), E4X_PORT(accept_length_out, 11), E4X_PORT(accept_indptr, 12), E4X_PORT(accepted_flat, 13), E4X_PORT(verified_id, 14), E4X_PORT(evict_mask, 15), E4X_PORT(free_slots, 16), E4X_PORT(seq_lens_out, 17), E4X_PORT(accepted_node_ids, 18), E4X_PORT(unfinished_count, 19), E4X_PORT(unfinished_index, 20), E4X_PORT(next_accept_length, 21), E4X_PORT(next_indptr, 22), E4X_PORT(next_verified_id, 23), E4X_PORT(next_hidden, 24), E4X_PORT(next_positions, 25), E4X_PORT(next_seq_lens, 26), E4X_PORT(next_req_pool_indices, 27), E4X_PORT(next_root_token, 28), E4X_PORT(next_last_flat, 29), static_cast<int>(B), static_cast<int>(Q), static_cast<int>(S), static_cast<int>(hidden_words), static_cast<int64_t>(S_max), static_cast<bool>(has_node_ids));
   const int64_t e4_status = 0;
-  e4_counters[0] = 0xe4c00001ull;
-  e4_counters[1] = static_cast<uint64_t>(e4_status);
-  e4_counters[2] = 0;
-  e4_counters[3] = 30;
-  // cycles and stall classes: filled from the hardware counter struct once hls/include has it
-  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;
-  for (int i = 0; i < 30; ++i) {
 #ifdef EAGLE4_CSIM_COUNTERS
-    e4_counters[8 + 2 * i] = e4c[i].bytes_read;
-    e4_counters[9 + 2 * i] = e4c[i].bytes_written;
+  ::eagle4::hwc::write_block(e4_counters, e4_status, 0, e4c, 30);
 #else
-    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct
-    e4_counters[9 + 2 * i] = ~0ull;
+  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, 0, 30);
 #endif
-  }
 #undef E4X_PORT
 }

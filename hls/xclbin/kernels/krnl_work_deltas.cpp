@@ -4,6 +4,7 @@
 // (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).
 #include <cstdint>
 
+#include "eagle4_hw_counters.h"
 #include "work_deltas/work_deltas.hpp"
 
 extern "C" void krnl_work_deltas(const float* work_scores, int batch_size, int node_count, int node_top_k, int verify_num, int row_stride, float* work_deltas, float* per_req_deltas, int write_per_req, uint64_t* e4_counters) {
@@ -26,20 +27,10 @@ extern "C" void krnl_work_deltas(const float* work_scores, int batch_size, int n
 #endif
   work_deltas_top(E4X_PORT(work_scores, 0), static_cast<int>(batch_size), static_cast<int>(node_count), static_cast<int>(node_top_k), static_cast<int>(verify_num), static_cast<int>(row_stride), E4X_PORT(work_deltas, 1), E4X_PORT(per_req_deltas, 2), static_cast<bool>(write_per_req));
   const int64_t e4_status = 0;
-  e4_counters[0] = 0xe4c00001ull;
-  e4_counters[1] = static_cast<uint64_t>(e4_status);
-  e4_counters[2] = 0;
-  e4_counters[3] = 3;
-  // cycles and stall classes: filled from the hardware counter struct once hls/include has it
-  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;
-  for (int i = 0; i < 3; ++i) {
 #ifdef EAGLE4_CSIM_COUNTERS
-    e4_counters[8 + 2 * i] = e4c[i].bytes_read;
-    e4_counters[9 + 2 * i] = e4c[i].bytes_written;
+  ::eagle4::hwc::write_block(e4_counters, e4_status, 0, e4c, 3);
 #else
-    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct
-    e4_counters[9 + 2 * i] = ~0ull;
+  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, 0, 3);
 #endif
-  }
 #undef E4X_PORT
 }

@@ -36,9 +36,10 @@ KERNELS_DIR = HLS / "xclbin" / "kernels"
 CONNECTIVITY = HLS / "xclbin" / "connectivity.cfg"
 
 # ---------------------------------------------------------------------------------------------
-# The counters block (uint64 words) every entry point writes to e4_counters at the end of a run.
-# h13's hardware counter struct (hls/include) will fill the cycle/stall words in synthesis; until it
-# lands they hold NOT_COUNTED, and so do the byte words of a synthesized build (nothing counts them).
+# The counters block (uint64 words) every entry point writes to e4_counters at the end of a run, through
+# hls/include/eagle4_hw_counters.h (eagle4::hwc::write_block; tests/harness/test_hls_hw_counters.py checks
+# this mirror against it). Words nothing counted hold NOT_COUNTED: cycles and stalls always (they come from
+# the platform's profiling monitors), port bytes in builds without EAGLE4_HW_COUNTERS and for the fused tops.
 COUNTERS_MAGIC = 0xE4C0_0001
 NOT_COUNTED = 2**64 - 1
 HEADER_WORDS = ("magic", "status", "aux", "n_ports", "cycles", "stall_read", "stall_write", "stall_stream")
@@ -227,10 +228,10 @@ def render_entry_point(k: KernelIface) -> str:
          "// ints), the top's m_axi ports, and the counters block written at the end of a run",
          "// (src/eagle4/backends/xrt_abi.py: HEADER_WORDS, then bytes read/written per m_axi port in order).",
          "#include <cstdint>", ""]
+    L.append('#include "eagle4_hw_counters.h"')
     if k.header:
         L.append(f'#include "{k.header}"')
     else:
-        L.append('#include "eagle4_port.h"')
         decl = []
         for a in k.args:
             decl.append(f"{a.ctype}* {a.name}" if a.kind in ("ptr", "out_scalar", "port") else f"{a.ctype} {a.name}")
@@ -244,12 +245,11 @@ def render_entry_point(k: KernelIface) -> str:
     for a in k.scalars:
         L.append(f"#pragma HLS INTERFACE s_axilite port = {a.name}")
     L.append("#pragma HLS INTERFACE s_axilite port = return")
-    L.append("#ifdef EAGLE4_CSIM_COUNTERS")
-    L.append(f"  ::eagle4::PortCounter e4c[{max(len(bufs), 1)}] = {{}};")
-    L.append("#define E4X_PORT(p, slot) PORT_ARG((p), e4c, (slot))")
-    L.append("#else")
-    L.append("#define E4X_PORT(p, slot) (p)")
-    L.append("#endif")
+    counted = all(a.kind == "port" for a in bufs)
+    if counted:
+        L += ["#ifdef EAGLE4_CSIM_COUNTERS", f"  ::eagle4::PortCounter e4c[{max(len(bufs), 1)}] = {{}};",
+              "#define E4X_PORT(p, slot) PORT_ARG((p), e4c, (slot))", "#else", "#define E4X_PORT(p, slot) (p)",
+              "#endif"]
     outs = [a for a in k.args if a.kind == "out_scalar"]
     for a in outs:
         L.append(f"  {a.ctype} {a.name}_value = -1;")
@@ -268,23 +268,16 @@ def render_entry_point(k: KernelIface) -> str:
     if k.returns != "int":
         L.append("  const int64_t e4_status = 0;")
     aux = f"static_cast<uint64_t>({outs[0].name}_value)" if outs else "0"
-    L += [f"  e4_counters[0] = {COUNTERS_MAGIC:#x}ull;",
-          "  e4_counters[1] = static_cast<uint64_t>(e4_status);",
-          f"  e4_counters[2] = {aux};",
-          f"  e4_counters[3] = {len(bufs)};",
-          "  // cycles and stall classes: filled from the hardware counter struct once hls/include has it",
-          "  for (int w = 4; w < 8; ++w) e4_counters[w] = ~0ull;",
-          f"  for (int i = 0; i < {len(bufs)}; ++i) {{",
-          "#ifdef EAGLE4_CSIM_COUNTERS",
-          "    e4_counters[8 + 2 * i] = e4c[i].bytes_read;",
-          "    e4_counters[9 + 2 * i] = e4c[i].bytes_written;",
-          "#else",
-          "    e4_counters[8 + 2 * i] = ~0ull;  // not counted in a synthesized build without the counter struct",
-          "    e4_counters[9 + 2 * i] = ~0ull;",
-          "#endif",
-          "  }",
-          "#undef E4X_PORT",
-          "}", ""]
+    n = len(bufs)
+    if counted:  # every port counts its bytes in counted builds
+        L += ["#ifdef EAGLE4_CSIM_COUNTERS",
+              f"  ::eagle4::hwc::write_block(e4_counters, e4_status, {aux}, e4c, {n});",
+              "#else",
+              f"  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, {aux}, {n});",
+              "#endif", "#undef E4X_PORT"]
+    else:  # raw pointers (the fused tops): nothing counts their bytes here, so nothing claims to
+        L.append(f"  ::eagle4::hwc::write_block_uncounted(e4_counters, e4_status, {aux}, {n});")
+    L += ["}", ""]
     return "\n".join(L)
 
 
