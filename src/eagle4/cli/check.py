@@ -13,6 +13,8 @@ from eagle4.spec import SpecError
 
 def _backend(args):
     opts = {"kernel_src": args.kernel_src} if getattr(args, "kernel_src", None) else {}
+    if getattr(args, "xclbin", None):
+        opts["xclbin"] = args.xclbin  # the xrt backend's board image (else EAGLE4_XCLBIN)
     b = get_backend(args.backend, **opts)
     b.require()
     return b
@@ -70,11 +72,13 @@ def register(sub) -> None:
     p = sub.add_parser("check", help="run a backend on dumps and compare with their expected outputs")
     p.add_argument("--backend", required=True, help="ref, csim, cuda, xrt")
     p.add_argument("--kernel-src", help="cuda backend: a user's cost_draft_tree_kernel.cu")
+    p.add_argument("--xclbin", help="xrt backend: the xclbin to load (else EAGLE4_XCLBIN)")
     p.add_argument("dumps", nargs="+", metavar="DUMP")
     p.set_defaults(func=cmd_check)
     r = sub.add_parser("run", help="run a backend on a dump's inputs and write its outputs as a dump")
     r.add_argument("--backend", required=True)
     r.add_argument("--kernel-src")
+    r.add_argument("--xclbin")
     r.add_argument("--dump", required=True)
     r.add_argument("--out", required=True)
     r.set_defaults(func=cmd_run)
