@@ -1,5 +1,9 @@
-"""Artifact plugin: the env manifest beside the artifact pack, written once per session; and the guard
-that a test run leaves the committed artifacts alone.
+"""Artifact plugin: where the artifact pack goes, the env manifest beside it (once per session), and
+the guard that a test run leaves the committed artifacts alone.
+
+``--reports-dir`` names the folder. Without it a test run writes into a scratch copy of the committed
+``reports/`` (a temporary folder named at the end of the run): only explicit commands (``eagle4
+signoff``, ``pytest --reports-dir reports``) write the pack. An interrupted run writes no manifest.
 
 The guard snapshots (size, mtime) of every file under reports/, tests/data/ and tests/goldens/ when the
 session starts and fails the run, naming the files, if any changed, appeared or vanished by its end;
@@ -9,11 +13,39 @@ only a run given ``--reports-dir`` inside reports/ may write there.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from plugins.parity import interrupted, reports_dir
+from plugins.api import interrupted, reports_dir, requested_hw
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("eagle4 artifacts")
+    group.addoption("--reports-dir", default=None,
+                    help="where the artifact pack goes (default: a scratch copy of <rootdir>/reports, named at the end)")
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and not config.getoption("--reports-dir"):
+        # xdist hands the controller's options to its workers, so they all share this one folder
+        config.option.reports_dir = str(_scratch_reports(Path(config.rootpath) / "reports"))
+        config.stash[_SCRATCH] = True
+
+
+_SCRATCH = pytest.StashKey[bool]()
+
+
+def _scratch_reports(committed: Path) -> Path:
+    """A temporary copy of the committed artifact pack: tests read what is committed, write only here."""
+    out = Path(tempfile.mkdtemp(prefix="eagle4-reports-")) / "reports"
+    if committed.is_dir():
+        shutil.copytree(committed, out, ignore=shutil.ignore_patterns(".*"))
+    else:
+        out.mkdir()
+    return out
 
 COMMITTED = ("reports", "tests/data", "tests/goldens")
 _BEFORE = pytest.StashKey[dict]()
@@ -60,7 +92,6 @@ def pytest_sessionfinish(session, exitstatus):
     if config.getoption("--no-matrix") or interrupted(exitstatus):
         return
     from eagle4.report import env_manifest
-    from plugins.hardware import requested_hw
 
     env_manifest.write(reports_dir(config) / "env_manifest.txt",
                        {"pytest_hw": ",".join(sorted(requested_hw(config))),
@@ -71,6 +102,9 @@ _CHANGED = pytest.StashKey[list]()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if config.stash.get(_SCRATCH, False):
+        terminalreporter.write_line(f"eagle4: this run's artifacts went to {reports_dir(config)} (a scratch copy; "
+                                    "reports/ is written only by --reports-dir reports or `eagle4 signoff`)")
     changed = config.stash.get(_CHANGED, None)
     if changed:
         terminalreporter.write_sep("=", "committed files changed by this test run", red=True)

@@ -14,8 +14,9 @@ import functools
 
 import pytest
 
-HW_KINDS = ("cpu", "cuda", "fpga")
-_DESELECTED: dict[str, int] = {}
+from plugins.api import HW_KINDS, requested_hw  # noqa: F401 - requested_hw: callers import it here
+
+_DESELECTED = pytest.StashKey[dict]()  # hardware kind -> tests deselected because it was not asked for
 
 
 def pytest_addoption(parser):
@@ -29,19 +30,13 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    requested_hw(config)  # a bad --hw is a usage error before anything runs
+    config.stash[_DESELECTED] = {}
     xclbin = config.getoption("--xclbin", default=None)
     if xclbin:  # the xrt backend (and the run processes it starts) read it from the environment
         import os
 
         os.environ["EAGLE4_XCLBIN"] = str(xclbin)
-
-
-def requested_hw(config) -> set[str]:
-    kinds = {k.strip() for k in str(config.getoption("--hw")).split(",") if k.strip()}
-    bad = kinds - set(HW_KINDS)
-    if bad:
-        raise pytest.UsageError(f"--hw: unknown hardware {sorted(bad)}; choose from {HW_KINDS}")
-    return kinds | {"cpu"}  # the CPU is always there and always exercised
 
 
 @functools.cache
@@ -90,7 +85,7 @@ def pytest_collection_modifyitems(config, items):
         if missing_request:
             drop.append(item)
             for k in missing_request:
-                _DESELECTED[k] = _DESELECTED.get(k, 0) + 1
+                config.stash[_DESELECTED][k] = config.stash[_DESELECTED].get(k, 0) + 1
         else:
             keep.append(item)
     if drop:
@@ -113,18 +108,20 @@ def pytest_runtest_call(item):
 def pytest_sessionfinish(session, exitstatus):
     # xdist: workers collect; hand the counts to the controller (every worker collects the same)
     if hasattr(session.config, "workerinput"):
-        session.config.workeroutput["eagle4_deselected"] = dict(_DESELECTED)
+        session.config.workeroutput["eagle4_deselected"] = dict(session.config.stash[_DESELECTED])
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
+    counts = node.config.stash[_DESELECTED]
     for k, n in getattr(node, "workeroutput", {}).get("eagle4_deselected", {}).items():
-        _DESELECTED[k] = max(_DESELECTED.get(k, 0), n)
+        counts[k] = max(counts.get(k, 0), n)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if _DESELECTED:
-        parts = ", ".join(f"{n} need {k}" for k, n in sorted(_DESELECTED.items()))
+    counts = config.stash.get(_DESELECTED, {})
+    if counts:
+        parts = ", ".join(f"{n} need {k}" for k, n in sorted(counts.items()))
         hint = "; ask with --hw=cuda / --hw=fpga / --with-docker"
         terminalreporter.write_line(f"eagle4: deselected tests for hardware not asked for: {parts}{hint}")
 

@@ -5,10 +5,8 @@ Tests call ``record_parity(request, ...)``; the record travels in the test repor
 * ``reports/p0_parity_matrix.json`` / ``.md``: kernel x case x backend -> pass / fail / not run (why);
 * ``reports/csim_port_bytes.csv``: bytes per m_axi port per kernel and case from the C-sim counters.
 
-"reports/" is ``--reports-dir``. Without it a test run writes into a scratch copy of the committed
-``reports/`` (a temporary folder named at the end of the run): tests never change committed files, and
-only explicit commands (``eagle4 signoff``, ``pytest --reports-dir reports``) write the pack. An
-interrupted run writes no matrix at all, so the previous one stays.
+"reports/" is ``--reports-dir`` (plugins.artifacts). An interrupted run writes no matrix at all, so
+the previous one stays. The records of a session live in ``config.stash`` (one recorder per config).
 """
 
 from __future__ import annotations
@@ -16,17 +14,13 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
-import tempfile
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 from eagle4.report import atomic
+from plugins.api import interrupted, reports_dir, requested_hw  # noqa: F401 - reports_dir: callers import it here
 
-_RECORDS: list[dict] = []
-_PORT_ROWS: list[dict] = []
 _MATRIX_BACKENDS = ("ref-frozen", "dump:cuda-original", "dump:h100", "csim:h100", "csim", "cuda", "xrt")
 _BACKEND_HW = {"csim": "cpu", "cuda": "cuda", "xrt": "fpga", "ref-frozen": "cpu",
                "dump:cuda-original": "cpu", "dump:h100": "cpu", "csim:h100": "cpu"}
@@ -38,52 +32,39 @@ def pytest_addoption(parser):
                     help="hypothesis examples per kernel for the fuzz parity tests (default 200)")
     group.addoption("--kernel-src", default=os.environ.get("EAGLE4_KERNEL_SRC"),
                     help="path to a user's cost_draft_tree_kernel.cu for the cuda backend")
-    group.addoption("--reports-dir", default=None,
-                    help="where the artifact pack goes (default: a scratch copy of <rootdir>/reports, named at the end)")
     group.addoption("--no-matrix", action="store_true", default=False,
                     help="do not write the parity matrix (used by tests of the harness itself)")
 
 
+class _Records:
+    """This session's matrix cells and C-sim port rows (collected on the controller)."""
+
+    def __init__(self):
+        self.cells: list[dict] = []
+        self.port_rows: list[dict] = []
+
+    def pytest_runtest_logreport(self, report):
+        # runs on the controller (and in a single process); collects what tests recorded
+        if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
+            return
+        for key, value in report.user_properties:
+            if key == "eagle4_parity":
+                rec = dict(value)
+                if report.outcome == "failed" and rec["status"] == "pass":
+                    rec["status"] = "fail"
+                self.cells.append(rec)
+            elif key == "eagle4_port_bytes":
+                self.port_rows.extend(value)
+
+
+_RECORDS = pytest.StashKey[_Records]()
+
+
 def pytest_configure(config):
-    # Parity cases are many small kernel calls: one torch thread per process is fastest and keeps
-    # xdist workers from oversubscribing the cores. EAGLE4_TORCH_THREADS overrides.
-    import torch
-    torch.set_num_threads(int(os.environ.get("EAGLE4_TORCH_THREADS", "1")))
     # hypothesis settings are fixed at import time of the test modules, which follows configure
     os.environ["EAGLE4_FUZZ_EXAMPLES"] = str(config.getoption("--fuzz-examples"))
-    if not hasattr(config, "workerinput") and not config.getoption("--reports-dir"):
-        # xdist hands the controller's options to its workers, so they all share this one folder
-        config.option.reports_dir = str(_scratch_reports(Path(config.rootpath) / "reports"))
-        config.stash[_SCRATCH] = True
-
-
-_SCRATCH = pytest.StashKey[bool]()
-
-
-def _scratch_reports(committed: Path) -> Path:
-    """A temporary copy of the committed artifact pack: tests read what is committed, write only here."""
-    out = Path(tempfile.mkdtemp(prefix="eagle4-reports-")) / "reports"
-    if committed.is_dir():
-        shutil.copytree(committed, out, ignore=shutil.ignore_patterns(".*"))
-    else:
-        out.mkdir()
-    return out
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if config.stash.get(_SCRATCH, False):
-        terminalreporter.write_line(f"eagle4: this run's artifacts went to {reports_dir(config)} (a scratch copy; "
-                                    "reports/ is written only by --reports-dir reports or `eagle4 signoff`)")
-
-
-def reports_dir(config) -> Path:
-    d = config.getoption("--reports-dir")
-    return Path(d) if d else Path(config.rootpath) / "reports"  # unset only before configure ran
-
-
-def interrupted(exitstatus) -> bool:
-    """An interrupted session (Ctrl-C, a crash of the run) leaves every previous artifact as it was."""
-    return int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
+    config.stash[_RECORDS] = _Records()
+    config.pluginmanager.register(config.stash[_RECORDS], "eagle4-parity-records")
 
 
 def record_parity(request, kernel: str, case_id: str, backend: str, status: str, detail: str = "",
@@ -104,27 +85,12 @@ def parity_record(request):
     return _rec
 
 
-def pytest_runtest_logreport(report):
-    # runs on the controller (and in a single process); collects what tests recorded
-    if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
-        return
-    for key, value in report.user_properties:
-        if key == "eagle4_parity":
-            rec = dict(value)
-            if report.outcome == "failed" and rec["status"] == "pass":
-                rec["status"] = "fail"
-            _RECORDS.append(rec)
-        elif key == "eagle4_port_bytes":
-            _PORT_ROWS.extend(value)
-
-
 def _matrix(config) -> dict:
     from eagle4.cases.catalog import all_cases
-    from plugins.hardware import requested_hw
 
     wanted = requested_hw(config)
     cells: dict[tuple, dict] = {}
-    for r in _RECORDS:
+    for r in config.stash[_RECORDS].cells:
         k = (r["kernel"], r["case_id"], r["backend"])
         prev = cells.get(k)
         if prev is None or prev["status"] == "pass":  # a failure anywhere wins
@@ -197,11 +163,12 @@ def _write_matrix(config, matrix: dict) -> None:
 
 
 def _write_port_bytes(config) -> None:
-    if not _PORT_ROWS:
+    port_rows = config.stash[_RECORDS].port_rows
+    if not port_rows:
         return
     path = reports_dir(config) / "csim_port_bytes.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    uniq = {(r["kernel"], r["case_id"], r["port"]): r for r in _PORT_ROWS}
+    uniq = {(r["kernel"], r["case_id"], r["port"]): r for r in port_rows}
     with atomic.atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["kernel", "case_id", "port", "bytes_read", "bytes_written", "provenance"])
         w.writeheader()
@@ -213,7 +180,7 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if hasattr(config, "workerinput") or config.getoption("--no-matrix"):
         return
-    if not _RECORDS:
+    if not config.stash[_RECORDS].cells:
         return  # no parity test ran: leave the previous matrix alone
     if interrupted(exitstatus):
         return  # a partial matrix never replaces a complete one

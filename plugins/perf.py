@@ -12,22 +12,42 @@ import csv
 
 import pytest
 
+from eagle4.contract import MIN_RUNS, Runs
 from eagle4.report import atomic
+from plugins.api import interrupted, reports_dir
 
-MIN_RUNS = 5
-_ROWS: list[dict] = []
+DEFAULT_COV_MAX = Runs.model_fields["cov_max"].default  # the contract schema's default, not a second literal
+
+
+class _Rows:
+    """The raw rows perf tests recorded this session (collected on the controller)."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "teardown":
+            for key, value in report.user_properties:
+                if key == "eagle4_perf_rows":
+                    self.rows.extend(value)
+
+
+_ROWS = pytest.StashKey[_Rows]()
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("eagle4 perf")
     group.addoption("--perf-runs", type=int, default=MIN_RUNS,
                     help=f"independent runs per operating point (>= {MIN_RUNS})")
-    group.addoption("--max-cov", type=float, default=0.05, help="largest coefficient of variation accepted (0.05)")
+    group.addoption("--max-cov", type=float, default=DEFAULT_COV_MAX,
+                    help=f"largest coefficient of variation accepted (the contract default, {DEFAULT_COV_MAX})")
 
 
 def pytest_configure(config):
     if config.getoption("--perf-runs") < MIN_RUNS:
         raise pytest.UsageError(f"--perf-runs must be >= {MIN_RUNS} (the benchmark contract's minimum)")
+    config.stash[_ROWS] = _Rows()
+    config.pluginmanager.register(config.stash[_ROWS], "eagle4-perf-rows")
 
 
 def pytest_runtest_setup(item):
@@ -53,22 +73,14 @@ def perf_rows(request):
     request.node.user_properties.append(("eagle4_perf_rows", rows))
 
 
-def pytest_runtest_logreport(report):
-    if report.when == "teardown":
-        for key, value in report.user_properties:
-            if key == "eagle4_perf_rows":
-                _ROWS.extend(value)
-
-
 def pytest_sessionfinish(session, exitstatus):
-    from plugins.parity import interrupted, reports_dir
-
-    if hasattr(session.config, "workerinput") or not _ROWS or interrupted(exitstatus):
+    rows = session.config.stash[_ROWS].rows
+    if hasattr(session.config, "workerinput") or not rows or interrupted(exitstatus):
         return
     path = reports_dir(session.config) / "perf_runs_raw.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    fields = sorted({k for r in _ROWS for k in r})
+    fields = sorted({k for r in rows for k in r})
     with atomic.atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
-        w.writerows(_ROWS)
+        w.writerows(rows)

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _torch_threads():
+    """Kernel cases are many small calls: one torch thread per process is fastest and keeps xdist
+    workers from oversubscribing the cores (EAGLE4_TORCH_THREADS overrides). A suite setting, so it
+    lives here, not in a plugin."""
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("EAGLE4_TORCH_THREADS", "1")))
 
 
 @pytest.fixture(scope="session")

@@ -257,8 +257,7 @@ def run(image: str, command: list[str], *, gpus: bool | None = None, env: dict |
         # a locally built image has no registry digest: its ID is the sha256 of its config
         "EAGLE4_IMAGE_DIGEST": built.image_id,
         "EAGLE4_CSIM_CACHE": "/tmp/eagle4-csim-cache",
-        "HOME": "/tmp",
-        "PYTHONPATH": f"{MOUNT}/src:{MOUNT}",
+        "HOME": "/tmp",  # the images import the mounted checkout's library themselves (PYTHONPATH in each Dockerfile)
         **(env or {}),
     }
     volumes = {str(REPO): {"bind": MOUNT, "mode": "rw"}}  # test data lives in the checkout (tests/data)
