@@ -170,9 +170,9 @@ def cmd(args) -> int:
         why = _board_missing(args, contract)
         if why:  # fail fast: no step may run the FPGA's part on anything else
             console.print(f"[red]eagle4 signoff --hw=fpga: {why}", highlight=False)
-            tmp = reports / f".signoff_summary.md.{os.getpid()}"
-            tmp.write_text(f"# eagle4 signoff --hw=fpga ({args.contract})\n\n**SIGN-OFF: INVALID**\n* {why}\n")
-            os.replace(tmp, reports / "signoff_summary.md")
+            console.print("[bold]SIGN-OFF: INVALID: NOT SIGNED OFF", highlight=False)
+            atomic.write_text(reports / "signoff_summary.md", f"# eagle4 signoff --hw=fpga ({args.contract})\n\n"
+                              f"**SIGN-OFF: INVALID**: NOT SIGNED OFF\n\n* {why}\n")
             return 2
     if contract is None:
         console.print("[red]the contract did not load; nothing else can run")
