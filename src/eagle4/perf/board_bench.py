@@ -84,13 +84,12 @@ def run_points(which: str, run_index: int, xclbin=None, contract_sha: str | None
 
 def write_csv(path: Path, rows: list[dict], fields: list[str]) -> Path:
     """Atomic write (temp + rename): an interrupted run leaves the previous file intact."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    with open(tmp, "w", newline="") as f:
+    from eagle4.report import atomic
+
+    with atomic.atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    os.replace(tmp, path)
     return path
 
 

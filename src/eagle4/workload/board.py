@@ -46,13 +46,12 @@ def throughput_rows(contract_sha: str, spec_runs: list[dict], baseline_csv: Path
 
 
 def write_rows(path: Path, rows: list[dict], fields: list[str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    with open(tmp, "w", newline="") as f:
+    from eagle4.report import atomic  # temp + rename: an interrupted run leaves the previous file
+
+    with atomic.atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    os.replace(tmp, path)
     return path
 
 
