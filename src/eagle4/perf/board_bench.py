@@ -83,14 +83,14 @@ def run_points(which: str, run_index: int, xclbin=None, contract_sha: str | None
 
 
 def write_csv(path: Path, rows: list[dict], fields: list[str]) -> Path:
-    """Atomic write (temp + rename): an interrupted run leaves the previous file intact."""
-    from eagle4.report import atomic
+    """Atomic write (eagle4.report.atomic): an interrupted run leaves the previous file intact."""
+    from eagle4.report.atomic import atomic_open
 
-    with atomic.atomic_open(path, "w", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    return path
+    return Path(path)
 
 
 def read_csv(path) -> list[dict]:

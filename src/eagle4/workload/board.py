@@ -45,16 +45,6 @@ def throughput_rows(contract_sha: str, spec_runs: list[dict], baseline_csv: Path
     return rows, note
 
 
-def write_rows(path: Path, rows: list[dict], fields: list[str]) -> Path:
-    from eagle4.report import atomic  # temp + rename: an interrupted run leaves the previous file
-
-    with atomic.atomic_open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    return path
-
-
 def run_board_signoff(contract, reports, *, xclbin, device: str = "cpu", bench_points: str = "all",
                       log=print) -> dict:
     """Run the workload and the kernel bench on the board; returns {"notes": [...], "paths": {...}}."""
@@ -70,7 +60,7 @@ def run_board_signoff(contract, reports, *, xclbin, device: str = "cpu", bench_p
     e2e = run_contract(contract, backend="xrt", out_dir=reports, device=device, log=log)
     bench = board_bench.measure(contract.runs.runs, bench_points, reports, xclbin, contract.sha256, log=log)
     rows, note = throughput_rows(contract.sha256, e2e["runs"])
-    tp = write_rows(reports / "throughput.csv", rows, THROUGHPUT_FIELDS)
+    tp = board_bench.write_csv(reports / "throughput.csv", rows, THROUGHPUT_FIELDS)
     provs = sorted({r["provenance"] for r in e2e["runs"]} | {r["provenance"] for r in bench["raw"]})
     notes = [f"e2e on the board: {len(e2e['runs'])} runs -> {e2e['paths']['runs']}",
              f"kernel latency: {len(bench['summary'])} points x {contract.runs.runs} runs -> {bench['paths']['summary']}",
