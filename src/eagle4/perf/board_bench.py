@@ -27,6 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
+from eagle4 import stats
+from eagle4.contract import MIN_RUNS, Runs
+
+DEFAULT_COV_MAX = Runs.model_fields["cov_max"].default  # the contract schema's, not a second literal
+
 WARMUP = 2
 CALLS = 10
 RAW_FIELDS = ["kernel", "label", "point", "run_index", "calls", "kernel_us", "call_us", "bytes_read", "bytes_written",
@@ -98,7 +103,7 @@ def read_csv(path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def summarize(raw: list[dict], cov_max: float = 0.05) -> list[dict]:
+def summarize(raw: list[dict], cov_max: float = DEFAULT_COV_MAX) -> list[dict]:
     """Median over runs of each point's median kernel time, its CoV across runs (>= 2 runs), flags."""
     groups: dict[str, list[dict]] = {}
     for r in raw:
@@ -106,7 +111,7 @@ def summarize(raw: list[dict], cov_max: float = 0.05) -> list[dict]:
     out = []
     for rs in groups.values():
         med = np.asarray([float(r["kernel_us"]) for r in rs])
-        cov = float(med.std(ddof=1) / med.mean()) if len(med) >= 2 and med.mean() > 0 else float("nan")
+        cov = stats.cov_or_nan(med)
         first = rs[0]
         out.append({**{k: first.get(k, "") for k in SUMMARY_FIELDS}, "n_runs": len(rs),
                     "median_kernel_us": f"{np.median(med):.3f}", "cov": f"{cov:.6f}",
@@ -121,8 +126,8 @@ def summarize(raw: list[dict], cov_max: float = 0.05) -> list[dict]:
 def measure(runs: int, which: str, out_dir: Path, xclbin=None, contract_sha: str | None = None,
             timeout_s: float = 1800, log=print) -> dict:
     """``runs`` (>= 5) independent processes; writes fpga_kernel_times_raw.csv and fpga_kernel_times.csv."""
-    if runs < 5:
-        raise ValueError(f"runs = {runs}: at least 5 independent runs per point are required")
+    if runs < MIN_RUNS:
+        raise ValueError(f"runs = {runs}: at least {MIN_RUNS} independent runs per point are required")
     out_dir = Path(out_dir)
     raw: list[dict] = []
     src = str(Path(__file__).resolve().parents[2])

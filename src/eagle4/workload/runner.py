@@ -178,7 +178,9 @@ def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max
 
 
 def render_summary(stats: list[dict], *, contract_sha: str, title: str = "End-to-end speculative decoding",
-                   cov_max: float = 0.05, commit: str = "") -> str:
+                   cov_max: float | None = None, commit: str = "") -> str:
+    if cov_max is None:
+        cov_max = RunRule.from_contract({}).cov_max  # the contract schema's default
     L = [f"# {title}", "", f"* contract sha256: `{contract_sha}`", f"* commit: `{commit}`",
          f"* provenance: {'+'.join(sorted({s.get('provenance', 'measured') for s in stats})) or 'measured'} "
          f"(wall clock on the device named below; 'double': kernels on the pyxrt test double, not a board); "
