@@ -116,3 +116,22 @@ def test_one_verdict_with_every_reason_and_report_misses(tmp_path):
     v = decide(res, hw="fpga")  # f has no artifact: INVALID, not evaluated -> still not signed off
     assert not v.signed_off and any(x.startswith("gate f ") for x in v.reasons)
     assert decide([r for r in res if r.name == "g"], hw="fpga").signed_off
+
+
+def test_byte_gate_refuses_figures_drawn_from_a_changed_acceptance_csv(tmp_path):
+    from eagle4.contract import sha256_file
+
+    g = {"name": "bytes", "metric": "bytes_per_token_ratio", "op": ">=", "threshold": 2.0,
+         "provenance": ["csim", "measured"], "artifacts": ["reports/bytes_per_token.csv"]}
+    c = {"contract": {"name": "t"}, "gates": [g]}
+    acc = tmp_path / "reports" / "acceptance_lengths.csv"
+    _write(acc, [{"contract_sha256": contract_sha256(c), "accept_length": 2, "provenance": "measured"}])
+    rep = _bytes(tmp_path, c, "csim")
+    rows = list(csv.DictReader(open(rep / "bytes_per_token.csv")))
+    _write(rep / "bytes_per_token.csv", [dict(r, accept_source="reports/acceptance_lengths.csv",
+                                              accept_sha256=sha256_file(acc)) for r in rows])
+    (r,) = evaluate_all(c, rep, root=tmp_path)
+    assert r.status == "PASS"
+    _write(acc, [{"contract_sha256": contract_sha256(c), "accept_length": 4, "provenance": "measured"}])
+    (r,) = evaluate_all(c, rep, root=tmp_path)
+    assert r.status == "INVALID" and "acceptance input changed" in " ".join(r.reasons)

@@ -30,7 +30,7 @@ from eagle4.report import atomic
 from eagle4.workload.trace import Trace, build_trace
 
 BYTES_COLUMNS = ("contract_sha256", "backend", "component", "batch", "cycles", "bytes_per_cycle", "bytes_total",
-                 "tokens_total", "bytes_per_token", "provenance", "method")
+                 "tokens_total", "bytes_per_token", "provenance", "method", "accept_source", "accept_sha256")
 HW_COLUMNS = ("contract_sha256", "backend", "chain", "batch", "cycle", "kernel", "port", "bytes_read",
               "bytes_written", "csim_bytes_read", "csim_bytes_written", "csim_H", "csim_V", "provenance", "scaling")
 
@@ -358,7 +358,9 @@ def write_bytes_csv(r: BytesResult, path) -> Path:
         w = csv.DictWriter(fh, fieldnames=BYTES_COLUMNS)
         w.writeheader()
         for row in rows:
-            w.writerow({"contract_sha256": sha, **row})
+            # the acceptance the trace drew from: the byte gate refuses these rows once that file changes
+            w.writerow({"contract_sha256": sha, **row, "accept_source": r.trace.accept_source,
+                        "accept_sha256": r.trace.accept_sha256})
     return path
 
 

@@ -75,10 +75,27 @@ def _check_contract(rows, rel: str, ctx: Ctx) -> None:
                             f"contract {ctx.contract_sha256[:12]}; re-run `eagle4 budget`")
 
 
+def _check_acceptance_input(rows, rel: str, ctx: Ctx) -> None:
+    """The byte trace names the measured acceptance CSV it drew from and its sha256; when that file
+    has changed since (a later e2e run rewrote it), the byte figures are stale, not evidence."""
+    from eagle4.contract import sha256_file
+
+    named = {(r.get("accept_source") or "", r.get("accept_sha256") or "") for r in rows}
+    for src, sha in named:
+        if not sha:
+            continue  # the declared distribution (or an artifact from before the trace named its input)
+        p = ctx.reports_dir / src[len("reports/"):] if src.startswith("reports/") else ctx.root / src
+        now = sha256_file(p) if p.is_file() else "missing"
+        if now != sha:
+            raise MissingMetric(f"{rel} was computed from {src} with sha256 {sha[:12]}, which is now "
+                                f"{now[:12]}: the acceptance input changed; re-run `eagle4 budget`")
+
+
 def bytes_per_token_ratio(gate, ctx: Ctx) -> Metric:
     rel = "reports/bytes_per_token.csv"
     rows = _artifact(ctx, rel, "written by `eagle4 budget --contract ...` from C-sim counters")
     _check_contract(rows, rel, ctx)
+    _check_acceptance_input(rows, rel, ctx)
     tot = {r["backend"]: r for r in rows if r["component"] == "TOTAL" and r["backend"] in ("unfused", "fused")}
     if set(tot) != {"unfused", "fused"}:
         raise MissingMetric(f"{rel} lacks the unfused and fused TOTAL rows")
