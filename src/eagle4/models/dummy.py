@@ -163,6 +163,7 @@ class DummyDraft:
         self.lm_head = g.w(H, hot_vocab, std=DRAFT_LOGIT_STD / H ** 0.5)
         # hot rows -> target ids (sglang's hot_token_id, EAGLE3's d2t): the first hot_vocab ids
         self.hot_token_id = torch.arange(hot_vocab, device=device, dtype=torch.int64)
+        self.uses_hot_vocab = True
 
     def new_cache(self, B: int, S_max: int):
         a = self.a

@@ -71,9 +71,6 @@ class DeviceEngine:
                  trace=None):
         from eagle4.workload.accept_trace import load_accept_trace
 
-        if contract.model.load != "dummy":
-            raise ValueError(f"{contract.source_path}: model.load = {contract.model.load!r}; the device engine runs "
-                             "dummy-loaded pairs (the local engine runs model folders)")
         self.contract = contract
         self.device = torch.device(device)
         if isinstance(backend, str):
@@ -81,13 +78,23 @@ class DeviceEngine:
             backend = get_backend(backend, **opts)
         self.backend = backend
         self.backend.require()
-        self.target, self.draft = load_dummy_pair(contract.model, self.device)
-        self.trace = trace if trace is not None else load_accept_trace(contract)
+        if contract.model.load == "dummy":
+            self.target, self.draft = load_dummy_pair(contract.model, self.device)
+            self.tokenizer = None
+        else:
+            from eagle4.models.static_pair import load_static_pair
+            from eagle4.models.tokenizer import load_tokenizer
+
+            self.target, self.draft = load_static_pair(contract, self.device)
+            self.tokenizer = load_tokenizer(contract.resolve(contract.model.target))
+        self.by_trace = contract.acceptance.source == "trace"
+        self.trace = (trace if trace is not None else load_accept_trace(contract)) if self.by_trace else None
         d = contract.decode
         if d.width_policy != "fixed":
             raise ValueError("the device engine captures static shapes: decode.width_policy must be 'fixed'")
-        if any(t > 0 for t in d.temperatures):
-            raise ValueError("the device engine verifies greedily (trace-driven acceptance): temperatures must be 0")
+        if self.by_trace and any(t > 0 for t in d.temperatures):
+            raise ValueError("trace-driven acceptance verifies greedily: decode.temperatures must be 0")
+        self.sampling = any(t > 0 for t in d.temperatures)
         self._d = d
         want = self.device.type == "cuda" and self.backend.graph_safe
         self.graphs = want if graphs is None else bool(graphs)
@@ -95,6 +102,8 @@ class DeviceEngine:
             raise ValueError(f"CUDA graphs need a CUDA device and a graph-safe backend (got {self.device}, "
                              f"{self.backend.name})")
         self.shape: Shape | None = None
+        # sampling coins: the default generator on CUDA (graph-safe), a seeded one on the CPU
+        self.gen = None if self.device.type == "cuda" else torch.Generator("cpu")
 
     # -- setup per operating point ---------------------------------------------------------------
     def setup(self, B: int) -> None:
@@ -116,7 +125,9 @@ class DeviceEngine:
         self.root_tok = torch.zeros(B, device=dev, dtype=torch.int64)
         self.root_g = torch.zeros(B, H, device=dev, dtype=self.target.dtype)
         self.root_logits = torch.zeros(B, self.draft.lm_head.shape[1], device=dev, dtype=self.target.dtype)
-        self.trace_dev = torch.as_tensor(self.trace.lengths, device=dev, dtype=torch.int64)
+        temps = self._d.temperatures
+        self.temps_req = torch.tensor([temps[i % len(temps)] for i in range(B)], device=dev, dtype=torch.float32)
+        self.trace_dev = torch.as_tensor(self.trace.lengths if self.by_trace else [0], device=dev, dtype=torch.int64)
         self.cursor = torch.zeros(B, device=dev, dtype=torch.int64)
         self.out = torch.zeros(B, 2 + sh.S, device=dev, dtype=torch.int32)  # [committed, trace len, ids...]
         self.out_host = torch.zeros(B, 2 + sh.S, dtype=torch.int32, pin_memory=dev.type == "cuda")
@@ -182,36 +193,48 @@ class DeviceEngine:
         return (((byte >> (bit & 7)) & 1) == 1) & (c.view(1, 1, S_max) < kvlen.view(B, 1, 1))
 
     # -- prefill (eager; per wave) ---------------------------------------------------------------
-    def prefill(self, prompts: torch.Tensor, cursors: torch.Tensor, chunk: int = 4) -> torch.Tensor:
-        """prompts [B, P] int64 on the device; cursors [B]: trace offsets of the rows' requests.
-        Returns the first tokens [B] (device)."""
+    def prefill(self, prompts: torch.Tensor, cursors: torch.Tensor, lens: torch.Tensor | None = None,
+                chunk: int = 4) -> torch.Tensor:
+        """prompts [B, P] int64 on the device (row b's first ``lens[b]`` tokens; default all P);
+        cursors [B]: trace offsets of the rows' requests. Returns the first tokens [B] (device)."""
         sh = self.shape
-        B, P, dev = sh.B, sh.P, self.device
+        B, P, dev = sh.B, prompts.shape[1], self.device
+        lens = torch.full((B,), P, device=dev, dtype=torch.int64) if lens is None else lens.to(dev)
         pos = torch.arange(P, device=dev).unsqueeze(0)
+        cols = torch.arange(sh.S_max, device=dev).view(1, 1, -1)
         first = torch.empty(B, device=dev, dtype=torch.int64)
+        self.temps.copy_(self.temps_req)
         for b0 in range(0, B, chunk):
             b1 = min(B, b0 + chunk)
-            n = b1 - b0
+            n, ln = b1 - b0, lens[b0:b1]
             p = pos.expand(n, P)
-            mask = torch.arange(sh.S_max, device=dev).view(1, 1, -1) <= pos.view(1, P, 1)
-            mask = mask.expand(n, P, sh.S_max)
+            mask = (cols <= pos.view(1, P, 1)) & (cols < ln.view(n, 1, 1))
             tc = [(k[b0:b1], v[b0:b1]) for k, v in self.tcache]
-            hid, logits = self.target.forward(prompts[b0:b1], p, tc, p, mask,
-                                              logits_rows=torch.full((n, 1), P - 1, device=dev))
-            k5 = self.backend.call("logits_to_probas", {"logits": logits, "temperatures": self.temps[b0:b1]},
-                                   {"rows_per_req": 1, "write_probas": False})
-            first[b0:b1] = k5["argmax_ids"]
-            shifted = torch.cat([prompts[b0:b1, 1:], first[b0:b1, None]], 1)
+            hid, logits = self.target.forward(prompts[b0:b1], p, tc, p, mask, logits_rows=(ln - 1).view(n, 1))
+            first[b0:b1] = self._sample_first(logits, b0, b1)
+            shifted = torch.cat([prompts[b0:b1, 1:], prompts[b0:b1, :1]], 1)
+            shifted.scatter_(1, (ln - 1).view(n, 1), first[b0:b1, None])
             dc = [(k[b0:b1], v[b0:b1]) for k, v in self.dcache]
             g, dlog = self.draft.forward(shifted, hid, p, dc, p, mask)
-            self.root_g[b0:b1] = g[:, P - 1]
-            self.root_logits[b0:b1] = dlog.view(n, P, -1)[:, P - 1]
+            ar = torch.arange(n, device=dev)
+            self.root_g[b0:b1] = g[ar, ln - 1]
+            self.root_logits[b0:b1] = dlog.view(n, P, -1)[ar, ln - 1]
         self.root_tok.copy_(first)
-        self.seq_lens.fill_(P)
+        self.seq_lens.copy_(lens)
         self.req_to_token.copy_(self.identity)
         self.cursor.copy_(cursors)
         self.active.fill_(True)
         return first
+
+    def _sample_first(self, logits, b0, b1):
+        """First token after the prefill: K5 (temperatures, softmax) then a multinomial draw where sampled."""
+        t = self.temps[b0:b1]
+        k5 = self.backend.call("logits_to_probas", {"logits": logits, "temperatures": t},
+                               {"rows_per_req": 1, "write_probas": self.sampling})
+        if not self.sampling:
+            return k5["argmax_ids"]
+        draw = torch.multinomial(torch.nan_to_num(k5["probas"], nan=0.0), 1, generator=self.gen).view(-1)
+        return torch.where(t > 1e-6, draw, k5["argmax_ids"])
 
     # -- §8.1 draft step -----------------------------------------------------------------------------
     def draft_step(self) -> None:
@@ -247,7 +270,7 @@ class DeviceEngine:
                           "last_layer_scores": last_scores, "input_hidden_states": hidden.contiguous(),
                           "hot_token_id": self.draft.hot_token_id},
                          {"batch_size": B, "node_top_k": K, "tree_width": Wc, "cumu_count": cc,
-                          "use_hot_token_id": True})
+                          "use_hot_token_id": self.draft.uses_hot_vocab})
             parents.append(k1["parent_indices_in_layer"])
             k2 = self._k(f"K2_{d}", "update_draft_state",
                          {"topk_probas": k1["curr_layer_scores"], "topk_tokens": k1["topk_tokens_sampling"],
@@ -311,9 +334,15 @@ class DeviceEngine:
         mask = self._dense_mask(k4, Q)
         hid, logits = self.target.forward(vs.candidates, k4["positions"], self.tcache, L.view(B, 1) + tq, mask)
         k5 = self._k("K5_verify", "logits_to_probas", {"logits": logits, "temperatures": self.temps},
-                     {"rows_per_req": Q, "write_probas": False})
-        pred, a_trace = self._drive(k5["argmax_ids"].view(B, Q), vs.candidates, vs.tree_parent,
-                                    k4["positions"] - L.view(B, 1))
+                     {"rows_per_req": Q, "write_probas": self.sampling})
+        if self.by_trace:
+            pred, a_trace = self._drive(k5["argmax_ids"].view(B, Q), vs.candidates, vs.tree_parent,
+                                        k4["positions"] - L.view(B, 1))
+        else:
+            pred, a_trace = k5["argmax_ids"].view(B, Q), None
+        if self.sampling:
+            self.coins.uniform_(generator=self.gen)
+            self.final_coins.uniform_(generator=self.gen)
         k6 = self._k("K6", "reject_sample",
                      {"candidates": vs.candidates, "retrive_index": vs.retrive_index,
                       "retrive_next_token": vs.retrive_next_token, "retrive_next_sibling": vs.retrive_next_sibling,
@@ -355,7 +384,7 @@ class DeviceEngine:
         self.seq_lens.copy_(torch.where(self.active, k7["next_seq_lens"], L))
         self.cursor.add_(1)
         self.out[:, 0] = n.to(torch.int32)
-        self.out[:, 1] = a_trace.to(torch.int32)
+        self.out[:, 1] = (a_trace if a_trace is not None else k6["accept_length"]).to(torch.int32)
         self.out[:, 2:] = torch.where(si < n.view(B, 1), toks, torch.full_like(toks, -1)).to(torch.int32)
 
     # -- graphs ----------------------------------------------------------------------------------
@@ -408,10 +437,49 @@ class DeviceEngine:
         return self.out_host
 
 
+def generate(engine: DeviceEngine, prompts: list[list[int]], max_new_tokens: int, seed: int = 0):
+    """Static-batch generation with the LocalEngine's result type (``RequestResult`` per prompt): the
+    rows of finished requests are parked until the batch is done."""
+    from eagle4.workload.engine import RequestResult
+
+    B = len(prompts)
+    if engine.shape is None or engine.shape.B != B:
+        engine.setup(B)
+    if engine.gen is not None:
+        engine.gen.manual_seed(int(seed))
+    dev = engine.device
+    P = max(len(x) for x in prompts)
+    ids = torch.zeros(B, P, dtype=torch.int64)
+    for b, x in enumerate(prompts):
+        ids[b, : len(x)] = torch.as_tensor(x)
+    lens = torch.as_tensor([len(x) for x in prompts])
+    res = [RequestResult(list(x)) for x in prompts]
+    t0 = time.perf_counter()
+    first = engine.prefill(ids.to(dev), torch.arange(B, device=dev) * 257, lens).cpu()
+    now = time.perf_counter() - t0
+    for b, r in enumerate(res):
+        r.output_ids.append(int(first[b]))
+        r.token_times.append(now)
+    while not all(len(r.output_ids) >= max_new_tokens for r in res):
+        engine.park([len(r.output_ids) >= max_new_tokens for r in res])
+        out = engine.step().numpy()
+        now = time.perf_counter() - t0
+        for b, r in enumerate(res):
+            if len(r.output_ids) >= max_new_tokens:
+                continue
+            toks = [int(t) for t in out[b, 2: 2 + out[b, 0]]][: max_new_tokens - len(r.output_ids)]
+            r.output_ids += toks
+            r.token_times += [now] * len(toks)
+            r.accept_lengths.append(int(out[b, 0]))
+    for r in res:
+        r.end = time.perf_counter() - t0
+    return res
+
+
 def timed_step(engine: DeviceEngine):
     t0 = time.perf_counter()
     out = engine.step()
     return out, time.perf_counter() - t0
 
 
-__all__ = ["DeviceEngine", "Shape", "timed_step"]
+__all__ = ["DeviceEngine", "Shape", "generate", "timed_step"]

@@ -1,0 +1,95 @@
+"""A ``load = "local"`` pair (``eagle4.models.llama`` target + ``eagle4.models.eagle`` draft, as loaded
+by ``load_target``/``load_draft``) behind the static-shape interface of ``eagle4.models.dummy``, so the
+device engine runs a trained pair with the same code as the deployment shape: contiguous per-request
+caches ``[B, nkv, S_max, hd]``, K/V written at ``write_pos [B, T]``, a dense ``[B, T, S_max]`` mask.
+
+The layers' own projections, RoPE, norms and MLPs are used; only the attention reads the dense
+cache (same arithmetic as ``Attention.forward_cached``: scores in the model dtype, -inf outside the
+mask, softmax)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from eagle4.models.eagle import load_draft
+from eagle4.models.llama import load_target
+
+
+def _attend(attn, x, pos, cache_k, cache_v, write_pos, mask):
+    B, T, _ = x.shape
+    q, k, v = attn._qkv(x, pos)  # [B, T, heads, hd]
+    bi = torch.arange(B, device=x.device).unsqueeze(1).expand(B, T)
+    cache_k.transpose(1, 2)[bi, write_pos] = k
+    cache_v.transpose(1, 2)[bi, write_pos] = v
+    rep = attn.nh // attn.nkv
+    qg = q.view(B, T, attn.nkv, rep, attn.hd)
+    s = torch.einsum("bqgrd,bgld->bgrql", qg, cache_k) / math.sqrt(attn.hd)
+    s = s.masked_fill(~mask[:, None, None, :, :], float("-inf"))
+    p = torch.nan_to_num(torch.softmax(s, dim=-1), nan=0.0)
+    o = torch.einsum("bgrql,bgld->bqgrd", p, cache_v).reshape(B, T, attn.nh * attn.hd)
+    return attn.o_proj(o)
+
+
+def _layer(layer, x, pos, kv, write_pos, mask):
+    x = x + _attend(layer.self_attn, layer.input_layernorm(x), pos, kv[0], kv[1], write_pos, mask)
+    return x + layer.mlp(layer.post_attention_layernorm(x))
+
+
+class StaticTarget:
+    def __init__(self, model):
+        c = model.config
+        self.m, self.dtype = model, next(model.parameters()).dtype
+        self.device = next(model.parameters()).device
+        self.a = type("A", (), {"hidden": c.hidden_size, "vocab": c.vocab_size, "kv_heads": c.num_key_value_heads,
+                                "head_dim": c.head_dim, "layers": c.num_hidden_layers})()
+
+    def new_cache(self, B: int, S_max: int):
+        shape = (B, self.a.kv_heads, S_max, self.a.head_dim)
+        return [(torch.zeros(shape, device=self.device, dtype=self.dtype),
+                 torch.zeros(shape, device=self.device, dtype=self.dtype)) for _ in range(self.a.layers)]
+
+    @torch.no_grad()
+    def forward(self, tokens, pos, cache, write_pos, mask, *, logits_rows=None):
+        x = self.m.model.embed_tokens(tokens)
+        for i, layer in enumerate(self.m.model.layers):
+            x = _layer(layer, x, pos, cache[i], write_pos, mask)
+        feat = x  # the EAGLE-1 feature: the last hidden state before the final norm
+        if logits_rows is not None:
+            x = x.gather(1, logits_rows.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+        return feat, self.m.logits(x).reshape(-1, self.a.vocab)
+
+
+class StaticDraft:
+    def __init__(self, model, target: StaticTarget):
+        c = model.config
+        self.m, self.target, self.dtype, self.device = model, target, target.dtype, target.device
+        self.a = type("A", (), {"kv_heads": c.num_key_value_heads, "head_dim": c.head_dim,
+                                "layers": c.num_hidden_layers})()
+        self.lm_head = model.lm_head.weight.T  # [H, V]: the engine reads its width
+        self.hot_token_id = torch.arange(c.vocab_size, device=self.device, dtype=torch.int64)
+        self.uses_hot_vocab = False
+
+    def new_cache(self, B: int, S_max: int):
+        shape = (B, self.a.kv_heads, S_max, self.a.head_dim)
+        return [(torch.zeros(shape, device=self.device, dtype=self.dtype),
+                 torch.zeros(shape, device=self.device, dtype=self.dtype)) for _ in range(self.a.layers)]
+
+    @torch.no_grad()
+    def forward(self, tokens, hidden, pos, cache, write_pos, mask):
+        x = self.m.fc(torch.cat([self.m.embed_tokens(tokens), hidden.to(self.m.fc.weight.dtype)], dim=-1))
+        for i, layer in enumerate(self.m.layers):
+            x = _layer(layer, x, pos, cache[i], write_pos, mask)
+        return x, self.m.logits(x).reshape(-1, self.m.config.vocab_size)
+
+
+def load_static_pair(contract, device) -> tuple[StaticTarget, StaticDraft]:
+    dtype = getattr(torch, contract.model.dtype)
+    t = load_target(contract.resolve(contract.model.target), dtype=dtype, device=device)
+    d = load_draft(contract.resolve(contract.model.draft), t, dtype=dtype, device=device)
+    st = StaticTarget(t)
+    return st, StaticDraft(d, st)
+
+
+__all__ = ["StaticTarget", "StaticDraft", "load_static_pair"]
