@@ -98,3 +98,33 @@ def test_backend_device_interface_runs_in_place():
                   {"rows_per_req": 1, "write_probas": True})
     assert out["probas"] is probas and torch.allclose(probas.sum(1), torch.ones(3))
     assert not be.graph_safe
+
+
+def test_trained_pair_runs_on_the_same_engine_code_as_the_local_engine():
+    """The embedded default (load = "local", acceptance from the model) through the device engine on
+    the CPU commits exactly the LocalEngine's tokens, step by step."""
+    from eagle4.workload.device_engine import DeviceEngine
+    from eagle4.workload.engine import LocalEngine
+
+    c = load_contract(ROOT / "contracts" / "default.toml")
+    texts = [p["text"] for p in c.load_prompts()[:3]]
+    local = LocalEngine.from_contract(c, "ref")
+    full = local.encode_prompts(texts, c.prompts.prompt_tokens)
+    ids = [x[: len(x) - 9 * i] for i, x in enumerate(full)]  # ragged prompts
+    want = local.generate(ids, 12, c.decode.temperatures)
+    dev = DeviceEngine(c, "ref", device="cpu")
+    assert dev.encode_prompts(texts, c.prompts.prompt_tokens) == full
+    got = dev.generate(ids, 12, c.decode.temperatures)
+    for w, g in zip(want, got):
+        assert g.output_ids == w.output_ids and g.accept_lengths == w.accept_lengths
+    assert dev.profile.steps == max(len(g.accept_lengths) for g in got)
+    assert {"K6_reject_sample", "target_verify", "kv_compaction"} <= set(dev.profile.total)
+
+
+def test_poisson_arrivals_have_the_declared_rate():
+    from eagle4.workload.device_runner import _arrivals
+
+    t = _arrivals("poisson", 8, 50.0, np.random.default_rng(0), 200.0)
+    assert all(b > a for a, b in zip(t, t[1:]))
+    assert len(t) / t[-1] == pytest.approx(50.0, rel=0.05)
+    assert _arrivals("concurrency", 8, None, np.random.default_rng(0), 10.0) is None

@@ -1,4 +1,4 @@
-"""End-to-end perf of the local engine: per operating point >= 5 independent runs (separate
+"""End-to-end perf of the engines (the device engine for backends with a device-tensor interface): per operating point >= 5 independent runs (separate
 processes), TTFT/ITL p50/p99, tokens/s with its CoV (asserted <= the contract's cov_max), mean
 acceptance length, and the time share of every kernel / model forward inside the loop.
 
@@ -93,3 +93,24 @@ def test_e2e_perf_h100(request, perf_rows):
     perf_rows.extend({"test": "e2e_h100", **r} for r in res["runs"])
     print(res["paths"]["summary"].read_text())
     _check(res["stats"], c)
+
+
+@pytest.mark.perf
+@pytest.mark.cuda
+def test_e2e_deployment_h100(request, perf_rows):
+    """The deployment contract on the GPU-resident, graph-captured engine (what
+    scripts/bench_h100_e2e.sh --contract contracts/deployment-8b.toml runs after its self-check):
+    every point must be VALID under the contract's own rules (>= 5 processes x >= 30 s, >= 200
+    samples per percentile, CoV <= 2%, steady state); a failure lists each point's reasons."""
+    from plugins.parity import reports_dir
+
+    from eagle4.workload.device_runner import run_contract as run_device_contract
+
+    deploy = ROOT / "contracts" / "deployment-8b.toml"
+    out = Path(os.environ.get("EAGLE4_E2E_OUT") or reports_dir(request.config))
+    points = os.environ.get("EAGLE4_E2E_POINTS")
+    stats = run_device_contract(deploy, out, points=points.split(",") if points else None, backend="cuda",
+                                device="cuda")
+    perf_rows.extend({"test": "e2e_deployment_h100", **s} for s in stats)
+    bad = [f"{s['point']}: {s['why']}" for s in stats if s["status"] != "VALID"]
+    assert not bad, "; ".join(bad)

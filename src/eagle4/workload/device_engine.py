@@ -31,6 +31,7 @@ ends (their tokens are not counted).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -39,6 +40,11 @@ import torch
 from eagle4.backends import Backend, get_backend
 from eagle4.models.dummy import load_dummy_pair
 from eagle4.kernels import tree_glue
+
+
+KERNEL_REGION = {"draft_tree_score": "K1_draft_tree_score", "update_draft_state": "K2_update_draft_state",
+                 "work_deltas": "K3_work_deltas", "logits_to_probas": "K5_logits_to_probas",
+                 "reject_sample": "K6_reject_sample", "update_verify": "K7_update_verify"}
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,12 @@ class DeviceEngine:
         self.shape: Shape | None = None
         # sampling coins: the default generator on CUDA (graph-safe), a seeded one on the CPU
         self.gen = None if self.device.type == "cuda" else torch.Generator("cpu")
+        # wall time per region in eager steps (the LocalEngine's Profile and labels); graph replays
+        # are timed as whole steps only (WP2 on graphs: eagle4.workload.step_profile)
+        from eagle4.workload.engine import Profile
+
+        self.profile = Profile(torch.cuda.synchronize if self.device.type == "cuda" else None)
+        self._capturing = False
 
     # -- setup per operating point ---------------------------------------------------------------
     def setup(self, B: int) -> None:
@@ -165,9 +177,15 @@ class DeviceEngine:
                 "mask_bool": torch.zeros(0, device=dev, dtype=torch.bool)}  # not written (write_bool_mask off)
 
     # -- kernels ----------------------------------------------------------------------------------
+    def _region(self, label: str):
+        return contextlib.nullcontext() if self._capturing else self.profile.timed(label)
+
     def _k(self, label: str, key: str, tensors: dict, params: dict) -> dict:
         saved = self._bufs.get(label)
-        out = self.backend.call(key, {**tensors, **(saved or {})}, params)
+        region = KERNEL_REGION[key] if key != "tree_mask" else (
+            "K4_tree_mask_verify" if label == "K4_verify" else "K4_tree_mask_draft")
+        with self._region(region):
+            out = self.backend.call(key, {**tensors, **(saved or {})}, params)
         if saved is None:  # first call (eager): keep the pure outputs for every later call
             self._bufs[label] = {k: v for k, v in out.items() if k not in tensors}
         return out
@@ -176,7 +194,8 @@ class DeviceEngine:
         B, K = self.shape.B, self.shape.K
         o = self._k(f"K5_{label}", "logits_to_probas", {"logits": logits, "temperatures": torch.ones_like(self.temps)},
                     {"rows_per_req": rows_per_req, "write_probas": True})
-        pr, tok = tree_glue.external_topk(o["probas"], K)
+        with self._region("host_draft_topk"):
+            pr, tok = tree_glue.external_topk(o["probas"], K)
         return pr.reshape(B, rows_per_req * K).contiguous(), tok.reshape(B, rows_per_req * K).contiguous()
 
     def _dense_mask(self, k4: dict, Q: int) -> torch.Tensor:
@@ -210,12 +229,14 @@ class DeviceEngine:
             p = pos.expand(n, P)
             mask = (cols <= pos.view(1, P, 1)) & (cols < ln.view(n, 1, 1))
             tc = [(k[b0:b1], v[b0:b1]) for k, v in self.tcache]
-            hid, logits = self.target.forward(prompts[b0:b1], p, tc, p, mask, logits_rows=(ln - 1).view(n, 1))
+            with self._region("target_prefill"):
+                hid, logits = self.target.forward(prompts[b0:b1], p, tc, p, mask, logits_rows=(ln - 1).view(n, 1))
             first[b0:b1] = self._sample_first(logits, b0, b1)
             shifted = torch.cat([prompts[b0:b1, 1:], prompts[b0:b1, :1]], 1)
             shifted.scatter_(1, (ln - 1).view(n, 1), first[b0:b1, None])
             dc = [(k[b0:b1], v[b0:b1]) for k, v in self.dcache]
-            g, dlog = self.draft.forward(shifted, hid, p, dc, p, mask)
+            with self._region("draft_prefill"):
+                g, dlog = self.draft.forward(shifted, hid, p, dc, p, mask)
             ar = torch.arange(n, device=dev)
             self.root_g[b0:b1] = g[ar, ln - 1]
             self.root_logits[b0:b1] = dlog.view(n, P, -1)[ar, ln - 1]
@@ -261,8 +282,9 @@ class DeviceEngine:
                              {"S_max": sh.S_max, "B": B, "T": T, "Q": Wc, "write_bool_mask": False})
                 mask = self._dense_mask(k4, Wc)
                 wpos = self.seq_lens.view(B, 1) + (T - Wc) + torch.arange(Wc, device=dev).view(1, Wc)
-                g, dlog = self.draft.forward(frontier.tokens, frontier.hidden.view(B, Wc, H), k4["positions"],
-                                             self.dcache, wpos, mask)
+                with self._region("draft_layer"):
+                    g, dlog = self.draft.forward(frontier.tokens, frontier.hidden.view(B, Wc, H), k4["positions"],
+                                                 self.dcache, wpos, mask)
                 probas, tokens = self._topk(f"d{d}", dlog, Wc)
                 hidden = g.reshape(B * Wc, H)
             k1 = self._k(f"K1_{d}", "draft_tree_score",
@@ -320,9 +342,10 @@ class DeviceEngine:
         sh = self.shape
         B, S, H, V, dev = sh.B, sh.S, self.target.a.hidden, self.target.a.vocab, self.device
         tr = self.tree
-        vs = tree_glue.select_verify_set(cumu_tokens=tr["cumu_tokens"], cumu_scores=tr["cumu_scores"],
-                                         prev_indexs=tr["prev_indexs"], cc=tr["cc"], verify_num=sh.Vn, M=sh.M,
-                                         check=False)
+        with self._region("host_verify_select"):
+            vs = tree_glue.select_verify_set(cumu_tokens=tr["cumu_tokens"], cumu_scores=tr["cumu_scores"],
+                                             prev_indexs=tr["prev_indexs"], cc=tr["cc"], verify_num=sh.Vn, M=sh.M,
+                                             check=False)
         Q = vs.Q
         L = self.seq_lens
         tq = torch.arange(Q, device=dev).view(1, Q)
@@ -332,7 +355,8 @@ class DeviceEngine:
                       "tree_cache_locs": locs, "tree_parent": vs.tree_parent},
                      {"S_max": sh.S_max, "B": B, "T": Q, "Q": Q, "write_bool_mask": False})
         mask = self._dense_mask(k4, Q)
-        hid, logits = self.target.forward(vs.candidates, k4["positions"], self.tcache, L.view(B, 1) + tq, mask)
+        with self._region("target_verify"):
+            hid, logits = self.target.forward(vs.candidates, k4["positions"], self.tcache, L.view(B, 1) + tq, mask)
         k5 = self._k("K5_verify", "logits_to_probas", {"logits": logits, "temperatures": self.temps},
                      {"rows_per_req": Q, "write_probas": self.sampling})
         if self.by_trace:
@@ -363,10 +387,11 @@ class DeviceEngine:
         dst = (L.view(B, 1) + si).clamp(max=sh.S_max - 1)
         src = (self.req_to_token.gather(1, dst).to(torch.int64) - self.base.view(B, 1)).clamp(0, sh.S_max - 1)
         bi = self.pools.view(B, 1).expand(B, S)
-        for kc, vc in self.tcache:
-            for c in (kc, vc):
-                v = c.transpose(1, 2)
-                v[bi, dst] = v[bi, src]
+        with self._region("kv_compaction"):
+            for kc, vc in self.tcache:
+                for c in (kc, vc):
+                    v = c.transpose(1, 2)
+                    v[bi, dst] = v[bi, src]
         self.req_to_token.copy_(self.identity)
         # draft extend on the accepted tokens (§8.2 step 8), padded to S per row
         ind = k7["next_indptr"].to(torch.int64)
@@ -376,7 +401,8 @@ class DeviceEngine:
         hidn = k7["next_hidden"][flat]
         pos = L.view(B, 1) + si
         emask = torch.arange(sh.S_max, device=dev).view(1, 1, -1) <= pos.view(B, S, 1)
-        g, dlog = self.draft.forward(toks, hidn, pos, self.dcache, pos.clamp(max=sh.S_max - 1), emask)
+        with self._region("draft_extend"):
+            g, dlog = self.draft.forward(toks, hidn, pos, self.dcache, pos.clamp(max=sh.S_max - 1), emask)
         last = (n - 1).clamp(min=0)
         self.root_g.copy_(g[self.pools, last])
         self.root_logits.copy_(dlog.view(B, S, -1)[self.pools, last])
@@ -393,18 +419,24 @@ class DeviceEngine:
         snap = self._snapshot()
         s = torch.cuda.Stream(self.device)
         s.wait_stream(torch.cuda.current_stream(self.device))
+        self._capturing = True  # no region timing (its syncs) on the side stream either
         with torch.cuda.stream(s):
             for _ in range(warmup):
                 self.draft_step()
                 self.verify_step()
+        self._capturing = False
         torch.cuda.current_stream(self.device).wait_stream(s)
         torch.cuda.synchronize(self.device)
         self._restore(snap)
         self._draft_graph, self._verify_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self._draft_graph):
-            self.draft_step()
-        with torch.cuda.graph(self._verify_graph):
-            self.verify_step()
+        self._capturing = True
+        try:
+            with torch.cuda.graph(self._draft_graph):
+                self.draft_step()
+            with torch.cuda.graph(self._verify_graph):
+                self.verify_step()
+        finally:
+            self._capturing = False
         torch.cuda.synchronize(self.device)
         self._restore(snap)  # capture does not run the work, but keep the state exactly as before
 
@@ -425,6 +457,7 @@ class DeviceEngine:
     def step(self):
         """One speculative step; returns the host copy of ``out`` ([B, 2 + S] int32: tokens committed,
         trace length, committed ids) -- the step's one device-to-host copy."""
+        t0 = time.perf_counter()
         if self._draft_graph is not None:
             self._draft_graph.replay()
             self._verify_graph.replay()
@@ -434,7 +467,20 @@ class DeviceEngine:
         self.out_host.copy_(self.out, non_blocking=True)
         if self.device.type == "cuda":
             torch.cuda.current_stream(self.device).synchronize()
+        self.profile.steps += 1
+        self.profile.step_time += time.perf_counter() - t0
         return self.out_host
+
+    # -- the LocalEngine's interface (eagle4.workload.runner) ---------------------------------------
+    def encode_prompts(self, texts: list[str], prompt_tokens: int) -> list[list[int]]:
+        if self.tokenizer is None:
+            raise ValueError("a dummy-loaded pair has no tokenizer: prompts are token ids drawn from the seed")
+        return [self.tokenizer.encode(t)[:prompt_tokens] for t in texts]
+
+    def generate(self, prompts: list[list[int]], max_new_tokens: int, temperatures=None, seed: int = 0):
+        if temperatures is not None and list(temperatures) != list(self._d.temperatures):
+            raise ValueError("the device engine takes its temperatures from the contract")
+        return generate(self, prompts, max_new_tokens, seed)
 
 
 def generate(engine: DeviceEngine, prompts: list[list[int]], max_new_tokens: int, seed: int = 0):

@@ -54,16 +54,30 @@ def _pct(x, q) -> float:
     return stats.percentile(x, q)
 
 
+DEVICE_ENGINE_BACKENDS = ("ref", "cuda")  # backends with the device-tensor interface (Backend.call)
+
+
+def make_engine(contract, backend: str, device: str):
+    """The device engine (state on the device; CUDA graphs on a GPU) for backends with a
+    device-tensor interface; the LocalEngine (numpy through ``Backend.run``) for the others (the
+    board backends, ``cuda+ref``)."""
+    if backend in DEVICE_ENGINE_BACKENDS:
+        from eagle4.workload.device_engine import DeviceEngine
+
+        return DeviceEngine(contract, backend, device=device)
+    from eagle4.workload.engine import LocalEngine
+
+    return LocalEngine.from_contract(contract, backend, device=device,
+                                     backend_options={"device": device} if backend == "ref" else None)
+
+
 def run_point_once(contract, point_name: str, run_index: int, backend: str = "ref", *, device: str = "cpu",
                    warmup: int | None = None, commit: str | None = None, engine=None) -> dict:
     """One measured run of one operating point (after ``warmup`` unmeasured runs) in this process."""
     import torch
 
-    from eagle4.workload.engine import LocalEngine
-
     point = contract.operating_point(point_name)
-    eng = engine or LocalEngine.from_contract(contract, backend, device=device,
-                                              backend_options={"device": device} if backend == "ref" else None)
+    eng = engine or make_engine(contract, backend, device)
     prompts = contract.load_prompts()
     sel = [prompts[i % len(prompts)] for i in range(point.batch)]
     ids = eng.encode_prompts([p["text"] for p in sel], contract.prompts.prompt_tokens)
@@ -74,7 +88,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
         eng.generate(ids, n_out, temps, seed=10_000 + w)
     from eagle4.workload.engine import Profile
 
-    eng.profile = Profile(eng.profile.sync)
+    eng.profile = Profile(eng.profile.sync)  # measured iterations only
     # Repeat the measured generation until the contract's minimum duration is covered: one short
     # generation is at the mercy of host jitter (MLPerf pins a minimum duration for the same reason).
     iterations, measured = [], 0.0
