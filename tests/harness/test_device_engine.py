@@ -128,3 +128,9 @@ def test_poisson_arrivals_have_the_declared_rate():
     assert all(b > a for a, b in zip(t, t[1:]))
     assert len(t) / t[-1] == pytest.approx(50.0, rel=0.05)
     assert _arrivals("concurrency", 8, None, np.random.default_rng(0), 10.0) is None
+
+
+def test_chunk_itl_counts_one_gap_per_streamed_chunk():
+    from eagle4.workload.serving_metrics import chunk_itl
+
+    assert chunk_itl([1.0, 1.5, 1.5, 1.5, 2.5, 2.5]) == pytest.approx([0.5, 1.0])

@@ -35,6 +35,7 @@ from eagle4 import stats
 from eagle4.report import atomic
 from eagle4.validity import RunRule, summarize_runs
 from eagle4.vcs import git_commit  # one home for the commit on result rows (never HEAD)
+from eagle4.workload.serving_metrics import chunk_itl
 
 RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "seed", "iteration", "request_index",
               "prompt_id", "prompt_tokens", "output_tokens", "ttft_s", "itl_mean_s", "itl_p50_s", "itl_p99_s",
@@ -106,7 +107,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
     commit = commit or git_commit()
     rows = []
     for it, i, r in ((it, i, r) for it, res in enumerate(iterations) for i, r in enumerate(res)):
-        itl = r.itl()
+        itl = chunk_itl(r.token_times)  # one ITL per verify step (streamed chunk)
         n = len(r.output_ids)
         rows.append({
             "contract_sha256": contract.sha256, "contract_name": contract.contract.name, "point": point.name,
@@ -207,8 +208,9 @@ def render_summary(stats: list[dict], *, contract_sha: str, title: str = "End-to
                  f"| {s['tokens_per_s_cov']:.2%}{'' if s['cov_ok'] else ' (over limit)'} "
                  f"| {s['acceptance_length_mean']:.3f} | {s['backend']} | {s['model_device']} |")
     L += ["", "Acceptance length = tokens committed per verify step per request (accepted draft tokens + 1 bonus),",
-          "averaged over steps. ITL is counted per token: a step committing k tokens after a gap g contributes k",
-          "entries of g/k. TPOT = (e2e - TTFT) / (tokens - 1) is in the raw CSV.", "",
+          "averaged over steps. ITL is counted per streamed chunk (one per verify step: the gap since the",
+          "request's previous chunk, never divided among the chunk's tokens; eagle4.workload.serving_metrics).",
+          "TPOT = (e2e - TTFT) / (tokens - 1) is in the raw CSV.", "",
           "## Time share inside the decode loop (share of verify+draft step wall time, all runs)", ""]
     for s in stats:
         L.append(f"### {s['point']}")

@@ -57,6 +57,12 @@ class RequestTimes:
 pct = stats.percentile
 
 
+def chunk_itl(token_times) -> list[float]:
+    """ITL per streamed chunk from per-token times (tokens of one chunk share its time)."""
+    t = sorted(set(float(x) for x in token_times))
+    return [b - a for a, b in zip(t, t[1:])]
+
+
 def goodput(reqs: list[RequestTimes], window_s: float, slo) -> tuple[float, float]:
     """(requests/s, tokens/s) of finished requests meeting the SLO."""
     ok = [r for r in reqs if r.finished and r.ttft is not None and r.tpot is not None
