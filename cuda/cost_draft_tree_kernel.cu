@@ -351,8 +351,31 @@ __global__ void __launch_bounds__(128) k2_kernel(
   // 5.1 work buffer
   for (int64_t t = tid; t < n0; t += nt) work[b * (M + K) + t] = A[t];
   for (int t = tid; t < K; t += nt) work[b * (M + K) + n0 + t] = Bs[t];
-  // 5.2 merge (sequential; pins the tie and NaN behaviour exactly)
-  if (tid == 32) {  // thread 0 runs step 4 meanwhile
+  // 5.2 merge. Two sorted (descending), NaN-free lists merge by rank: A[i] lands at i + #{Bs > A[i]},
+  // Bs[j] at j + #{A >= Bs[j]} -- exactly the pinned two-cursor merge, all outputs in parallel.
+  // Anything else (unsorted or NaN) runs the pinned merge itself in one thread.
+  __shared__ int s_sorted;
+  const int lane = tid & 31, wid = tid >> 5;
+  if (wid == 1) {  // thread 0 runs step 4 meanwhile
+    bool ok = true;
+    for (int64_t i = lane; i < n0; i += 32) ok = ok && !isnan(A[i]) && (i + 1 >= n0 || A[i] >= A[i + 1]);
+    for (int j = lane; j < C; j += 32) ok = ok && !isnan(Bs[j]) && (j + 1 >= C || Bs[j] >= Bs[j + 1]);
+    ok = __all_sync(FULL, ok);
+    if (lane == 0) s_sorted = ok ? 1 : 0;
+  }
+  __syncthreads();
+  if (s_sorted) {
+    for (int64_t i = tid; i < n0; i += nt) {
+      int64_t pos = i;
+      for (int j = 0; j < C; ++j) pos += Bs[j] > A[i];
+      if (pos < n1) Mg[pos] = A[i];
+    }
+    for (int j = tid; j < C; j += nt) {
+      int64_t pos = j;
+      for (int64_t i = 0; i < n0; ++i) pos += A[i] >= Bs[j];
+      if (pos < n1) Mg[pos] = Bs[j];
+    }
+  } else if (tid == 32) {
     int64_t ia = 0, ib = 0;
     for (int64_t t = 0; t < n1; ++t) {
       if (ia < n0 && (ib >= C || A[ia] >= Bs[ib])) Mg[t] = A[ia++];
@@ -818,6 +841,173 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
   cluster.sync();  // no block leaves while others may still read its shared memory
 }
 
+// K5 register-resident variant (f32 logits, 16-byte aligned rows, V % 4 == 0): every thread keeps
+// NV float4 vectors of its block's slice in registers, so the row is read from HBM once, reduced
+// (max/argmax, then the exp-sum) and written once, with no shared-memory staging of the row.
+// One block (CS == 1) or one thread-block cluster of CS blocks (DSMEM exchange) per row; the host
+// picks CS and the block size so that small-V many-row launches keep whole rows per block and
+// large-V few-row launches spread a row over up to 16 SMs.
+template <int NV>
+__global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logits, const float* __restrict__ temps,
+                                                 int64_t V, int G, bool wp, float* __restrict__ probas,
+                                                 int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
+                                                 int64_t chunk) {
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = (int)cluster.block_rank();
+  const int CS = (int)cluster.num_blocks();
+  const int64_t r = blockIdx.y;
+  const int64_t b = r / G;
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, wid = tid >> 5, nw = nt >> 5;
+  __shared__ K5Stats st;
+  __shared__ float rf[32];
+  __shared__ float rv[32];
+  __shared__ long long ri[32];
+  __shared__ float s_m, s_s;
+  __shared__ long long s_ai;
+
+  const float temp = temps[b];
+  const bool gr = temp < 1e-6f;
+  if (rank == 0 && tid == 0 && (r % G) == 0) greedy[b] = gr ? 1 : 0;
+  const int64_t v0 = (int64_t)rank * chunk;
+  const int64_t v1 = v0 + chunk < V ? v0 + chunk : V;
+  const int64_t n = v1 > v0 ? v1 - v0 : 0;  // a multiple of 4 (V and chunk are)
+  const float* row = logits + r * V + v0;
+  const bool need_exp = wp && !gr;
+
+  float4 x[NV];
+#pragma unroll
+  for (int u = 0; u < NV; ++u) {
+    const int64_t i = ((int64_t)u * nt + tid) * 4;
+    x[u] = i < n ? __ldcs(reinterpret_cast<const float4*>(row + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  float m = -INFINITY, av = -INFINITY;
+  long long ai = LLONG_MAX;
+#pragma unroll
+  for (int u = 0; u < NV; ++u) {
+    const int64_t i = ((int64_t)u * nt + tid) * 4;
+    if (i < n) {
+      float* e = reinterpret_cast<float*>(&x[u]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
+        if (e[k] > av || ai == LLONG_MAX || (isnan(e[k]) && !isnan(av))) { av = e[k]; ai = v0 + i + k; }
+        if (need_exp) {
+          e[k] = __fdiv_rn(e[k], temp);
+          if (e[k] > m || isnan(e[k])) m = isnan(m) ? m : e[k];
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    float om = __shfl_down_sync(FULL, m, o);
+    float oav = __shfl_down_sync(FULL, av, o);
+    long long oai = __shfl_down_sync(FULL, ai, o);
+    if (om > m || (isnan(om) && !isnan(m))) m = om;
+    if (amax_better(oav, oai, av, ai)) { av = oav; ai = oai; }
+  }
+  if (lane == 0) { rf[wid] = m; rv[wid] = av; ri[wid] = ai; }
+  __syncthreads();
+  if (wid == 0) {  // block stats, then (CS > 1) the cluster's through DSMEM
+    float bm = lane < nw ? rf[lane] : -INFINITY, bav = lane < nw ? rv[lane] : -INFINITY;
+    long long bai = lane < nw ? ri[lane] : LLONG_MAX;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      float om = __shfl_down_sync(FULL, bm, o);
+      float oav = __shfl_down_sync(FULL, bav, o);
+      long long oai = __shfl_down_sync(FULL, bai, o);
+      if (om > bm || (isnan(om) && !isnan(bm))) bm = om;
+      if (amax_better(oav, oai, bav, bai)) { bav = oav; bai = oai; }
+    }
+    if (lane == 0) { st.m = bm; st.av = bav; st.ai = bai; st.s = 0.0f; s_m = bm; s_ai = bai; }
+  }
+  if (CS > 1) {
+    cluster.sync();
+    if (wid == 0) {
+      float gm = -INFINITY, gav = -INFINITY;
+      long long gai = LLONG_MAX;
+      if (lane < CS) {
+        const K5Stats* o = cluster.map_shared_rank(&st, lane);
+        gm = o->m; gav = o->av; gai = o->ai;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        float om = __shfl_down_sync(FULL, gm, o);
+        float oav = __shfl_down_sync(FULL, gav, o);
+        long long oai = __shfl_down_sync(FULL, gai, o);
+        if (om > gm || (isnan(om) && !isnan(gm))) gm = om;
+        if (amax_better(oav, oai, gav, gai)) { gav = oav; gai = oai; }
+      }
+      if (lane == 0) { s_m = gm; s_ai = gai; }
+    }
+  }
+  __syncthreads();
+  if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
+  float* out = probas + r * V + v0;
+  if (need_exp) {
+    const float gm = s_m;
+    float part = 0.0f;  // one partial sum per thread: >= 32 partial sums per row
+#pragma unroll
+    for (int u = 0; u < NV; ++u) {
+      const int64_t i = ((int64_t)u * nt + tid) * 4;
+      if (i < n) {
+        float* e = reinterpret_cast<float*>(&x[u]);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          e[k] = expf(__fsub_rn(e[k], gm));
+          part = __fadd_rn(part, e[k]);
+        }
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) part = __fadd_rn(part, __shfl_down_sync(FULL, part, o));
+    if (lane == 0) rf[wid] = part;
+    __syncthreads();
+    if (wid == 0) {
+      float bs = lane < nw ? rf[lane] : 0.0f;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) bs = __fadd_rn(bs, __shfl_down_sync(FULL, bs, o));
+      if (lane == 0) { st.s = bs; s_s = bs; }
+    }
+    if (CS > 1) {
+      cluster.sync();
+      if (wid == 0) {
+        float gs = lane < CS ? cluster.map_shared_rank(&st, lane)->s : 0.0f;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) gs = __fadd_rn(gs, __shfl_down_sync(FULL, gs, o));
+        if (lane == 0) s_s = gs;
+      }
+    }
+    __syncthreads();
+    const float gs = s_s;
+#pragma unroll
+    for (int u = 0; u < NV; ++u) {
+      const int64_t i = ((int64_t)u * nt + tid) * 4;
+      if (i < n) {
+        float4 o4;
+        o4.x = __fdiv_rn(x[u].x, gs);
+        o4.y = __fdiv_rn(x[u].y, gs);
+        o4.z = __fdiv_rn(x[u].z, gs);
+        o4.w = __fdiv_rn(x[u].w, gs);
+        __stcs(reinterpret_cast<float4*>(out + i), o4);
+      }
+    }
+  } else if (wp) {  // greedy row: one-hot at the argmax
+    const long long am = s_ai;
+#pragma unroll
+    for (int u = 0; u < NV; ++u) {
+      const int64_t i = ((int64_t)u * nt + tid) * 4;
+      if (i < n) {
+        const long long g = v0 + i;
+        __stcs(reinterpret_cast<float4*>(out + i),
+               make_float4(g == am ? 1.f : 0.f, g + 1 == am ? 1.f : 0.f, g + 2 == am ? 1.f : 0.f,
+                           g + 3 == am ? 1.f : 0.f));
+      }
+    }
+  }
+  if (CS > 1) cluster.sync();  // no block leaves while another may still read its shared memory
+}
+
 // Largest usable cluster size <= want (16 needs the non-portable attribute; checked once per
 // kernel/size/smem with cudaOccupancyMaxActiveClusters, falling back to 8).
 template <typename KernelT>
@@ -873,6 +1063,69 @@ static void launch_cluster(KernelT kernel, dim3 grid, dim3 block, size_t smem, i
   E4_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
 }
 
+// Tuning hook (the bench's sweep only): 0 = automatic, 1 = always the shared-memory kernel, 2 = the
+// register kernel wherever it applies; blocks = the grid size the register kernel aims at (0: 2 per SM).
+static int g_k5_mode = 0;
+static int64_t g_k5_blocks = 0;
+void k5_tuning(int64_t mode, int64_t blocks) { g_k5_mode = (int)mode; g_k5_blocks = blocks; }
+
+static int sm_count() {
+  static int n = 0;
+  if (n == 0) {
+    int dev = 0;
+    E4_CUDA_CHECK(cudaGetDevice(&dev));
+    E4_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  }
+  return n;
+}
+
+// The register-resident K5 where it applies (f32, 16-byte aligned rows, V % 4 == 0, V <= 16 * 8192);
+// false: the caller uses the shared-memory kernel.
+static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures, int64_t G, bool write_probas,
+                       at::Tensor& probas, at::Tensor& argmax_ids, at::Tensor& is_greedy, int64_t R, int64_t V,
+                       cudaStream_t stream) {
+  constexpr int64_t kMaxNT = 256, kMaxPerBlock = kMaxNT * 8 * 4;
+  if (g_k5_mode == 1) return false;
+  // Measured on the H100 (kernel_bench sweep-k5): the register kernel wins up to V = 32768 (2x at
+  // B*Q >= 256 rows) and loses at V = 128256 (16-block clusters of 256 threads; the shared-memory
+  // kernel with 8 blocks of 512 threads is ~1.3x faster there), so automatic mode keeps it to rows
+  // a cluster of <= 8 blocks holds.
+  if (g_k5_mode == 0 && V > 8 * kMaxPerBlock) return false;
+  if (V % 4 || reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 ||
+      reinterpret_cast<uintptr_t>(probas.data_ptr()) % 16)
+    return false;
+  const int64_t target = g_k5_blocks > 0 ? g_k5_blocks : 2 * (int64_t)sm_count();
+  int64_t cs = std::max<int64_t>((target + R - 1) / R, (V + kMaxPerBlock - 1) / kMaxPerBlock);
+  cs = std::min<int64_t>(std::max<int64_t>(cs, 1), std::min<int64_t>(16, (V + 3) / 4));
+  auto chunk_of = [&](int64_t c) { return ((V + c - 1) / c + 3) / 4 * 4; };
+  int64_t chunk = chunk_of(cs);
+  if (chunk > kMaxPerBlock) return false;
+  const int64_t vecs = chunk / 4;
+  const int nv = vecs <= kMaxNT ? 1 : vecs <= 2 * kMaxNT ? 2 : vecs <= 4 * kMaxNT ? 4 : 8;
+  const int nt = (int)std::min<int64_t>(kMaxNT, std::max<int64_t>(32, ((vecs + nv - 1) / nv + 31) / 32 * 32));
+  auto go = [&](auto kern) {
+    int c = (int)cs;
+    if (c > 8) {
+      c = usable_cluster(kern, c, dim3(nt), 0);
+      if (c < cs) {  // 16-block clusters not schedulable here: 8 blocks, if a block still holds its slice
+        if (chunk_of(c) > (int64_t)nt * nv * 4) return false;
+        chunk = chunk_of(c);
+      }
+    }
+    c = (int)((V + chunk - 1) / chunk);
+    launch_cluster(kern, dim3((unsigned)c, (unsigned)R), dim3(nt), 0, c, stream, (const float*)ptr<float>(logits),
+                   (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
+                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+    return true;
+  };
+  switch (nv) {
+    case 1: return go(k5r_kernel<1>);
+    case 2: return go(k5r_kernel<2>);
+    case 4: return go(k5r_kernel<4>);
+    default: return go(k5r_kernel<8>);
+  }
+}
+
 void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_t rows_per_req, bool write_probas,
                               at::Tensor probas, at::Tensor argmax_ids, at::Tensor is_greedy) {
   const int64_t G = rows_per_req;
@@ -894,6 +1147,9 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   TORCH_CHECK(R <= 65535, "convert_logits_to_probas: more than 65535 rows per launch is not supported");
   const c10::cuda::CUDAGuard guard(logits.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
+  if (lt == at::kFloat && k5r_launch(logits, temperatures, G, write_probas, probas, argmax_ids, is_greedy, R, V,
+                                      stream))
+    return;
   const dim3 block(512);
   const int want = R <= 8 ? 16 : 8;  // very few rows: more blocks per row to fill the GPU
   const bool aligned = reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 == 0;
@@ -975,9 +1231,10 @@ __global__ void __launch_bounds__(512) k6_kernel(
   int64_t* s_ridx = s_sib + Q;
   int64_t* s_tpred = s_ridx + Q;
   int64_t* s_rej = s_tpred + Q;
-  float* s_coin = reinterpret_cast<float*>(s_rej + Q);
+  float* s_coin = reinterpret_cast<float*>(s_rej + Q + 1);  // s_rej: Q + 1 (a chain visits <= Q + 1 nodes)
   float* s_p = s_coin + Q;
   int* s_prow = reinterpret_cast<int*>(s_p + Q);
+  int* s_acc = s_prow + Q;  // per row: the child the walk accepts under it (-1: none)
   __shared__ K6Stats st;
   __shared__ int s_row, s_nrej;
   __shared__ long long s_last;
@@ -1012,47 +1269,55 @@ __global__ void __launch_bounds__(512) k6_kernel(
     }
   }
   __syncthreads();
-  // phase A: the walk (thread 0 of every block; rank 0 writes)
+  // phase A, in parallel: a level's outcome depends only on its row (coin, the children chain,
+  // pacc from 0), so one thread per row runs that row's sibling scan (same order, same f32 sums)
+  for (int r = tid; r < Q; r += nt) {
+    int64_t cur = s_next[r];
+    int acc_c = -1;
+    float pacc = 0.0f;
+    const float coin = s_coin[r];
+    for (int guard = 0; cur != -1 && guard <= Q; ++guard) {
+      if (cur < 0 || cur >= Q) break;
+      const int64_t tok = s_cand[cur];
+      if (tok < 0 || tok >= V) { cur = s_sib[cur]; continue; }
+      bool acc;
+      if (gr) {
+        acc = tok == s_tpred[r];
+      } else {
+        const float p = (s_prow[cur] == r) ? s_p[cur] : probs[(b * Q + r) * V + tok];
+        pacc = __fadd_rn(pacc, p);
+        acc = (coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
+      }
+      if (acc) { acc_c = (int)cur; break; }
+      cur = s_sib[cur];
+    }
+    s_acc[r] = acc_c;
+  }
+  __syncthreads();
+  // the walk itself: S-1 lookups (thread 0 of every block; rank 0 writes)
   if (tid == 0) {
     int row = 0;
     long long last = s_ridx[0];
     int n = 0, nrej = 0;
-    int64_t cur = 0;
-    float pacc = 0.0f;
-    float coin = s_coin[0];
+    bool stopped = false;
     if (rank == 0) acc_idx[b * S] = (int32_t)last;
     for (int j = 1; j < S; ++j) {
-      if (cur < 0 || cur >= Q) break;
-      cur = s_next[cur];
-      bool found = false;
+      const int c = s_acc[row];
+      if (c < 0) { stopped = true; break; }
+      if (rank == 0 && last >= 0 && last < BQ) predicts[last] = (int32_t)s_cand[c];
+      ++n;
+      last = s_ridx[c];
+      if (rank == 0) acc_idx[b * S + n] = (int32_t)last;
+      row = c;
+    }
+    if (stopped) {  // every in-range token of the final row's chain was rejected
+      int64_t cur = s_next[row];
       for (int guard = 0; cur != -1 && guard <= Q; ++guard) {
-        if (cur < 0 || cur >= Q) { cur = -1; break; }
+        if (cur < 0 || cur >= Q) break;
         const int64_t tok = s_cand[cur];
-        if (tok < 0 || tok >= V) { cur = s_sib[cur]; continue; }
-        bool acc;
-        if (gr) {
-          acc = tok == s_tpred[row];
-        } else {
-          const float p = (s_prow[cur] == row) ? s_p[cur] : probs[(b * Q + row) * V + tok];
-          pacc = __fadd_rn(pacc, p);
-          acc = (coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
-        }
-        if (acc) {
-          if (rank == 0 && last >= 0 && last < BQ) predicts[last] = (int32_t)tok;
-          ++n;
-          last = s_ridx[cur];
-          if (rank == 0) acc_idx[b * S + n] = (int32_t)last;
-          row = (int)cur;
-          coin = s_coin[cur];
-          pacc = 0.0f;
-          nrej = 0;
-          found = true;
-          break;
-        }
-        s_rej[nrej++] = tok;
+        if (tok >= 0 && tok < V) s_rej[nrej++] = tok;
         cur = s_sib[cur];
       }
-      if (!found) break;
     }
     if (rank == 0) acc_len[b] = n;
     s_row = row;
@@ -1227,7 +1492,7 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   const bool vec = V % 4 == 0 && reinterpret_cast<uintptr_t>(target_probs.data_ptr()) % 16 == 0;
   auto k = vec ? k6_kernel<true> : k6_kernel<false>;
   auto smem_of = [&](int64_t chunk) {
-    return (size_t)(chunk / K6_TILE + 1 + 33) * 8 + (size_t)Q * (6 * 8 + 4 + 4 + 4);
+    return (size_t)(chunk / K6_TILE + 1 + 33) * 8 + (size_t)Q * (6 * 8 + 4 + 4 + 4 + 4) + 8;
   };
   auto chunk_of = [&](int c) { int64_t ch = (V + c - 1) / c; return (ch + K6_TILE - 1) / K6_TILE * K6_TILE; };
   int cs = (int)std::min<int64_t>(B <= 16 ? 16 : 8, std::max<int64_t>(1, (V + 8191) / 8192));
@@ -1274,16 +1539,24 @@ __global__ void __launch_bounds__(256) k7_kernel(
   int64_t* urank = unfp + (B + 1);     // B+1: rank among unfinished
   int32_t* row = reinterpret_cast<int32_t*>(urank + (B + 1));  // B*S, truncated accept rows
   int32_t* src = row + (int64_t)B * S;                         // B*S, source position of next rows
-  uint32_t* bm = reinterpret_cast<uint32_t*>(src + (int64_t)B * S);  // ceil(B*Q/32)
+  int64_t* s_ocl = reinterpret_cast<int64_t*>(src + (int64_t)B * S);  // B*S (row + src: 8*B*S bytes, aligned)
+  int64_t* s_vn = s_ocl + (int64_t)B * S;                                                    // B*S
+  int32_t* s_pred = reinterpret_cast<int32_t*>(s_vn + (int64_t)B * S);                       // B*S
+  uint32_t* bm = reinterpret_cast<uint32_t*>(s_pred + (int64_t)B * S);  // ceil(B*Q/32)
   const int tid = threadIdx.x, nt = blockDim.x;
   const int64_t BS = (int64_t)B * S, BQ = (int64_t)B * Q;
   const bool blk0 = blockIdx.x == 0;
+  // accepted rows, and (one parallel round of loads) what every accepted entry needs
   for (int64_t e = tid; e < BS; e += nt) {
     const int64_t b = e / S, j = e - b * S;
     int32_t v = acc_idx[e];
     const int32_t fp = finish[b];
     if (fp >= 0 && j > fp) v = -1;
     row[e] = v;
+    const bool pok = v >= 0 && v < BQ;
+    s_pred[e] = pok ? predicts[v] : -1;
+    s_ocl[e] = pok ? ocl[v] : 0;
+    s_vn[e] = (pok && vnode) ? vnode[v] : -1;
   }
   if (blk0)
     for (int64_t w = tid; w < (BQ + 31) / 32; w += nt) bm[w] = 0u;
@@ -1308,23 +1581,25 @@ __global__ void __launch_bounds__(256) k7_kernel(
     const int64_t L = seq_lens[b];
     const int64_t pb = pool[b];
     int64_t k = 0;
-    int32_t lastpos = -1;
+    int32_t lastpos = -1, lastpred = -1;
     for (int j = 0; j < S; ++j) {
-      const int32_t p = row[(int64_t)b * S + j];
+      const int64_t e = (int64_t)b * S + j;
+      const int32_t p = row[e];
       if (p == -1) continue;
       lastpos = p;
+      lastpred = s_pred[e];
       const bool pok = p >= 0 && p < BQ;
       if (unf) src[unfp[b] + k] = p;
       if (blk0) {
         const int64_t f = accp[b] + k;
         o.acc_flat[f] = p;
-        o.verified[f] = pok ? predicts[p] : -1;
-        if (o.acc_node) o.acc_node[f] = pok ? vnode[p] : -1;
+        o.verified[f] = s_pred[e];
+        if (o.acc_node) o.acc_node[f] = s_vn[e];
         if (pok) atomicOr(&bm[p >> 5], 1u << (p & 31));
-        if (pb >= 0 && pb < P && L + k >= 0 && L + k < Smax && pok) r2t[pb * Smax + L + k] = (int32_t)ocl[p];
+        if (pb >= 0 && pb < P && L + k >= 0 && L + k < Smax && pok) r2t[pb * Smax + L + k] = (int32_t)s_ocl[e];
         if (unf) {
           const int64_t m = unfp[b] + k;
-          o.next_vid[m] = pok ? predicts[p] : -1;
+          o.next_vid[m] = s_pred[e];
           o.next_pos[m] = L + k;
         }
       }
@@ -1341,7 +1616,7 @@ __global__ void __launch_bounds__(256) k7_kernel(
         o.next_indptr[u] = (int32_t)unfp[b];
         o.next_seq[u] = L + cnt;
         o.next_pool[u] = pb;
-        o.next_root[u] = (lastpos >= 0 && lastpos < BQ) ? predicts[lastpos] : -1;
+        o.next_root[u] = (lastpos >= 0 && lastpos < BQ) ? lastpred : -1;
         o.next_last[u] = lastpos;
       }
     }
@@ -1379,8 +1654,19 @@ __global__ void __launch_bounds__(256) k7_kernel(
     __syncthreads();
     const int64_t nev = block_exclusive_scan<int64_t>(cnts, nt, wbuf);
     int64_t w = cnts[tid];
-    for (int64_t p = s0; p < s1; ++p)
-      if (!((bm[p >> 5] >> (p & 31)) & 1u)) o.free_slots[w++] = ocl[p];
+    for (int64_t p0 = s0; p0 < s1; p0 += 8) {  // 8 slot loads in flight before the stores
+      int64_t v[8];
+      bool ev[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int64_t p = p0 + u;
+        ev[u] = p < s1 && !((bm[p >> 5] >> (p & 31)) & 1u);
+        v[u] = ev[u] ? ocl[p] : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (ev[u]) o.free_slots[w++] = v[u];
+    }
     for (int64_t f = nev + tid; f < BQ; f += nt) o.free_slots[f] = -1;
   }
   // next_hidden rows [0, N_unf)
@@ -1442,7 +1728,8 @@ void update_verify_result(
   const c10::cuda::CUDAGuard guard(accept_index.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t BS = B * S, BQ = B * Q;
-  const size_t smem = (size_t)(33 + 3 * (B + 1)) * 8 + (size_t)BS * 8 + (size_t)((BQ + 31) / 32) * 4;
+  const size_t smem = (size_t)(33 + 3 * (B + 1)) * 8 + (size_t)BS * 8 + 4 + (size_t)BS * 20 +
+                     (size_t)((BQ + 31) / 32) * 4;
   TORCH_CHECK(smem <= 200 * 1024, "update_verify_result: B*S / B*Q too large for shared memory");
   const unsigned nblk = (unsigned)std::max<int64_t>(1, std::min<int64_t>(BS, 2048));
   K7Out o;
@@ -1480,4 +1767,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("convert_logits_to_probas", &convert_logits_to_probas);
   m.def("draft_tree_reject_sample", &draft_tree_reject_sample);
   m.def("update_verify_result", &update_verify_result);
+  m.def("_k5_tuning", &k5_tuning, "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");
 }

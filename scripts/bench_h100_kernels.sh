@@ -1,54 +1,68 @@
 #!/usr/bin/env bash
-# H100 kernel latency of our CUDA ops (K1..K7) at the operating points, >= 5 independent runs.
+# H100 kernel bench: our CUDA ops (K1..K7 and the K1->K2->K3 draft step) against their strongest
+# PyTorch anchors, at the points of one or more contracts, >= 5 independent processes.
 #
-#   scripts/bench_h100_kernels.sh [--runs N] [--points all|B1|smoke] [--out DIR] [--no-ncu]
+#   scripts/bench_h100_kernels.sh [--contract FILE]... [--runs N] [--points all|B1] [--out DIR] [--no-ncu]
+#       [--ncu-points all|B1] [--eager]
 #
-# Each run is a separate process (python -m eagle4.perf.kernel_bench run) measuring every point
-# once (eager: events per launch; graph: replays of a captured graph; plus the eager PyTorch
-# reference at B = 1). Then: summary CSVs + hotspots into reports/ (or --out), ncu DRAM bytes
-# of one launch per kernel at B = 1, and reports/h100_env_manifest.txt.
+# Default contracts: contracts/default.toml and contracts/deployment-8b.toml. Each run is a separate
+# process (python -m eagle4.perf.kernel_bench run) timing every point once: ours and each anchor in
+# CUDA graphs (events around replays; --eager: ours also launched eagerly). Then Nsight Compute's DRAM bytes of one
+# launch per point (--ncu-points, default B1), the summaries (ours, anchor, roofline, both ratios; run rule of each contract)
+# into reports/ (or --out), and reports/h100_env_manifest.txt.
 # Never change the GPU's clocks or settings here: the card is measured as found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUNS=5; POINTS=all; OUT=reports; NCU=1
+RUNS=""; POINTS=all; NCU_POINTS=B1; OUT=reports; NCU=1; CONTRACTS=(); EAGER=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --contract) CONTRACTS+=("$2"); shift 2;;
     --runs) RUNS=$2; shift 2;;
     --points) POINTS=$2; shift 2;;
     --out) OUT=$2; shift 2;;
     --no-ncu) NCU=0; shift;;
+    --ncu-points) NCU_POINTS=$2; shift 2;;
+    --eager) EAGER=(--eager); shift;;
     *) echo "unknown argument $1" >&2; exit 2;;
   esac
 done
-[ "$RUNS" -ge 5 ] || { echo "--runs must be >= 5 (CoV needs independent runs)" >&2; exit 2; }
+[ ${#CONTRACTS[@]} -gt 0 ] || CONTRACTS=(contracts/default.toml contracts/deployment-8b.toml)
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 export EAGLE4_GIT_COMMIT="${EAGLE4_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+CARGS=(); for c in "${CONTRACTS[@]}"; do CARGS+=(--contract "$c"); done
+# the run rule: the largest `runs` of the given contracts (each contract's own CoV limit is applied by summarize)
+MIN_RUNS=$(python3 -c "import sys; from eagle4.perf.points import shape_from_contract as s; print(max(s(c).runs for c in sys.argv[1:]))" "${CONTRACTS[@]}")
+RUNS=${RUNS:-$MIN_RUNS}
+[ "$RUNS" -ge "$MIN_RUNS" ] || { echo "--runs must be >= $MIN_RUNS (the contracts' runs)" >&2; exit 2; }
 mkdir -p "$OUT"
-RAW="$OUT/.raw"; mkdir -p "$RAW"
+RAW="${EAGLE4_BENCH_RAW:-$OUT/.raw}"; rm -rf "$RAW"; mkdir -p "$RAW"
 python3 -c "from eagle4.backends.cuda import CudaBackend; b=CudaBackend(); ok,why=b.available(); print('cuda backend:', ok, why); raise SystemExit(0 if ok else 1)"
-# Eager timings include the host's launch overhead: pin every run process to the same core so
-# runs differ by the GPU and the launch path, not by core migration.
+# pin every run process to the same core so runs differ by the GPU, not by core migration
 PIN=()
 command -v taskset >/dev/null && [ "$(nproc)" -ge 4 ] && PIN=(taskset -c 2)
 for i in $(seq 0 $((RUNS-1))); do
-  "${PIN[@]}" python3 -m eagle4.perf.kernel_bench run --run-index "$i" --points "$POINTS" --out "$RAW/raw_$i.csv"
+  timeout 900 "${PIN[@]}" python3 -m eagle4.perf.kernel_bench run "${CARGS[@]}" --run-index "$i" --points "$POINTS" \
+    "${EAGER[@]}" --out "$RAW/raw_$i.csv"
 done
 NCU_ARGS=()
 if [ "$NCU" = 1 ] && command -v ncu >/dev/null; then
-  if ncu --csv --print-units base --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
-       -k 'regex:k[1-7]_kernel' python3 -m eagle4.perf.kernel_bench ncu-probe --points B1 > "$RAW/ncu.csv" 2> "$RAW/ncu.err"; then
-    NCU_ARGS=(--ncu-csv "$RAW/ncu.csv")
+  if timeout 900 ncu --csv --print-units base --clock-control none --cache-control all \
+       --metrics dram__bytes_read.sum,dram__bytes_write.sum -k 'regex:k[1-7]r?_kernel' \
+       python3 -m eagle4.perf.kernel_bench ncu-probe "${CARGS[@]}" --points "$NCU_POINTS" > "$RAW/ncu.csv" 2> "$RAW/ncu.err"; then
+    NCU_ARGS=(--ncu-csv "$RAW/ncu.csv" --ncu-points "$NCU_POINTS")
+    cp "$RAW/ncu.csv" "$OUT/cuda_kernel_ncu_raw.csv"
   else
     echo "ncu failed (see $RAW/ncu.err); bytes stay model-only" >&2
   fi
 fi
-python3 -m eagle4.perf.kernel_bench summarize "$RAW"/raw_*.csv --reports "$OUT" "${NCU_ARGS[@]}"
 {
   echo "# H100 environment manifest (written by scripts/bench_h100_kernels.sh)"
   echo "created_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "git_commit: $EAGLE4_GIT_COMMIT"
-  echo "contract_sha256: $(python3 -c 'from eagle4.perf.kernel_bench import contract_hash; print(contract_hash())')"
+  for c in "${CONTRACTS[@]}"; do
+    echo "contract: $c sha256 $(python3 -c 'import sys; from eagle4.perf.points import shape_from_contract as s; print(s(sys.argv[1]).contract_hash)' "$c")"
+  done
   echo "host: $(uname -a)"
   echo "--- nvidia-smi"
   nvidia-smi || true
@@ -65,4 +79,5 @@ python3 -m eagle4.perf.kernel_bench summarize "$RAW"/raw_*.csv --reports "$OUT" 
   (compute-sanitizer --version | tail -1) 2>/dev/null || echo "compute-sanitizer absent"
 } > "$OUT/.h100_env_manifest.txt.tmp" 2>&1
 mv -f "$OUT/.h100_env_manifest.txt.tmp" "$OUT/h100_env_manifest.txt"  # temp + rename: never a half-written manifest
-echo "wrote $OUT/cuda_kernel_times.csv, cuda_kernel_times_raw.csv, cuda_bytes_per_token.csv, hotspots_ranked.md, h100_env_manifest.txt"
+python3 -m eagle4.perf.kernel_bench summarize "$RAW"/raw_*.csv "${CARGS[@]}" --reports "$OUT" "${NCU_ARGS[@]}"
+echo "wrote $OUT/cuda_kernel_times.csv, cuda_kernel_times_raw.csv, kernel_anchors.md, cuda_bytes_per_token.csv, hotspots_ranked.md, h100_env_manifest.txt"

@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     ap.add_argument("--compare", action="store_true")
     ap.add_argument("--no-dump", action="store_true")
     ap.add_argument("--skip-large", action="store_true")
-    ap.add_argument("--kernel", default=None)
+    ap.add_argument("--kernel", default=None, help="only these kernels (spec keys, comma-separated)")
     ap.add_argument("--git-commit", default=os.environ.get("EAGLE4_GIT_COMMIT"))
     ap.add_argument("--kernel-src", default=None)
     args = ap.parse_args(argv)
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
                 "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     cases = all_cases(include_large=not args.skip_large)
     if args.kernel:
-        cases = [c for c in cases if c.kernel == args.kernel]
+        cases = [c for c in cases if c.kernel in args.kernel.split(",")]
     out = Path(args.out) if args.out else None
     written: list[dict] = []
     refused = mismatched = 0

@@ -1,0 +1,68 @@
+"""Nsight Compute DRAM bytes of our kernels: one launch per point, counters parsed from ncu's CSV.
+
+``ncu --csv --print-units base --cache-control all --metrics dram__bytes_read.sum,dram__bytes_write.sum
+-k regex:k[1-7]r?_kernel python -m eagle4.perf.kernel_bench ncu-probe --contract C`` runs
+:func:`ncu_probe`, which launches each point's op once (``draft_step`` is skipped: its three kernels
+are the K1, K2 and K3 points). Caches are flushed before each launch; writes still in L2 when the
+kernel ends are not counted by ``dram__bytes_write``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+from eagle4.perf.points import BenchShape, Point
+
+KERNEL_NAMES = tuple(f"k{i}_kernel" for i in range(1, 8)) + ("k5r_kernel",)
+
+
+def probed(points: list[Point]) -> list[Point]:
+    return [p for p in points if p.kernel != "draft_step"]
+
+
+def ncu_probe(shape: BenchShape, points: list[Point]) -> None:
+    import torch
+
+    from eagle4.backends.cuda import CudaBackend
+    from eagle4.perf.inputs import abi_args, make_call
+
+    backend = CudaBackend()
+    dev = torch.device("cuda", 0)
+    for p in probed(points):
+        tensors, params = make_call(p, dev)
+        op = backend.op(p.kernel)
+        torch.cuda.synchronize()
+        op(*abi_args(p.kernel, tensors, params))
+        torch.cuda.synchronize()
+        print(f"NCU_POINT {Path(shape.contract_path).stem} {p.pid}", file=sys.stderr, flush=True)
+        del tensors
+        torch.cuda.empty_cache()
+
+
+def parse_ncu_csv(path: Path, shapes_points: list[tuple[str, list[Point]]]) -> dict[tuple[str, str], float]:
+    """DRAM bytes (read + write) per (contract name, point id), matched in launch order."""
+    text = Path(path).read_text(errors="replace")
+    start = text.find('"ID"')
+    if start < 0:
+        return {}
+    per_launch: dict[str, float] = {}
+    order: list[str] = []
+    for r in csv.DictReader(io.StringIO(text[start:])):
+        kid, name = r.get("ID"), r.get("Kernel Name") or ""
+        if not kid or not any(k in name for k in KERNEL_NAMES):
+            continue
+        if kid not in per_launch:
+            order.append(kid)
+            per_launch[kid] = 0.0
+        try:
+            per_launch[kid] += float(str(r.get("Metric Value", "0")).replace(",", ""))
+        except ValueError:
+            pass
+    keys = [(c, p.pid) for c, pts in shapes_points for p in probed(pts)]
+    if len(order) != len(keys):
+        raise ValueError(f"{path}: {len(order)} profiled launches of our kernels for {len(keys)} probed points; "
+                         "the probe and the profile disagree")
+    return {k: per_launch[i] for k, i in zip(keys, order, strict=True)}
