@@ -31,8 +31,8 @@ from eagle4.vcs import git_commit
 
 RAW_FIELDS = ["contract", "kernel", "label", "impl", "mode", "same_computation", "point", "B", "W", "K", "H", "Q",
               "T", "V", "L", "S", "dtype", "run_index", "median_us", "p10_us", "p90_us", "mean_us", "n_launches",
-              "launches_per_sample", "device", "driver", "torch", "cuda", "git_commit", "contract_hash", "provenance",
-              "timestamp_utc"]
+              "launches_per_sample", "device", "driver", "torch", "cuda", "git_commit", "contract_sha256", "provenance",
+              "timestamp_utc", "source"]  # source: "csv" (written by the run) or "log" (scripts/kernel_runs_from_log.py)
 
 
 def env_fields(shape: BenchShape) -> dict:
@@ -43,7 +43,7 @@ def env_fields(shape: BenchShape) -> dict:
     return {"device": torch.cuda.get_device_name(0), "driver": nvidia_driver() or "unknown",
             "torch": torch.__version__, "cuda": str(torch.version.cuda),
             "git_commit": os.environ.get("EAGLE4_GIT_COMMIT") or _git_commit(),
-            "contract_hash": shape.contract_hash, "contract": Path(shape.contract_path).stem, "provenance": "measured"}
+            "contract_sha256": shape.contract_hash, "contract": Path(shape.contract_path).stem, "provenance": "measured"}
 
 
 def _git_commit() -> str:
@@ -87,7 +87,7 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
              "dtype": q.get("dtype", "float32"), "run_index": run_index,
              "median_us": f"{stats.median(times):.4f}", "p10_us": f"{stats.percentile(times, 10):.4f}",
              "p90_us": f"{stats.percentile(times, 90):.4f}", "mean_us": f"{stats.summarize(times)['mean']:.4f}",
-             "n_launches": g * len(times), "launches_per_sample": g, "timestamp_utc": stamp, **env}
+             "n_launches": g * len(times), "launches_per_sample": g, "timestamp_utc": stamp, "source": "csv", **env}
         rows.append(r)
         return r
 

@@ -14,37 +14,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagle4 import stats
 from eagle4.perf.points import ACCEPTED, BenchShape, model_bytes, operating_points, roofline_us
 from eagle4.report import atomic
+from eagle4.validity import RunRule, summarize_runs
 
 SUMMARY_FIELDS = ["contract", "kernel", "label", "impl", "mode", "same_computation", "point", "B", "W", "K", "H",
                   "Q", "T", "V", "L", "S", "dtype", "n_runs", "median_us", "cov", "valid", "min_run_us", "max_run_us",
                   "bytes_model", "roofline_us", "ours_over_roofline", "anchor_impl", "anchor_us", "ours_over_anchor",
                   "slower_than_anchor", "softmax_only_us", "device", "driver", "torch", "cuda", "git_commit",
-                  "contract_hash", "provenance"]
+                  "contract_sha256", "provenance", "invalid_reasons"]
 BPT_FIELDS = ["contract", "kernel", "label", "point", "B", "calls_per_cycle", "tokens_per_cycle", "bytes_model",
               "bytes_ncu", "ncu_over_model", "bytes_per_cycle_model", "bytes_per_token_model", "bytes_per_token_ncu",
               "provenance_model", "provenance_ncu"]
 MAX_BYTES_RATIO = 1.2
 
 # Why a kernel moves more DRAM bytes than the byte model (which counts each input read once and
-# each output written once, at byte granularity).
+# each output written once, at byte granularity). Measured floor: after ncu's cache flush every launch
+# fetches its code and constant banks from DRAM, ~20 KB (K3's 100-byte call moves 19.7 KB).
+_FLOOR = "per-launch floor of ~20 KB (code and constant banks fetched from DRAM after ncu's cache flush)"
 BYTES_REASONS = {
-    "draft_tree_score": "sub-kB tensors cost whole 32-byte sectors and the hot-vocab lookups are scattered 8-byte "
-                        "reads, each a 32-byte sector",
-    "update_draft_state": "scattered 8-byte state writes and mask-row reads cost whole 32-byte sectors; "
-                          "read-modify-write of partially written sectors",
-    "work_deltas": "a few hundred bytes: per-sector and per-launch minimums dominate",
-    "tree_mask": "kv-index gathers of req_to_token rows and partial-sector writes of the packed mask",
-    "logits_to_probas": "",
-    "reject_sample": "the tested probabilities are single 4-byte reads in other rows (one 32-byte sector each)",
-    "update_verify": "scattered KV-slot and bookkeeping writes (partial sectors are read, merged and written back)",
+    "draft_tree_score": _FLOOR + " on a call of a few kB",
+    "update_draft_state": _FLOOR + "; scattered 8-byte state writes cost whole 32-byte sectors",
+    "work_deltas": _FLOOR + " on a call of a few hundred bytes",
+    "tree_mask": _FLOOR + "; kv-index gathers and partial-sector writes of the packed mask",
+    "logits_to_probas": _FLOOR + " on rows of V = 260",
+    "reject_sample": _FLOOR + "; the tested probabilities are single 4-byte reads (one 32-byte sector each)",
+    "update_verify": _FLOOR + "; scattered KV-slot and bookkeeping writes cost whole sectors",
 }
 
 
-def _rules(shapes: list[BenchShape]) -> dict[str, tuple[int, float]]:
-    return {Path(s.contract_path).stem: (s.runs, s.cov_max) for s in shapes}
+def _rules(shapes: list[BenchShape]) -> dict[str, tuple[RunRule, str]]:
+    """Per contract name: its run rule (runs, CoV limit; a kernel run has no minimum duration) and hash."""
+    return {Path(s.contract_path).stem: (RunRule(s.runs, s.cov_max), s.contract_hash) for s in shapes}
 
 
 def summarize(raw: list[dict], shapes: list[BenchShape]) -> list[dict]:
@@ -57,12 +58,14 @@ def summarize(raw: list[dict], shapes: list[BenchShape]) -> list[dict]:
     for (contract, pid, _impl, _mode), rs in sorted(groups.items()):
         meds = [float(r["median_us"]) for r in rs]
         s = {k: rs[0].get(k, "") for k in SUMMARY_FIELDS}
-        st = stats.summarize(meds)
-        med, cv = st["median"], st["cov"]
-        min_runs, cov_max = rules.get(contract, (5, 0.05))
-        s.update(n_runs=len(rs), median_us=f"{med:.4f}", cov=f"{cv:.6f}",
-                 valid=str(len(rs) >= min_runs and bool(cv <= cov_max)).lower(),
-                 min_run_us=f"{min(meds):.4f}", max_run_us=f"{max(meds):.4f}")
+        if contract not in rules:
+            raise ValueError(f"raw rows of contract {contract!r}, which was not given (--contract)")
+        rule, sha = rules[contract]
+        ps = summarize_runs(rs, value="median_us", rule=rule, metric=f"{contract} {pid}", contract_sha256=sha,
+                            require_hash=True)
+        med = ps.median
+        s.update(n_runs=ps.n_runs, median_us=f"{med:.4f}", cov=f"{ps.cov:.6f}", valid=str(ps.valid).lower(),
+                 invalid_reasons="; ".join(ps.reasons), min_run_us=f"{min(meds):.4f}", max_run_us=f"{max(meds):.4f}")
         p = pts.get((contract, pid))
         if p is not None:
             bi, bo = model_bytes(p)
@@ -98,7 +101,7 @@ def anchors_md(summary: list[dict]) -> str:
     rows = [s for s in summary if s["impl"] == "cuda" and s["mode"] == "graph"]
     for contract in sorted({s["contract"] for s in rows}):
         mine = [s for s in rows if s["contract"] == contract]
-        lines += [f"## contract `{contract}` ({mine[0]['contract_hash'][:12]})", "",
+        lines += [f"## contract `{contract}` ({mine[0]['contract_sha256'][:12]})", "",
                   "| point | ours us | anchor | anchor us | ours/anchor | roofline us | ours/roofline | CoV | valid |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for s in sorted(mine, key=lambda s: (int(s["B"]), s["label"], s["point"])):

@@ -4,7 +4,7 @@ Every size comes from the contract the bench is given (``--contract``): the batc
 ``[[operating_points]]``, K, W, D, Vn, N, M, I of ``[decode]``, the prompt/output lengths of
 ``[prompts]`` and the model sizes (vocabulary, hidden size, hot draft vocabulary, dtype). Model
 sizes are read from the contract's ``[model.target_arch]``/``[model.draft_arch]`` when it declares
-them (dummy-weight deployment contracts), else from the target's and draft's ``config.json``. A row's ``contract_hash`` is
+them (dummy-weight deployment contracts), else from the target's and draft's ``config.json``. A row's ``contract_sha256`` is
 the hash of the contract that produced its point.
 
 Per batch B the points are: K1 (draft layer), K2, K3, the draft step (K1 -> K2 -> K3 as one graph),
