@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from eagle4.perf.kernel_bench import RAW_FIELDS, read_csv, write_csv  # noqa: E402
+from eagle4.perf.rows import RAW_FIELDS, read_csv, write_csv  # noqa: E402
 
 LINE = re.compile(r"^run (\d+) (\S+)\s+(\S+)\s+ours\s+([0-9.]+) us(.*)$")
 

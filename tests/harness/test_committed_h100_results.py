@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eagle4.perf.kernel_bench import RAW_FIELDS, read_csv
 from eagle4.perf.kernel_report import BPT_FIELDS, SUMMARY_FIELDS
 from eagle4.perf.points import operating_points, roofline_us, shape_from_contract
+from eagle4.perf.rows import RAW_FIELDS, read_csv
 from eagle4.spec import KERNEL_ORDER
 
 pytestmark = [pytest.mark.cpu]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from eagle4.perf.kernel_bench import read_csv
 from eagle4.perf.kernel_report import summarize
 from eagle4.perf.points import shape_from_contract
+from eagle4.perf.rows import read_csv
 
 pytestmark = [pytest.mark.perf, pytest.mark.cuda]
 REPO = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """Per-call latency of the seven kernels on the FPGA board (the xrt backend), one process per run.
 
-The operating points are the H100 bench's (``eagle4.perf.kernel_bench.operating_points``), so every
-board figure has a like-for-like H100 row. ``python -m eagle4.perf.board_bench run --run-index I --out
+The operating points are the H100 bench's (``eagle4.perf.points.operating_points`` of the contract
+given, default ``contracts/default.toml``), so every board figure has a like-for-like H100 row. ``python -m eagle4.perf.board_bench run --run-index I --out
 raw_I.csv`` times every point once in this process (one *run*): after ``WARMUP`` calls, ``CALLS`` calls,
 each timed from ``run.start`` to the completed ``run.wait`` (``kernel_us``: what the device takes as the
 host sees it) and around the whole call (``call_us``: transfers included); the first call's outputs are
@@ -41,23 +41,29 @@ SUMMARY_FIELDS = ["kernel", "label", "point", "n_runs", "median_kernel_us", "cov
                   "contract_hash", "provenance"]
 
 
-def run_points(which: str, run_index: int, xclbin=None, contract_sha: str | None = None, log=print) -> list[dict]:
+def run_points(which: str, run_index: int, xclbin=None, contract_sha: str | None = None, log=print,
+               contract_path=None) -> list[dict]:
     import torch
 
     from eagle4 import dtypes as dt
     from eagle4.backends.xrt import XrtBackend
     from eagle4.compare import compare_outputs
     from eagle4.parity import reference_outcome
-    from eagle4.perf.kernel_bench import _git_commit, contract_hash, make_call, operating_points
+    from eagle4.perf.inputs import make_call
+    from eagle4.perf.points import operating_points, shape_from_contract
     from eagle4.spec import kernel_spec
+    from eagle4.vcs import git_commit
 
+    shape = shape_from_contract(contract_path)
     b = XrtBackend(xclbin=xclbin)
     b.open()
     env = {"device": b.device_info().device, "xclbin_sha256": b.board["fpga_xclbin_sha256"],
-           "contract_hash": contract_sha or contract_hash(), "git_commit": os.environ.get("EAGLE4_GIT_COMMIT") or _git_commit(),
+           "contract_hash": contract_sha or shape.contract_hash, "git_commit": git_commit(),
            "provenance": b.provenance, "timestamp_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     rows = []
-    for p in operating_points(which):
+    for p in operating_points(shape, which):
+        if p.kernel == "draft_step":  # three kernels: each is its own point
+            continue
         tensors, params = make_call(p, torch.device("cpu"))
         spec = kernel_spec(p.kernel)
         inputs = {a.name: dt.to_numpy(tensors[a.name]) for a in spec.tensors
@@ -124,7 +130,7 @@ def summarize(raw: list[dict], cov_max: float = DEFAULT_COV_MAX) -> list[dict]:
 
 
 def measure(runs: int, which: str, out_dir: Path, xclbin=None, contract_sha: str | None = None,
-            timeout_s: float = 1800, log=print) -> dict:
+            timeout_s: float = 1800, log=print, contract_path=None) -> dict:
     """``runs`` (>= 5) independent processes; writes fpga_kernel_times_raw.csv and fpga_kernel_times.csv."""
     if runs < MIN_RUNS:
         raise ValueError(f"runs = {runs}: at least {MIN_RUNS} independent runs per point are required")
@@ -136,7 +142,8 @@ def measure(runs: int, which: str, out_dir: Path, xclbin=None, contract_sha: str
         path = out_dir / f".fpga_bench_run_{i}.csv"
         cmd = [sys.executable, "-m", "eagle4.perf.board_bench", "run", "--run-index", str(i), "--points", which,
                "--out", str(path)] + (["--xclbin", str(xclbin)] if xclbin else []) \
-            + (["--contract-sha", contract_sha] if contract_sha else [])
+            + (["--contract-sha", contract_sha] if contract_sha else []) \
+            + (["--contract", str(contract_path)] if contract_path else [])
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
         if p.returncode:
             raise RuntimeError(f"board bench run {i} failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
@@ -158,8 +165,10 @@ def main(argv=None) -> int:
     r.add_argument("--out", required=True)
     r.add_argument("--xclbin", default=None)
     r.add_argument("--contract-sha", default=None, help="the contract the rows belong to (default: contracts/default.toml)")
+    r.add_argument("--contract", default=None, help="the contract whose points are measured (default: contracts/default.toml)")
     a = ap.parse_args(argv)
-    rows = run_points(a.points, a.run_index, a.xclbin, a.contract_sha, log=lambda m: print(m, file=sys.stderr))
+    rows = run_points(a.points, a.run_index, a.xclbin, a.contract_sha, log=lambda m: print(m, file=sys.stderr),
+                      contract_path=a.contract)
     write_csv(Path(a.out), rows, RAW_FIELDS)
     return 0
 

@@ -18,7 +18,6 @@ our kernels once per point for Nsight Compute's DRAM byte counters (``perf.ncu``
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 from datetime import datetime, timezone
@@ -26,13 +25,8 @@ from pathlib import Path
 
 from eagle4 import stats
 from eagle4.perf.points import DEFAULT_CONTRACT, BenchShape, Point, operating_points, shape_from_contract
-from eagle4.report import atomic
+from eagle4.perf.rows import RAW_FIELDS, read_csv, write_csv
 from eagle4.vcs import git_commit
-
-RAW_FIELDS = ["contract", "kernel", "label", "impl", "mode", "same_computation", "point", "B", "W", "K", "H", "Q",
-              "T", "V", "L", "S", "dtype", "run_index", "median_us", "p10_us", "p90_us", "mean_us", "n_launches",
-              "launches_per_sample", "device", "driver", "torch", "cuda", "git_commit", "contract_sha256", "provenance",
-              "timestamp_utc", "source"]  # source: "csv" (written by the run) or "log" (scripts/kernel_runs_from_log.py)
 
 
 def env_fields(shape: BenchShape) -> dict:
@@ -155,21 +149,6 @@ def sweep_k5(shape: BenchShape, log=print) -> None:
         log(f"K5 sweep {shape_name(shape)} {p.pid:40s} " + "  ".join(res))
         del tensors, fn
         torch.cuda.empty_cache()
-
-
-def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
-    """Atomic (temp + rename): an interrupted run leaves the previous file intact."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic.atomic_open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-
-
-def read_csv(path) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def main(argv=None) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eagle4.perf.points import ACCEPTED, BenchShape, model_bytes, operating_points, roofline_us
+from eagle4.perf.rows import RAW_FIELDS, write_csv
 from eagle4.report import atomic
 from eagle4.validity import RunRule, summarize_runs
 
@@ -196,7 +197,6 @@ def hotspots_md(summary: list[dict], bpt: list[dict], shapes: list[BenchShape]) 
 
 def write_reports(shapes: list[BenchShape], raw: list[dict], reports: Path, ncu_csv: Path | None,
                   ncu_points: str = "B1") -> int:
-    from eagle4.perf.kernel_bench import RAW_FIELDS, write_csv
     from eagle4.perf.ncu import parse_ncu_csv
 
     raw.sort(key=lambda r: (r["contract"], r["point"], r["impl"], r["mode"], int(r["run_index"])))

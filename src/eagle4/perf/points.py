@@ -129,10 +129,12 @@ def operating_points(shape: BenchShape, which: str = "all") -> list[Point]:
         pts.append(Point("logits_to_probas", "K5", dict(B=B, Q=s.Vn, V=s.V, variant="verify")))
         pts.append(Point("reject_sample", "K6", dict(B=B, Q=s.Vn, V=s.V, S=s.S)))
         pts.append(Point("update_verify", "K7", dict(B=B, Q=s.Vn, S=s.S, H=s.H, L=s.L, dtype=s.dtype)))
-    if which == "B1":
+    if which in ("B1", "smoke"):
         pts = [p for p in pts if p.params["B"] == min(s.batches)]
-    elif which != "all":
-        raise ValueError(f"points must be 'all' or 'B1', got {which!r}")
+    if which == "smoke":  # every kernel once at the smallest batch (K4, K5: their draft-side point)
+        pts = [p for p in pts if p.kernel != "draft_step" and p.params.get("variant") != "verify"]
+    elif which not in ("all", "B1"):
+        raise ValueError(f"points must be 'all', 'B1' or 'smoke', got {which!r}")
     return pts
 
 

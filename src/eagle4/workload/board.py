@@ -58,7 +58,8 @@ def run_board_signoff(contract, reports, *, xclbin, device: str = "cpu", bench_p
     reports = Path(reports)
     os.environ["EAGLE4_XCLBIN"] = str(xclbin)  # the run processes open the same xclbin
     e2e = run_contract(contract, backend="xrt", out_dir=reports, device=device, log=log)
-    bench = board_bench.measure(contract.runs.runs, bench_points, reports, xclbin, contract.sha256, log=log)
+    bench = board_bench.measure(contract.runs.runs, bench_points, reports, xclbin, contract.sha256, log=log,
+                                contract_path=contract.source_path)
     rows, note = throughput_rows(contract.sha256, e2e["runs"])
     tp = board_bench.write_csv(reports / "throughput.csv", rows, THROUGHPUT_FIELDS)
     provs = sorted({r["provenance"] for r in e2e["runs"]} | {r["provenance"] for r in bench["raw"]})
