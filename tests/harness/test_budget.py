@@ -95,6 +95,61 @@ def test_bytes_result_and_csv(small_result, tmp_path):
     assert {x["provenance"] for x in hw} == {"csim"} and {x["backend"] for x in hw} == {"unfused", "fused"}
 
 
+def test_like_for_like_variants(small_result):
+    """Fusion only runs the fused designs at the baseline's precision and vocabulary, approximations only
+    the unfused chain with the fused approximations: the shared parts agree byte for byte, every count is
+    whole 64-B beats, and the host transfers are the same on every variant."""
+    r = small_result
+    v = r.variants
+    assert set(v) == set(bb.VARIANTS)
+    for B in r.batches:
+        # the LM-head weight stream is once per layer in both chains: equal at equal precision/vocabulary
+        assert v["fused_exact"].by_batch[(B, "draft_lm_head_weights")] == v["unfused"].by_batch[(B, "draft_lm_head_weights")]
+        assert v["fused"].by_batch[(B, "draft_lm_head_weights")] == v["unfused_approx"].by_batch[(B, "draft_lm_head_weights")]
+        assert v["fused"].by_batch[(B, "drafter_weights")] == v["unfused_approx"].by_batch[(B, "drafter_weights")]
+        assert len({bc.by_batch[(B, "host_fpga_transfers")] for bc in v.values()}) == 1
+        assert v["fused"].by_batch[(B, "draft_lm_head_weights")] < v["unfused"].by_batch[(B, "draft_lm_head_weights")]
+    for bc in v.values():
+        assert all(x % bb.BEAT == 0 for x in bc.by_batch.values())
+        assert bc.tokens == v["unfused"].tokens
+    host = bb.host_transfer_bytes(r.fpga, r.trace.decode, 1, r.trace.prefix_len)
+    Q, V = r.trace.decode["Q"], r.fpga.model.vocab_size
+    assert host["host_to_fpga"] >= Q * V * 4  # at least the f32 logits of every verify row
+
+
+def test_early_gate_states_its_verdict_plainly(small_result):
+    r = small_result
+    B = max(r.batches)
+    fo = r.ratio_of("fusion_only", B)
+    passing = r.early_gate_lines(threshold=fo * 0.5)
+    assert f"B={B}" in passing[0] and "PASS" in passing[0] and len(passing) == 1
+    failing = r.early_gate_lines(threshold=fo * 2)
+    assert "FAILS" in failing[0] and "escalation" in failing[1]
+    assert sum(1 for x in failing if "top contributor" in x) == 3
+
+
+def test_byte_gates_read_the_per_point_ratios(tmp_path):
+    """The early gate judges fusion only at the production point (largest batch), the final gate the
+    effective ratio at the worst operating point (not pooled)."""
+    from eagle4.gates import evaluate_all
+
+    c = copy.deepcopy(SMALL)
+    c["gates"] = [{"name": "bytes_reduction_early", "metric": "bytes_per_token_ratio", "threshold": 2.0,
+                   "provenance": ["csim", "computed"]},
+                  {"name": "bytes_reduction_final", "metric": "bytes_per_token_ratio", "threshold": 4.0,
+                   "provenance": ["csim", "computed"]}]
+    r = bb.count_trace(copy.deepcopy(c))  # the gated contract's own artifact (its hash covers the gates)
+    bb.write_bytes_csv(r, tmp_path / "reports" / "bytes_per_token.csv")
+    rows = bb.read_csv(tmp_path / "reports" / "bytes_per_token.csv")
+    per_point = {(x["component"], x["batch"]): float(x["bytes_per_token"]) for x in rows if x["backend"] == "ratio"}
+    early, final = evaluate_all(c, tmp_path / "reports", root=tmp_path)
+    B = max(r.batches)
+    assert early.value == pytest.approx(per_point[("fusion_only", str(B))], rel=1e-6)
+    assert early.details["ratio"] == "fusion_only" and early.details["batch"] == B
+    worst = min(per_point[("effective", str(b))] for b in r.batches)
+    assert final.value == pytest.approx(worst, rel=1e-6) and final.details["ratio"] == "effective"
+
+
 def test_budget_sheet_formula_and_roofline(small_result, tmp_path):
     r = small_result
     rows = bm.budget_rows(r)

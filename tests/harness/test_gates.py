@@ -18,14 +18,20 @@ def _write(path, rows):
         w.writerows(rows)
 
 
-def _bytes_rows(sha, unf, fus, comps):
+def _bytes_rows(sha, unf, fus, comps, batch=4):
+    """bytes_per_token.csv as `eagle4 budget` writes it, for one operating point (pooled == the point)."""
     rows = []
     for backend, tot in (("unfused", unf), ("fused", fus)):
         for comp, (bpt, prov) in comps[backend].items():
-            rows.append({"contract_sha256": sha, "backend": backend, "component": comp, "batch": "all",
-                         "bytes_per_token": bpt, "provenance": prov})
+            for b in ("all", batch):
+                rows.append({"contract_sha256": sha, "backend": backend, "component": comp, "batch": b,
+                             "bytes_per_token": bpt, "provenance": prov})
         rows.append({"contract_sha256": sha, "backend": backend, "component": "TOTAL", "batch": "all",
                      "bytes_per_token": tot, "provenance": "csim+computed"})
+        rows.append({"contract_sha256": sha, "backend": backend, "component": "TOTAL_POINT", "batch": batch,
+                     "bytes_per_token": tot, "provenance": "csim+computed"})
+    rows.append({"contract_sha256": sha, "backend": "ratio", "component": "effective", "batch": batch,
+                 "bytes_per_token": unf / fus, "provenance": "csim+computed"})
     return rows
 
 

@@ -27,6 +27,7 @@
 #include <cstring>
 
 #include "e4f_bounds.h"
+#include "e4f_perf.h"
 
 namespace e4f {
 
@@ -84,7 +85,11 @@ inline float lm_dot(const float* wrow, const float* x, int64_t H, bool use_scale
 }
 template <typename WT, typename PW>
 inline float load_wrow(PW w, int64_t v, int64_t H, float* wrow) {
-  for (int64_t h = 0; h < H; ++h) wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
+  for (int64_t h = 0; h < H; ++h) {
+#pragma HLS PIPELINE II = E4F_II_LMH_WLOAD
+    E4F_TRIPS(LMH_WLOAD, 1);
+    wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
+  }
   return 0.0f;
 }
 template <typename WT, typename PW, typename PS, typename PL>
@@ -122,6 +127,8 @@ RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   float best = static_cast<float>(row[0]);
   int64_t bi = 0;
   for (int64_t v = 1; v < V; ++v) {
+#pragma HLS PIPELINE II = E4F_II_ROW_AMAX
+    E4F_TRIPS(ROW_AMAX, 1);
     const float x = row[v];
     if (isnan_f(best)) break;
     if (isnan_f(x) || x > best) {
@@ -135,12 +142,16 @@ RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   if (greedy) return st;
   float m = -kInf;
   for (int64_t v = 0; v < V; ++v) {
+#pragma HLS PIPELINE II = E4F_II_ROW_MAX
+    E4F_TRIPS(ROW_MAX, 1);
     const float x = static_cast<float>(row[v]) / temp;
     if (isnan_f(x) || x > m) m = isnan_f(m) ? m : x;
   }
   float part[16];
   for (int i = 0; i < 16; ++i) part[i] = 0.0f;
   for (int64_t v = 0; v < V; ++v) {
+#pragma HLS PIPELINE II = E4F_II_ROW_EXP
+    E4F_TRIPS(ROW_EXP, 1);
     const float x = static_cast<float>(row[v]) / temp;
     part[v & 15] = part[v & 15] + exp_f(x - m);
   }

@@ -52,6 +52,8 @@ inline float hid_word_to_f(uint16_t w, int code) { return hid_to_f(w, code); }
 inline float lm_dot_words(const float* wrow, const HidWord* x, int64_t H, int code, bool use_scale, float sc) {
   float acc = 0.0f;
   for (int64_t h = 0; h < H; ++h) {
+#pragma HLS PIPELINE II = E4F_II_LMH_MAC
+    E4F_TRIPS(LMH_MAC, 1);
     const float prod = wrow[h] * hid_word_to_f(x[h], code);
     acc = acc + prod;
   }
@@ -105,6 +107,8 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
   const int64_t R = c.B * W, H = c.H, V = c.Vt;
   for (int64_t r = 0; r < R; ++r)
     for (int64_t h = 0; h < H; ++h) {
+#pragma HLS PIPELINE II = E4F_II_LMH_HLOAD
+      E4F_TRIPS(LMH_HLOAD, 1);
       const HT bits = hidden[r * H + h];
       hid_bits[r * H + h] = static_cast<HidWord>(bits);
     }
@@ -150,12 +154,24 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
     for (int64_t w = 0; w < W; ++w) {
       const int64_t r = (b0 + bl) * W + w;
       if (r < E4F_LM_ROWS) {
-        for (int64_t v = 0; v < V; ++v) row[v] = tile_get(r, v);
+        for (int64_t v = 0; v < V; ++v) {
+#pragma HLS PIPELINE II = E4F_II_ROW_LOAD
+          E4F_TRIPS(ROW_LOAD, 1);
+          row[v] = tile_get(r, v);
+        }
       } else {
-        for (int64_t v = 0; v < V; ++v) row[v] = spill[(r - E4F_LM_ROWS) * V + v];
+        for (int64_t v = 0; v < V; ++v) {
+#pragma HLS PIPELINE II = E4F_II_ROW_LOAD
+          E4F_TRIPS(ROW_LOAD, 1);
+          row[v] = spill[(r - E4F_LM_ROWS) * V + v];
+        }
       }
       const RowStats rs = row_stats(row, V, 1.0f, false);
-      for (int64_t v = 0; v < V; ++v) prob_row[v] = proba(row[v], 1.0f, rs);
+      for (int64_t v = 0; v < V; ++v) {
+#pragma HLS PIPELINE II = E4F_II_ROW_PROBA
+        E4F_TRIPS(ROW_PROBA, 1);
+        prob_row[v] = proba(row[v], 1.0f, rs);
+      }
       topk_row(prob_row, V, static_cast<int>(c.K), &rec.p[w * c.K], &rec.t[w * c.K]);
     }
     cand_s.write(rec);
@@ -245,6 +261,34 @@ using namespace draft;
 
 // ---------------- the persistent top -------------------------------------------------------
 // phase 0: tree init; phase 1: one draft layer (d = st.layer + 1); phase 2: finalize.
+// The candidates' source: the LM head's rows (spill / tile), or the testbench's recorded top-K. One task
+// whatever the mode (a DATAFLOW region has no conditional tasks; the branch is inside the task).
+void stage_cand_source(Port<float> spill, Port<const float> cand_p, Port<const int64_t> cand_t, const DraftCfg& c,
+                       int64_t W, int64_t b0, int64_t nb, EAGLE4_STREAM(CandRec, 4) & cand_s) {
+  if (c.bypass_lm_head)
+    stage_candidates_in(cand_p, cand_t, c, W, b0, nb, cand_s);
+  else
+    stage_candidates(spill, c, W, b0, nb, cand_s);
+}
+
+// One block of requests [b0, b0 + nb) of a layer: the DATAFLOW region (one producer and one consumer per
+// stream, every task unconditional).
+template <typename HT>
+void draft_tile(Port<float> spill, Port<const float> cand_p, Port<const int64_t> cand_t, Port<const int64_t> hot,
+                Port<HT> out_hidden, Port<int64_t> out_tokens, const DraftCfg& c, int64_t W, int64_t Wn, int64_t Vn,
+                int64_t b0, int64_t nb, float* total) {
+#pragma HLS DATAFLOW
+  EAGLE4_STREAM(CandRec, 4) cand_s;
+  EAGLE4_STREAM(K1Out, 4) k1_s;
+  EAGLE4_STREAM(WorkRec, 4) work_s;
+  EAGLE4_STREAM(FrontRec, 4) front_s;
+  stage_cand_source(spill, cand_p, cand_t, c, W, b0, nb, cand_s);
+  stage_k1<HT>(cand_s, hot, out_hidden, c, W, Wn, b0, nb, k1_s);
+  stage_k2(k1_s, c, W, Vn, b0, nb, work_s, front_s);
+  stage_k3(work_s, c, Vn, nb, total);
+  stage_handoff(front_s, out_tokens, c, Wn, b0, nb);
+}
+
 template <typename HT, typename WT>
 int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WT> lmw,
                        Port<const float> lms, Port<float> spill, Port<const int64_t> hot, int64_t W, int64_t Wn, int64_t Vn,
@@ -257,11 +301,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
                        Port<int64_t> vt_ntok, Port<int64_t> vt_nsib, Port<int64_t> vt_parent, Port<int64_t> vt_node,
                        Port<int64_t> cc_out, Port<const float> cand_p, Port<const int64_t> cand_t,
                        const DraftCfg& c) {
-#pragma HLS INTERFACE m_axi port = hidden bundle = gmem0
-#pragma HLS INTERFACE m_axi port = lmw bundle = gmem1 max_read_burst_length = 256
-#pragma HLS INTERFACE m_axi port = out_hidden bundle = gmem2
-#pragma HLS INTERFACE m_axi port = spill bundle = gmem3
-#pragma HLS INTERFACE s_axilite port = return
+  // no INTERFACE pragmas here: they belong to the synthesis top (draft_pipeline_synth.cpp)
   if (phase == 0) {  // §8.1 step 0 (D13): node 0 = root, cc = 1, Ic = 1
     for (int64_t b = 0; b < c.B; ++b) {
       st.ctok[b][0] = root[b];
@@ -290,19 +330,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
       stage_lm_head<HT, WT>(hidden, lmw, lms, spill, c, W);
     for (int64_t b0 = 0; b0 < c.B; b0 += tile) {
       const int64_t nb = (c.B - b0 < tile) ? c.B - b0 : tile;
-#pragma HLS DATAFLOW
-      EAGLE4_STREAM(CandRec, 4) cand_s;
-      EAGLE4_STREAM(K1Out, 4) k1_s;
-      EAGLE4_STREAM(WorkRec, 4) work_s;
-      EAGLE4_STREAM(FrontRec, 4) front_s;
-      if (c.bypass_lm_head)
-        stage_candidates_in(cand_p, cand_t, c, W, b0, nb, cand_s);
-      else
-        stage_candidates(spill, c, W, b0, nb, cand_s);
-      stage_k1<HT>(cand_s, hot, out_hidden, c, W, Wn, b0, nb, k1_s);
-      stage_k2(k1_s, c, W, Vn, b0, nb, work_s, front_s);
-      stage_k3(work_s, c, Vn, nb, total);
-      stage_handoff(front_s, out_tokens, c, Wn, b0, nb);
+      draft_tile<HT>(spill, cand_p, cand_t, hot, out_hidden, out_tokens, c, W, Wn, Vn, b0, nb, total);
     }
     for (int64_t w = 0; w <= c.K; ++w) work_deltas[w] = total[w];
     st.cc = cc0 + W * c.K;
@@ -453,6 +481,7 @@ extern "C" const char* eagle4_fused_draft_ports() { return e4f::kFusedPorts; }
 
 extern "C" int eagle4_fused_draft_step(EAGLE4_CAPI_PARAMS) {
   eagle4::capi::Ctx x{"fused_draft_step", tensors, shapes, elem_bytes, errbuf, errlen};
+  e4f::perf::reset();  // the cycle model reads this call's loop trips
   e4f::DraftCfg c;
   if (e4f::parse_draft_cfg(iscalars, c) != 0)
     return x.fail(eagle4::capi::E_BOUND, "a size exceeds a compile-time bound of e4f_bounds.h");

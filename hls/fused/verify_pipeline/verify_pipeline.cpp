@@ -68,7 +68,11 @@ struct LazyRow {
   RowStats st;
   void load(int64_t row) {
     if (row == loaded) return;
-    for (int64_t v = 0; v < V; ++v) rowbuf[v] = logits[(base + row) * V + v];
+    for (int64_t v = 0; v < V; ++v) {
+#pragma HLS PIPELINE II = E4F_II_ROW_LOAD
+      E4F_TRIPS(ROW_LOAD, 1);
+      rowbuf[v] = logits[(base + row) * V + v];
+    }
     st = row_stats(rowbuf, V, temp, greedy);
     loaded = row;
   }
@@ -112,7 +116,11 @@ void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const
       sample = o.row_pred;
     } else {
       lr.load(o.row);  // usually already on-chip (the row whose children were all rejected)
-      for (int64_t v = 0; v < V; ++v) rowbuf[v] = proba(rowbuf[v], t, lr.st);  // in place: the residual row
+      for (int64_t v = 0; v < V; ++v) {  // in place: the residual row
+#pragma HLS PIPELINE II = E4F_II_ROW_PROBA
+        E4F_TRIPS(ROW_PROBA, 1);
+        rowbuf[v] = proba(rowbuf[v], t, lr.st);
+      }
       lr.loaded = -1;
       sample = k6_sample(rowbuf, V, o.rej, o.nrej, fcoins_p[b]);
     }
@@ -163,12 +171,9 @@ int verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPo
                         VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
                         VPort<uint8_t> packed, const K7Ports<HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc,
                         VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, const VerifyCfg& c) {
-  using namespace verify;
-#pragma HLS INTERFACE m_axi port = logits bundle = gmem0 max_read_burst_length = 256
-#pragma HLS INTERFACE m_axi port = hidden bundle = gmem1
-#pragma HLS INTERFACE m_axi port = r2t bundle = gmem2
-#pragma HLS INTERFACE s_axilite port = return
 #pragma HLS DATAFLOW
+  using namespace verify;
+  // no INTERFACE pragmas here: they belong to the synthesis top (verify_pipeline_synth.cpp)
   EAGLE4_STREAM(ReqRec, 4) k6_s;
   stage_k4(seq, pool, r2t, loc, tparent, qo, kvptr, kvidx, positions, mbits, mbytes, packed, c);
   stage_k5k6(logits, temps, cand, ridx, ntok, nsib, coins, fcoins, c, k6_s);
@@ -232,6 +237,7 @@ extern "C" const char* eagle4_fused_verify_ports() {
 // iscalars: B, Q, S, V, H, S_max, eos, hid_code, capkv, cappack; fscalars: threshold_single, threshold_acc
 extern "C" int eagle4_fused_verify_step(EAGLE4_CAPI_PARAMS) {
   eagle4::capi::Ctx x{"fused_verify_step", tensors, shapes, elem_bytes, errbuf, errlen};
+  e4f::perf::reset();  // the cycle model reads this call's loop trips
   e4f::VerifyCfg c;
   if (e4f::parse_verify_cfg(iscalars, fscalars, c) != 0)
     return x.fail(eagle4::capi::E_BOUND, "a size exceeds a compile-time bound of e4f_bounds.h");

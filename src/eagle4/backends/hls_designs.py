@@ -76,7 +76,7 @@ def parse(path: Path) -> Design:
     folder = path.parent
     files: dict[str, tuple[Path, ...]] = {}
     for key in ("synth", "csim", "tb"):
-        files[key] = tuple(folder / v for v in fields.get(key, ()))
+        files[key] = tuple(Path(os.path.normpath(folder / v)) for v in fields.get(key, ()))  # one name per file
         for f in files[key]:
             if not f.is_file():
                 raise DesignDescriptionError(f"{path}: field {key!r} names {f.name!r}, which does not exist in {folder}")

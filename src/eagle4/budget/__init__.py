@@ -1,7 +1,8 @@
 """Byte accounting (C-sim counted + computed), cycle budget model and roofline of the FPGA backends.
 
 ``run_budget(contract, reports_dir)`` runs the whole chain on the contract's workload trace and
-writes ``bytes_per_token.csv``, ``hw_counters.csv``, ``budget_sheet.csv/.md`` and ``roofline.png``.
+writes ``bytes_per_token.csv``, ``hw_counters.csv``, ``onchip_budget.csv``, ``budget_sheet.csv/.md``,
+``roofline.png`` and ``fusion_design_v1.md`` (all generated from the measurements).
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from pathlib import Path
 
 from eagle4.budget.config import FpgaSection, fpga_section
 
-REPORT_FILES = ("bytes_per_token.csv", "hw_counters.csv", "budget_sheet.csv", "budget_sheet.md", "roofline.png")
+REPORT_FILES = ("bytes_per_token.csv", "hw_counters.csv", "onchip_budget.csv", "budget_sheet.csv", "budget_sheet.md",
+                "roofline.png", "fusion_design_v1.md")
 
 
 def run_budget(contract, reports_dir="reports", *, root=None, progress=None):
     """Count, model and write the budget artifacts; returns (BytesResult, sheet rows)."""
     from eagle4.budget import bytes as bb
+    from eagle4.budget import design_report, onchip
     from eagle4.budget import model as bm
 
     reports = Path(reports_dir)
@@ -26,6 +29,13 @@ def run_budget(contract, reports_dir="reports", *, root=None, progress=None):
     rows = bm.budget_rows(res, root=root)
     bm.write_sheet(rows, reports / "budget_sheet.csv", reports / "budget_sheet.md", res)
     bm.roofline_png(rows, reports / "roofline.png", res)
+    storage = onchip.measure(contract)
+    pair = onchip.combined([p for p in storage if p.design in ("fused_draft", "fused_verify")],
+                           "fused_draft+fused_verify")
+    onchip.write_csv([*storage, pair], res.trace.contract_sha256, reports / "onchip_budget.csv")
+    res.onchip = (storage, pair)
+    text = design_report.render(res, rows, storage, pair, design_report.h100_itl(reports, res.trace.contract_sha256))
+    design_report.write(reports / "fusion_design_v1.md", text)
     return res, rows
 
 

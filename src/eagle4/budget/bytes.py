@@ -11,6 +11,22 @@
 * Drafter layers (weights, embeddings, KV cache, hidden in/out): computed from ``[fpga.model]``
   (provenance ``computed``). The target model's forward is outside both backends (excluded).
 
+* Host <-> FPGA transfers (``host_fpga_transfers``, computed): the target model's forward runs on the
+  host (it is outside both backends), so every verify step DMAs its logits and hidden states to the
+  FPGA and the draft tree (tokens, positions, mask, KV indices) and the accepted tokens back; the
+  same on every variant.
+
+Every byte is counted in 64-B DRAM beats: each port's (or tensor's) traffic of one step rounded up to
+whole beats. This is a lower bound on beats (it assumes each port's traffic of a step is one
+contiguous burst; scattered accesses cost more).
+
+Like for like, on the same trace and per operating point (batch), four variants are counted:
+``unfused`` ([fpga.unfused]: the initial unfused backend), ``unfused_approx`` (the unfused chain with
+the approximations of [fpga.fused]: hot vocabulary, int8 LM head and drafter), ``fused_exact`` (the
+fused designs at the precision and vocabulary of [fpga.unfused]) and ``fused`` ([fpga.fused]). The
+three ratios: fusion only = unfused / fused_exact, approximations only = unfused / unfused_approx,
+effective = unfused / fused (the work order's ratio).
+
 tokens per cycle = sum over requests of (accept length + 1).
 """
 
@@ -37,6 +53,47 @@ HW_COLUMNS = ("contract_sha256", "backend", "chain", "batch", "cycle", "kernel",
 
 class ScalingError(RuntimeError):
     """A port's C-sim byte count is not affine in (H, V) as the scaling assumes."""
+
+
+BEAT = 64  # bytes of one DRAM (HBM) beat: a 512-bit m_axi word
+
+# variant -> (chain, the [fpga.*] declaration giving precision and vocabulary, the one giving the chain's flags)
+VARIANTS = {
+    "unfused": ("unfused", "unfused", "unfused"),
+    "unfused_approx": ("unfused", "fused", "unfused"),
+    "fused_exact": ("fused", "unfused", "fused"),
+    "fused": ("fused", "fused", "fused"),
+}
+RATIOS = {  # name -> (numerator variant, denominator variant)
+    "fusion_only": ("unfused", "fused_exact"),
+    "approximations_only": ("unfused", "unfused_approx"),
+    "effective": ("unfused", "fused"),
+}
+PRECISION_FIELDS = ("lm_head_vocab", "lm_head_dtype", "drafter_dtype")
+
+
+def beats(nbytes: float) -> int:
+    """Bytes rounded up to whole 64-B beats (0 stays 0)."""
+    return int(math.ceil(nbytes / BEAT)) * BEAT if nbytes > 0 else 0
+
+
+def variant_decl(f: FpgaSection, variant: str):
+    """The declaration a variant runs with: chain flags of one [fpga.*] table, precision of another."""
+    _, prec, flags = VARIANTS[variant]
+    p = getattr(f, prec)
+    return getattr(f, flags).model_copy(update={k: getattr(p, k) for k in PRECISION_FIELDS})
+
+
+def host_transfer_bytes(f: FpgaSection, dec: dict, B: int, L: int) -> dict[str, int]:
+    """Host <-> FPGA bytes of one verify step (target model on the host), each tensor in whole beats."""
+    m = f.model
+    Q, S = dec["Q"], dec["S"]
+    Eh = DTYPE_BYTES[m.hidden_dtype]
+    to_fpga = [B * Q * m.vocab_size * 4, B * Q * m.hidden_size * Eh, B * 4, B * Q * 4, B * 4]  # logits, hidden,
+    # temperatures, coins, final coins
+    to_host = [B * Q * 8, B * Q * 8, B * ((Q * (L + Q) + 7) // 8), B * (L + Q) * 4, 3 * (B + 1) * 4,  # tree tokens,
+               B * S * 4, B * 4, B * Q * 9]  # positions, mask, KV indices, indptrs; accepted tokens, lengths, evictions
+    return {"host_to_fpga": sum(beats(x) for x in to_fpga), "fpga_to_host": sum(beats(x) for x in to_host)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,10 +182,53 @@ class BytesResult:
     hw_rows: list[dict]
     per_call: dict  # (backend, batch, stage) -> {"B_in":..., "B_out":..., "calls": n}
     notes: list[str]
+    variants: dict[str, BackendCount] = field(default_factory=dict)  # every VARIANTS entry
+    onchip: tuple | None = None  # (per-design storage, the fused pair), set by run_budget
 
     @property
     def ratio(self) -> float:
         return self.unfused.bytes_per_token / max(self.fused.bytes_per_token, 1e-30)
+
+    @property
+    def batches(self) -> list[int]:
+        return sorted(self.unfused.cycles_by_batch)
+
+    def bytes_per_token_at(self, variant: str, B: int | None = None) -> float:
+        bc = self.variants[variant]
+        if B is None:
+            return bc.bytes_per_token
+        nb = sum(v for (b, _), v in bc.by_batch.items() if b == B)
+        return nb / max(bc.tokens_by_batch[B], 1)
+
+    def ratio_of(self, name: str, B: int | None = None) -> float:
+        """A RATIOS entry at operating point B (None: pooled over the trace)."""
+        num, den = RATIOS[name]
+        return self.bytes_per_token_at(num, B) / max(self.bytes_per_token_at(den, B), 1e-30)
+
+    def production_batch(self) -> int:
+        """The production point: the contract declares none, so the largest operating batch (throughput)."""
+        return max(self.batches)
+
+    def top_contributors_at(self, variant: str, B: int, n: int = 3) -> list[tuple[str, float, float]]:
+        """(component, bytes/token of ``variant`` at B, of the unfused baseline at B), largest first."""
+        bc, u = self.variants[variant], self.variants["unfused"]
+        comps = sorted({c for (b, c) in bc.by_batch if b == B}, key=lambda c: -bc.by_batch[(B, c)])[:n]
+        return [(c, bc.by_batch[(B, c)] / max(bc.tokens_by_batch[B], 1),
+                 u.by_batch.get((B, c), 0.0) / max(u.tokens_by_batch[B], 1)) for c in comps]
+
+    def early_gate_lines(self, threshold: float = 2.0) -> list[str]:
+        """The early gate (WP4: fusion and dataflow) on the fusion-only ratio at the production point,
+        stated plainly, with the top contributors when it fails."""
+        B = self.production_batch()
+        r = self.ratio_of("fusion_only", B)
+        ok = r >= threshold
+        out = [f"early gate (fusion only, production point B={B}: the largest operating batch, the contract "
+               f"declares none): {r:.3f}x {'>=' if ok else '<'} {threshold:g}x -> {'PASS' if ok else 'FAILS'}"]
+        if not ok:
+            out.append("  the work order's escalation rule applies: fusion alone does not reach the early target")
+            for c, fb, ub in self.top_contributors_at("fused_exact", B):
+                out.append(f"  top contributor {c}: {fb / 2**20:.3f} MiB/token fused (unfused {ub / 2**20:.3f})")
+        return out
 
     def ratio_p0(self) -> float:
         def p0(bc):
@@ -160,7 +260,8 @@ def _component(chain: str, port: str, step: str) -> str:
         if k == "glue":
             return f"{step}_host_glue"
         if k in ("draft_lm_head", "draft_topk"):
-            return "draft_lm_head_weights" if port == "lmhead_weight" else "draft_lm_head_logits_topk"
+            return ("draft_lm_head_weights" if port in ("lmhead_weight", "lmhead_scale")
+                    else "draft_lm_head_logits_topk")  # weights and their per-row scales, as the fused side
         if k == "logits_to_probas" and step == "draft":
             return "draft_lm_head_logits_topk"
         if k == "tree_mask":
@@ -195,14 +296,14 @@ def _component(chain: str, port: str, step: str) -> str:
 
 
 def count_trace(contract, *, root=None, progress=None) -> BytesResult:
-    """Run the C-sim counts of both backends on the contract's trace and add the computed parts."""
+    """Run the C-sim counts of every variant on the contract's trace and add the computed parts."""
     f = fpga_section(contract)
     trace = build_trace(contract, root=root)
     dec = trace.decode
     m = f.model
     cs = f.csim
     K, widths, N, M, I, S, Q, L = dec["K"], dec["widths"], dec["N"], dec["M"], dec["I"], dec["S"], dec["Q"], trace.prefix_len
-    res = {"unfused": BackendCount("unfused"), "fused": BackendCount("fused")}
+    res = {v: BackendCount(v) for v in VARIANTS}
     hw_rows: list[dict] = []
     per_call: dict = {}
     notes = list(trace.notes)
@@ -216,83 +317,88 @@ def count_trace(contract, *, root=None, progress=None) -> BytesResult:
         bc.by_batch[(B, comp)] += nbytes
 
     draft_cache: dict = {}
+    verify_cache: dict = {}
     for cyc in trace.cycles:
         B = cyc.batch
         if progress:
             progress(f"cycle {cyc.index}: batch {B}")
-        for backend in ("unfused", "fused"):
-            decl = getattr(f, backend)
-            # ---------------- draft step (depends only on B): counted once per batch size ------
-            key = (backend, B)
+        for backend, (chain, _, _) in VARIANTS.items():
+            decl = variant_decl(f, backend)
+            keep_rows = backend in ("unfused", "fused")  # hw_counters.csv: the two backends of the gates
+            # ---------------- draft step (depends only on B and the declaration): counted once ------
+            use_hot = decl.lm_head_vocab == "hot"
+            key = (chain, B, use_hot, decl.lm_head_dtype, decl.k5_passes, decl.k4_materialize_bool)
             if key not in draft_cache:
-                use_hot = decl.lm_head_vocab == "hot"
                 Vt_full = m.hot_vocab_size if use_hot else m.vocab_size
                 v0 = cs.hot_vocab if use_hot else cs.vocab
 
-                def run_d(h, v, B=B, decl=decl, use_hot=use_hot, backend=backend):
+                def run_d(h, v, B=B, decl=decl, use_hot=use_hot, chain=chain):
                     s = fc.DraftShape(B=B, K=K, widths=widths, H=h, Vt=v, V=max(v + 1, cs.vocab) if use_hot else 0,
                                       N=N, M=M, I=I, L=L, verify_num=dec["Vn"], use_hot=use_hot,
                                       hidden_dtype=m.hidden_dtype, weight_dtype=decl.lm_head_dtype, seed=B)
-                    _, cnt = fc.run_draft(backend, s, fc.make_draft_inputs(s), k5_passes=decl.k5_passes,
+                    _, cnt = fc.run_draft(chain, s, fc.make_draft_inputs(s), k5_passes=decl.k5_passes,
                                           k4_materialize=decl.k4_materialize_bool)
                     return cnt
 
                 coefs, base = _fit(run_d, cs.hidden, v0, bilinear=True)
-                full = _eval(coefs, m.hidden_size, Vt_full)
-                draft_cache[key] = (full, base, v0)
+                draft_cache[key] = (_eval(coefs, m.hidden_size, Vt_full), base, v0)
             full, base, v0 = draft_cache[key]
             for port, (r, w) in full.items():
                 if r or w:
-                    comp = _component(backend, port, "draft")
-                    add(backend, comp, r + w, "csim", B)
-                    pc = per_call.setdefault((backend, B, comp), {"B_in": 0, "B_out": 0})
-                    pc["B_in"] += r / 1.0
-                    pc["B_out"] += w / 1.0
-                    hw_rows.append({"backend": backend, "chain": "draft_step", "batch": B, "cycle": cyc.index,
-                                    "kernel": comp, "port": port, "bytes_read": r, "bytes_written": w,
-                                    "csim_bytes_read": base.get(port, (0, 0))[0],
-                                    "csim_bytes_written": base.get(port, (0, 0))[1], "csim_H": cs.hidden, "csim_V": v0,
-                                    "provenance": "csim", "scaling": scale_note})
+                    comp = _component(chain, port, "draft")
+                    add(backend, comp, beats(r) + beats(w), "csim", B)
+                    if keep_rows:
+                        pc = per_call.setdefault((backend, B, comp), {"B_in": 0, "B_out": 0})
+                        pc["B_in"] += beats(r)
+                        pc["B_out"] += beats(w)
+                        hw_rows.append({"backend": backend, "chain": "draft_step", "batch": B, "cycle": cyc.index,
+                                        "kernel": comp, "port": port, "bytes_read": r, "bytes_written": w,
+                                        "csim_bytes_read": base.get(port, (0, 0))[0],
+                                        "csim_bytes_written": base.get(port, (0, 0))[1], "csim_H": cs.hidden,
+                                        "csim_V": v0, "provenance": "csim", "scaling": scale_note})
             # drafter layers (computed): one call per draft layer after the root expansion's LM head
             T_prev = 0
             for d, W in enumerate(widths):
-                if d == 0:
-                    T_prev = 0
                 for comp, nb in drafter_bytes(f, decl, B, W, L, T_prev).items():
-                    add(backend, comp, nb, "computed", B)
+                    add(backend, comp, beats(nb), "computed", B)
                 T_prev += W if d > 0 else 0
             # ---------------- verify step ------------------------------------------------------
             temps = cyc.temperatures
+            vkey = (chain, cyc.index, decl.k5_passes, decl.k4_materialize_bool, decl.k6_sglang_style)
+            if vkey not in verify_cache:
 
-            def run_v(h, v, B=B, cyc=cyc, decl=decl, backend=backend, temps=temps):
-                s = fc.VerifyShape(B=B, Q=Q, S=S, V=v, H=h, L=L, hidden_dtype=m.hidden_dtype, temperatures=temps,
-                                   threshold_single=dec["threshold_single"], threshold_acc=dec["threshold_acc"],
-                                   seed=1000 + cyc.index)
-                rng = np.random.default_rng(cyc.index)
-                par = np.stack([_trace_tree(rng, Q, S) for _ in range(B)])
-                a = fc.make_verify_inputs(s, parents=par, accept=cyc.accept)
-                out, cnt = fc.run_verify(backend, s, a, k5_passes=decl.k5_passes, k4_materialize=decl.k4_materialize_bool,
-                                         k6_sglang=decl.k6_sglang_style)
-                got = out["accept_length"].tolist()
-                if got != cyc.accept:
-                    raise RuntimeError(f"cycle {cyc.index}: the provoked accept lengths {got} differ from the trace's "
-                                       f"{cyc.accept}")
-                return cnt
+                def run_v(h, v, B=B, cyc=cyc, decl=decl, chain=chain, temps=temps):
+                    s = fc.VerifyShape(B=B, Q=Q, S=S, V=v, H=h, L=L, hidden_dtype=m.hidden_dtype, temperatures=temps,
+                                       threshold_single=dec["threshold_single"], threshold_acc=dec["threshold_acc"],
+                                       seed=1000 + cyc.index)
+                    rng = np.random.default_rng(cyc.index)
+                    par = np.stack([_trace_tree(rng, Q, S) for _ in range(B)])
+                    a = fc.make_verify_inputs(s, parents=par, accept=cyc.accept)
+                    out, cnt = fc.run_verify(chain, s, a, k5_passes=decl.k5_passes,
+                                             k4_materialize=decl.k4_materialize_bool, k6_sglang=decl.k6_sglang_style)
+                    got = out["accept_length"].tolist()
+                    if got != cyc.accept:
+                        raise RuntimeError(f"cycle {cyc.index}: the provoked accept lengths {got} differ from the "
+                                           f"trace's {cyc.accept}")
+                    return cnt
 
-            coefs, base = _fit(run_v, cs.hidden, cs.vocab, bilinear=False)
-            full = _eval(coefs, m.hidden_size, m.vocab_size)
+                coefs, base = _fit(run_v, cs.hidden, cs.vocab, bilinear=False)
+                verify_cache[vkey] = (_eval(coefs, m.hidden_size, m.vocab_size), base)
+            full, base = verify_cache[vkey]
             for port, (r, w) in full.items():
                 if r or w:
-                    comp = _component(backend, port, "verify")
-                    add(backend, comp, r + w, "csim", B)
-                    pc = per_call.setdefault((backend, B, comp), {"B_in": 0, "B_out": 0})
-                    pc["B_in"] += r
-                    pc["B_out"] += w
-                    hw_rows.append({"backend": backend, "chain": "verify_step", "batch": B, "cycle": cyc.index,
-                                    "kernel": comp, "port": port, "bytes_read": r, "bytes_written": w,
-                                    "csim_bytes_read": base.get(port, (0, 0))[0],
-                                    "csim_bytes_written": base.get(port, (0, 0))[1], "csim_H": cs.hidden,
-                                    "csim_V": cs.vocab, "provenance": "csim", "scaling": scale_note})
+                    comp = _component(chain, port, "verify")
+                    add(backend, comp, beats(r) + beats(w), "csim", B)
+                    if keep_rows:
+                        pc = per_call.setdefault((backend, B, comp), {"B_in": 0, "B_out": 0})
+                        pc["B_in"] += beats(r)
+                        pc["B_out"] += beats(w)
+                        hw_rows.append({"backend": backend, "chain": "verify_step", "batch": B, "cycle": cyc.index,
+                                        "kernel": comp, "port": port, "bytes_read": r, "bytes_written": w,
+                                        "csim_bytes_read": base.get(port, (0, 0))[0],
+                                        "csim_bytes_written": base.get(port, (0, 0))[1], "csim_H": cs.hidden,
+                                        "csim_V": cs.vocab, "provenance": "csim", "scaling": scale_note})
+            add(backend, "host_fpga_transfers", sum(host_transfer_bytes(f, dec, B, L).values()), "computed", B)
             res[backend].tokens += cyc.tokens
             res[backend].tokens_by_batch[B] += cyc.tokens
             res[backend].cycles_by_batch[B] += 1
@@ -301,8 +407,12 @@ def count_trace(contract, *, root=None, progress=None) -> BytesResult:
         n = res[backend].cycles_by_batch[B]
         pc["B_in"] /= n
         pc["B_out"] /= n
-    notes.append("target-model forward (weights, KV, logits write) is outside both backends and excluded")
-    return BytesResult(trace, f, res["unfused"], res["fused"], hw_rows, per_call, notes)
+    notes.append("target-model forward (weights, KV, logits write) is outside both backends and excluded; it runs on "
+                 "the host, so its logits and hidden states reach the FPGA by DMA every verify step "
+                 "(host_fpga_transfers, computed, the same on every variant)")
+    notes.append("bytes are 64-B DRAM beats: each port's traffic of a step rounded up to whole beats (a lower bound: "
+                 "one contiguous burst per port and step)")
+    return BytesResult(trace, f, res["unfused"], res["fused"], hw_rows, per_call, notes, variants=res)
 
 
 def _trace_tree(rng, Q: int, S: int) -> np.ndarray:
@@ -324,7 +434,7 @@ def write_bytes_csv(r: BytesResult, path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     sha = r.trace.contract_sha256
     rows = []
-    for bc in (r.unfused, r.fused):
+    for bc in (r.variants or {"unfused": r.unfused, "fused": r.fused}).values():
         comps = sorted(set(bc.comp))
         for comp in comps:
             for B in sorted(bc.cycles_by_batch):
@@ -348,12 +458,26 @@ def write_bytes_csv(r: BytesResult, path) -> Path:
                      "cycles": sum(bc.cycles_by_batch.values()), "bytes_per_cycle": "", "bytes_total": p0,
                      "tokens_total": bc.tokens, "bytes_per_token": p0 / max(bc.tokens, 1), "provenance": "csim",
                      "method": "P0 kernels + draft LM head (counted)"})
+        for B in sorted(bc.cycles_by_batch):
+            nb = sum(v for (b, _), v in bc.by_batch.items() if b == B)
+            rows.append({"backend": bc.backend, "component": "TOTAL_POINT", "batch": B, "cycles": bc.cycles_by_batch[B],
+                         "bytes_per_cycle": nb / bc.cycles_by_batch[B], "bytes_total": nb,
+                         "tokens_total": bc.tokens_by_batch[B], "bytes_per_token": nb / max(bc.tokens_by_batch[B], 1),
+                         "provenance": "+".join(provs), "method": "sum of the components at this operating point"})
     rows.append({"backend": "ratio", "component": "TOTAL", "batch": "all", "cycles": "", "bytes_per_cycle": "",
                  "bytes_total": "", "tokens_total": "", "bytes_per_token": r.ratio, "provenance": "csim+computed",
                  "method": "unfused bytes/token / fused bytes/token"})
     rows.append({"backend": "ratio", "component": "TOTAL_CSIM_ONLY", "batch": "all", "cycles": "", "bytes_per_cycle": "",
                  "bytes_total": "", "tokens_total": "", "bytes_per_token": r.ratio_p0(), "provenance": "csim",
                  "method": "counted parts only"})
+    if r.variants:
+        for name, (num, den) in RATIOS.items():
+            for B in [*r.batches, None]:
+                rows.append({"backend": "ratio", "component": name, "batch": "all" if B is None else B, "cycles": "",
+                             "bytes_per_cycle": "", "bytes_total": "", "tokens_total": "",
+                             "bytes_per_token": r.ratio_of(name, B), "provenance": "csim+computed",
+                             "method": f"{num} bytes/token / {den} bytes/token"
+                                       + (" (pooled over the trace)" if B is None else " at this operating point")})
     with atomic.atomic_open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=BYTES_COLUMNS)
         w.writeheader()
@@ -366,7 +490,7 @@ def write_bytes_csv(r: BytesResult, path) -> Path:
 
 def _method(prov: str) -> str:
     return {"csim": "C-sim port counters (hls/fused), scaled affinely in H and V",
-            "computed": "computed from [fpga.model] (drafter weights/KV/activations)"}.get(prov, prov)
+            "computed": "computed from [fpga.model] (drafter weights/KV/activations, host<->FPGA DMA)"}.get(prov, prov)
 
 
 def write_hw_counters_csv(r: BytesResult, path) -> Path:

@@ -38,8 +38,11 @@ STAGE_OF_COMPONENT = {
     "verify_reject_sample": "K6 reject_sample", "verify_host_glue": "verify glue", "verify_update_verify": "K7 update_verify",
 }
 DRAFT_STAGES = ("draft_lm_head", "K1 draft_tree_score", "K2 update_draft_state", "K3 work_deltas",
-                "K4 tree_mask (draft)", "draft glue")
-VERIFY_STAGES = ("K4 tree_mask (verify)", "K5 logits_to_probas", "K6 reject_sample", "verify glue", "K7 update_verify")
+                "K4 tree_mask (draft)", "draft glue", "draft step (code-derived)")
+VERIFY_STAGES = ("K4 tree_mask (verify)", "K5 logits_to_probas", "K6 reject_sample", "verify glue", "K7 update_verify",
+                 "verify step (code-derived)")
+# the fused designs' rows: one per step, from the code-derived cycle model (eagle4.budget.cycles)
+FUSED_STEP_STAGE = {"fused_draft": "draft step (code-derived)", "fused_verify": "verify step (code-derived)"}
 
 
 @dataclass
@@ -117,8 +120,8 @@ def budget_rows(r: BytesResult, *, root=None) -> list[dict]:
     root = Path(root or Path(__file__).resolve().parents[3])
     clocks = [(c, "declared sweep") for c in f.fclk_sweep_mhz] + [(f.fclk_public_estimate_mhz,
                                                                    "public V80 estimate 9.27 ns")]
-    rows = []
-    for backend in ("unfused", "fused"):
+    rows = _fused_step_rows(r, clocks, root)
+    for backend in ("unfused",):  # the fused designs: _fused_step_rows (derived from the code, not declared)
         for B in sorted(r.unfused.cycles_by_batch):
             shapes = stage_shapes(r, B, backend)
             agg: dict[str, dict] = {}
@@ -130,6 +133,8 @@ def budget_rows(r: BytesResult, *, root=None) -> list[dict]:
                 a["B_in"] += pc["B_in"]
                 a["B_out"] += pc["B_out"]
             for st in DRAFT_STAGES + VERIFY_STAGES:
+                if st in FUSED_STEP_STAGE.values():
+                    continue
                 a = agg.get(st, {"B_in": 0.0, "B_out": 0.0})
                 sh = shapes[st]
                 syn = _synth(r, st, root)
@@ -159,6 +164,33 @@ def budget_rows(r: BytesResult, *, root=None) -> list[dict]:
     return rows
 
 
+def _fused_step_rows(r: BytesResult, clocks, root: Path) -> list[dict]:
+    from eagle4.budget.cycles import step_cycles
+
+    f = r.fpga
+    clocks = clocks + ([(f.fclk_target_mhz, "declared target")] if all(abs(c - f.fclk_target_mhz) > 0.01
+                                                                    for c, _ in clocks) else [])
+    rows = []
+    for sc in step_cycles(r, reports_dir=root / f.synth_reports_dir):
+        prefix = "draft_" if sc.design == "fused_draft" else "verify_"
+        b_in = sum(pc["B_in"] for (bk, b, comp), pc in r.per_call.items() if bk == "fused" and b == sc.batch
+                   and comp.startswith(prefix))
+        b_out = sum(pc["B_out"] for (bk, b, comp), pc in r.per_call.items() if bk == "fused" and b == sc.batch
+                    and comp.startswith(prefix))
+        for fclk, fsrc in clocks:
+            if sc.synth:
+                fclk, fsrc = 1000.0 / sc.synth["clock_estimated_ns"], sc.source
+            rows.append({
+                "contract_sha256": r.trace.contract_sha256, "backend": "fused", "stage": FUSED_STEP_STAGE[sc.design],
+                "batch": sc.batch, "fclk_mhz": round(fclk, 2), "fclk_source": fsrc + ("" if sc.synth else " (model)"),
+                "B_in": round(b_in), "B_out": round(b_out), "B_onchip": 0, "N_ops": round(sc.c_loops),
+                "II": "per loop", "ii_source": sc.source, "calls": 1, "C_mem_in": round(sc.c_ports), "C_mem_out": 0,
+                "C_comp": round(sc.c_loops), "C_ctrl": 0, "C_total": round(sc.cycles),
+                "T_us": round(sc.cycles / fclk, 3), "bound": f"ports ({sc.busiest_bundle})"
+                if sc.c_ports >= sc.c_loops else "loops", "bytes_provenance": "csim", "provenance": sc.provenance})
+    return rows
+
+
 def step_latency(rows: list[dict], backend: str, batch: int, fclk: float, stages) -> float:
     """Conservative step latency: the stages' T_us summed (no dataflow overlap credited)."""
     return float(sum(float(x["T_us"]) for x in rows if x["backend"] == backend and int(x["batch"]) == batch
@@ -176,13 +208,23 @@ def write_sheet(rows: list[dict], csv_path, md_path, r: BytesResult) -> None:
     clocks = sorted({float(x["fclk_mhz"]) for x in rows})
     batches = sorted({int(x["batch"]) for x in rows})
     L = ["# Budget sheet (cycle model)", "",
-         f"Contract `{r.trace.contract_sha256[:12]}`; device {f.device}; HBM {f.hbm_peak_gbps:g} GB/s x "
-         f"efficiency {f.hbm_efficiency:g}, at most {f.axi_bytes_per_cycle} B/cycle per stage (m_axi width); lanes {f.lanes} (LM head: {f.lm_head_macs_per_cycle} MACs/cycle); II {f.ii_target} (declared, **model**); control "
-         f"{f.ctrl_cycles_per_call} cycles/call (declared, **model**). Bytes: C-sim counted (scaled in H, V; "
-         "see bytes_per_token.csv). Clocks: declared sweep and the public V80 estimate (9.27 ns ~ 108 MHz) of a "
-         "comparable CostDraftTree orchestrator; no synthesis report of these designs exists yet, so every "
-         "latency below is provenance **model**.",
-         "", "`C_total = max(C_mem_in + C_mem_out, C_comp) + C_ctrl`; step latency = sum of its stages "
+         f"Generated by `eagle4 budget` from the measurements; contract `{r.trace.contract_sha256[:12]}`; device {f.device}.",
+         "",
+         "**Fused designs** (`draft step` / `verify step (code-derived)`): derived from the code "
+         "(`eagle4.budget.cycles`): the II and lanes of every counted loop are the constants of "
+         "`hls/fused/common/e4f_perf.h` that its pragmas name, times the loop trips the C-sim counts (scaled to "
+         "the model's H and V like the bytes); the ports are element-wide, so the busiest m_axi bundle moves one "
+         "element per cycle; cycles = max(loops, ports), a lower bound (no control overhead or stalls; the top-K "
+         "scan, K6 sampling and the K1-K4 cores' loops are not counted). A synthesis report of a design "
+         "replaces it (provenance `synthesis`).",
+         "",
+         f"**Unfused kernels**: the declared model of the contract (HBM {f.hbm_peak_gbps:g} GB/s x efficiency "
+         f"{f.hbm_efficiency:g}, at most {f.axi_bytes_per_cycle} B/cycle per stage; lanes {f.lanes} (LM head: "
+         f"{f.lm_head_macs_per_cycle} MACs/cycle); II {f.ii_target}; control {f.ctrl_cycles_per_call} cycles/call), "
+         "**declared, not derived from the code**. Bytes: C-sim counted (64-B beats, scaled in H, V; "
+         "bytes_per_token.csv). Clocks: the declared sweep, the declared target and the public V80 estimate "
+         "(9.27 ns ~ 108 MHz) of a comparable CostDraftTree orchestrator.",
+         "", "Unfused: `C_total = max(C_mem_in + C_mem_out, C_comp) + C_ctrl`; step latency = sum of its stages "
          "(conservative: no dataflow overlap credited).", "",
          "## Step latency per decode cycle (us, model)", "",
          "| backend | batch | " + " | ".join(f"draft @{c:g} MHz | verify @{c:g} MHz" for c in clocks) + " |",

@@ -289,6 +289,7 @@ def write_csv(parts: list[DesignStorage], sha: str, path) -> Path:
     from eagle4.report import atomic
 
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with atomic.atomic_open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=ONCHIP_COLUMNS)
         w.writeheader()

@@ -23,10 +23,24 @@ def cmd(args) -> int:
     for comp, fb, ub in res.top_contributors(3):
         print(f"  fused top contributor: {comp}: {fb / 2**20:.3f} MiB/token (unfused {ub / 2**20:.3f}) "
               f"[{f.prov.get(comp)}]")
+    for name in ("fusion_only", "approximations_only", "effective"):
+        print(f"{name:>20}: " + "  ".join(f"B={b} {res.ratio_of(name, b):.3f}x" for b in res.batches)
+              + f"  pooled {res.ratio_of(name):.3f}x")
+    for line in res.early_gate_lines():
+        print(line)
+    from eagle4.budget import onchip
+
+    print(onchip.summary_line(res.onchip[1]))
+    fpub = res.fpga.fclk_public_estimate_mhz
+    for r in rows:
+        if r["backend"] == "fused" and abs(float(r["fclk_mhz"]) - fpub) < 0.01:
+            c = float(r["C_total"])
+            print(f"{r['stage']} B={r['batch']}: {c:.3g} cycles = {c / fpub:.4g} us @{fpub:g} MHz, "
+                  f"{c / res.fpga.fclk_target_mhz:.4g} us @{res.fpga.fclk_target_mhz:g} MHz [{r['provenance']}]")
     for n in res.notes:
         print(f"  note: {n}")
-    print(f"wrote {args.reports}/bytes_per_token.csv, hw_counters.csv, budget_sheet.csv/.md, roofline.png "
-          f"({time.time() - t0:.1f} s)")
+    print(f"wrote {args.reports}/bytes_per_token.csv, hw_counters.csv, onchip_budget.csv, budget_sheet.csv/.md, "
+          f"roofline.png, fusion_design_v1.md ({time.time() - t0:.1f} s)")
     return 0
 
 

@@ -225,8 +225,12 @@ def evaluate_gate(g: GateSpec, ctx: Ctx, *, after: list[str] | None = None) -> G
         res.reasons.append(f"{g.metric} = {m.value:.4g} does not satisfy {g.op} {g.threshold:g}")
         top = m.details.get("top2")
         if top:
-            res.reasons.append("figures: unfused {:.3f} MiB/token, fused {:.3f} MiB/token".format(
-                m.details["unfused_bytes_per_token"] / 2**20, m.details["fused_bytes_per_token"] / 2**20))
+            d = m.details
+            res.reasons.append("figures ({} ratio at batch {}, {}): unfused {:.3f} MiB/token, fused {:.3f} MiB/token; "
+                               "per point {}".format(d.get("ratio", "effective"), d.get("batch", "all"),
+                                                     d.get("point", "pooled"), d["unfused_bytes_per_token"] / 2**20,
+                                                     d["fused_bytes_per_token"] / 2**20,
+                                                     {b: round(v, 3) for b, v in d.get("per_point", {}).items()}))
             for comp, fb, ub, where in top:
                 res.reasons.append(f"top contributor: {comp}: fused {fb / 2**20:.3f} MiB/token (unfused "
                                    f"{ub / 2**20:.3f}) [{where}]")

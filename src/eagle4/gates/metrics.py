@@ -91,11 +91,59 @@ def _check_acceptance_input(rows, rel: str, ctx: Ctx) -> None:
                                 f"{now[:12]}: the acceptance input changed; re-run `eagle4 budget`")
 
 
+# Which ratio of bytes_per_token.csv each byte gate judges (issue 13, the work order's reading): the early
+# gate is WP4's fusion and dataflow alone (same precision and vocabulary on both sides) at the production
+# point; every other byte gate the effective ratio at its worst operating point (pooling over batches would
+# hide a miss at B=1). A gate's ``batch`` names the point explicitly.
+BYTE_GATE_RATIO = {"bytes_reduction_early": ("fusion_only", "production")}
+RATIO_VARIANTS = {"fusion_only": ("unfused", "fused_exact"), "approximations_only": ("unfused", "unfused_approx"),
+                  "effective": ("unfused", "fused")}
+
+
 def bytes_per_token_ratio(gate, ctx: Ctx) -> Metric:
     rel = "reports/bytes_per_token.csv"
     rows = _artifact(ctx, rel, "written by `eagle4 budget --contract ...` from C-sim counters")
     _check_contract(rows, rel, ctx)
     _check_acceptance_input(rows, rel, ctx)
+    kind, where = BYTE_GATE_RATIO.get(getattr(gate, "name", ""), ("effective", "worst"))
+    num, den = RATIO_VARIANTS[kind]
+    points = {int(r["batch"]): float(r["bytes_per_token"]) for r in rows
+              if r["backend"] == "ratio" and r["component"] == kind and r["batch"] != "all"}
+    if not points and kind == "effective":
+        return _pooled_ratio(rows, rel)  # an artifact with only the pooled totals (older writers, hand-made)
+    if not points:
+        raise MissingMetric(f"{rel} lacks the per-point '{kind}' ratio rows; re-run `eagle4 budget`")
+    if getattr(gate, "batch", None):
+        if gate.batch not in points:
+            raise MissingMetric(f"{rel} has no operating point batch={gate.batch} (points: {sorted(points)})")
+        B = gate.batch
+    elif where == "production":
+        B = max(points)  # the contract declares no production point: its largest operating batch
+    else:
+        B = min(points, key=lambda b: points[b])
+    parts = [r for r in rows if r["backend"] in (num, den) and r["batch"] == str(B)
+             and not r["component"].startswith("TOTAL")]
+    every = prov.parts(r["provenance"] for r in parts)
+    counted = [p for p in every if p != "computed"]
+    tot = {r["backend"]: float(r["bytes_per_token"]) for r in rows
+           if r["component"] == "TOTAL_POINT" and r["batch"] == str(B) and r["backend"] in (num, den)}
+    if set(tot) != {num, den}:
+        raise MissingMetric(f"{rel} lacks the {num} and {den} TOTAL_POINT rows at batch {B}")
+    comps = sorted((r for r in parts if r["backend"] == den), key=lambda r: -float(r["bytes_per_token"]))
+    base = {r["component"]: float(r["bytes_per_token"]) for r in parts if r["backend"] == num}
+    top = [(r["component"], float(r["bytes_per_token"]), base.get(r["component"], 0.0), r["provenance"])
+           for r in comps[:2]]
+    computed_share = sum(float(r["bytes_per_token"]) for r in comps if r["provenance"] == "computed") / max(tot[den], 1e-30)
+    return Metric(tot[num] / tot[den], every, rel, {
+        "ratio": kind, "batch": B, "point": "production (largest batch)" if where == "production" and not gate.batch
+        else ("worst operating point" if not gate.batch else "gate batch"), "per_point": points,
+        "unfused_bytes_per_token": tot[num], "fused_bytes_per_token": tot[den], "top2": top,
+        "computed_share_of_fused": computed_share}, evidence=counted)
+
+
+def _pooled_ratio(rows, rel: str) -> Metric:
+    """The effective ratio from the pooled TOTAL rows, for an artifact without per-point rows; the
+    details say it is pooled (a miss at one operating point can hide in it)."""
     tot = {r["backend"]: r for r in rows if r["component"] == "TOTAL" and r["backend"] in ("unfused", "fused")}
     if set(tot) != {"unfused", "fused"}:
         raise MissingMetric(f"{rel} lacks the unfused and fused TOTAL rows")
@@ -103,13 +151,13 @@ def bytes_per_token_ratio(gate, ctx: Ctx) -> Metric:
              and not r["component"].startswith("TOTAL")]
     every = prov.parts(r["provenance"] for r in parts)
     counted = [p for p in every if p != "computed"]
-    comps = [r for r in rows if r["backend"] == "fused" and r["batch"] == "all" and not r["component"].startswith("TOTAL")]
-    unf = {r["component"]: float(r["bytes_per_token"]) for r in rows if r["backend"] == "unfused" and r["batch"] == "all"}
-    comps.sort(key=lambda r: -float(r["bytes_per_token"]))
+    comps = sorted((r for r in parts if r["backend"] == "fused"), key=lambda r: -float(r["bytes_per_token"]))
+    unf = {r["component"]: float(r["bytes_per_token"]) for r in parts if r["backend"] == "unfused"}
     top = [(r["component"], float(r["bytes_per_token"]), unf.get(r["component"], 0.0), r["provenance"]) for r in comps[:2]]
     u, f = float(tot["unfused"]["bytes_per_token"]), float(tot["fused"]["bytes_per_token"])
     computed_share = sum(float(r["bytes_per_token"]) for r in comps if r["provenance"] == "computed") / max(f, 1e-30)
     return Metric(u / f, every, rel, {
+        "ratio": "effective", "batch": "all", "point": "pooled: the artifact has no per-point rows",
         "unfused_bytes_per_token": u, "fused_bytes_per_token": f, "top2": top,
         "computed_share_of_fused": computed_share}, evidence=counted)
 

@@ -1,0 +1,80 @@
+// Lanes and initiation intervals of the fused designs' hot loops, as named constants, and the C-sim trip
+// counter the cycle model (eagle4.budget.cycles) reads.
+//
+// Every counted loop is written
+//     for (...) {
+//   #pragma HLS PIPELINE II = E4F_II_ID
+//       E4F_TRIPS(ID, 1);          // C-sim: one iteration of loop ID (nothing in synthesis)
+//       [#pragma HLS UNROLL factor = E4F_LANES_ID   on its lane loop, when E4F_LANES_ID > 1]
+// so the model's cycles (trips x II / lanes) use the very constants the pragmas ask Vitis for; a test
+// (tests/harness/test_hls_cycles.py) fails when a pragma and its constant disagree. Where a synthesis
+// report exists, its II replaces the constant (eagle4.budget.cycles says which).
+//
+// The values are what the code does today, not targets: lanes 1 everywhere (no loop is unrolled), and
+// the LM head's dot product is a sequential f32 sum (KERNELS.md §0.2: no reassociation), whose
+// loop-carried add limits its II to the adder latency. Not counted (the model is a lower bound): the
+// draft top-K insertion scan, K6's sampling passes and the per-request loops of the K1-K4 cores.
+#ifndef E4F_PERF_H
+#define E4F_PERF_H
+
+#include <cstdint>
+
+// loop ids
+#define E4F_LOOPS(X) \
+  X(LMH_HLOAD)       /* LM head: frontier hidden rows HBM -> on-chip, one element per iteration */ \
+  X(LMH_WLOAD)       /* LM head: one weight row HBM -> on-chip */                                  \
+  X(LMH_MAC)         /* LM head: one multiply-add of a logit's dot product */                      \
+  X(ROW_LOAD)        /* a logits row -> the row buffer (draft tile or spill / verify HBM) */        \
+  X(ROW_AMAX)        /* K5 row statistics: argmax pass */                                           \
+  X(ROW_MAX)         /* K5 row statistics: max pass */                                              \
+  X(ROW_EXP)         /* K5 row statistics: exp-sum pass (16 partial sums) */                        \
+  X(ROW_PROBA)       /* softmax probability of one element */
+
+#define E4F_II_LMH_HLOAD 1
+#define E4F_LANES_LMH_HLOAD 1
+#define E4F_II_LMH_WLOAD 1
+#define E4F_LANES_LMH_WLOAD 1
+#define E4F_II_LMH_MAC 4  // the f32 adder's latency: acc = acc + prod is carried from one h to the next
+#define E4F_LANES_LMH_MAC 1
+#define E4F_II_ROW_LOAD 1
+#define E4F_LANES_ROW_LOAD 1
+#define E4F_II_ROW_AMAX 1
+#define E4F_LANES_ROW_AMAX 1
+#define E4F_II_ROW_MAX 1
+#define E4F_LANES_ROW_MAX 1
+#define E4F_II_ROW_EXP 1
+#define E4F_LANES_ROW_EXP 1
+#define E4F_II_ROW_PROBA 1
+#define E4F_LANES_ROW_PROBA 1
+
+namespace e4f {
+namespace perf {
+#define E4F_LOOP_ENUM(id) L_##id,
+enum Loop : int { E4F_LOOPS(E4F_LOOP_ENUM) N_LOOPS };
+#undef E4F_LOOP_ENUM
+}  // namespace perf
+}  // namespace e4f
+
+#if defined(EAGLE4_CSIM_COUNTERS) && !defined(EAGLE4_SYNTHESIS)
+namespace e4f {
+namespace perf {
+inline uint64_t* trips() {
+  static uint64_t t[N_LOOPS] = {};
+  return t;
+}
+inline void reset() {
+  for (int i = 0; i < N_LOOPS; ++i) trips()[i] = 0;
+}
+}  // namespace perf
+}  // namespace e4f
+#define E4F_TRIPS(id, n) (::e4f::perf::trips()[::e4f::perf::L_##id] += static_cast<uint64_t>(n))
+#else
+namespace e4f {
+namespace perf {
+inline void reset() {}
+}  // namespace perf
+}  // namespace e4f
+#define E4F_TRIPS(id, n) ((void)0)
+#endif
+
+#endif  // E4F_PERF_H

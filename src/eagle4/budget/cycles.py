@@ -1,0 +1,219 @@
+"""A cycle model of the fused designs derived from the code, not declared.
+
+* The lanes and II of every counted loop are the named constants of ``hls/fused/common/e4f_perf.h``, the
+  very constants its ``#pragma HLS PIPELINE II = E4F_II_<ID>`` (and ``UNROLL factor = E4F_LANES_<ID>``)
+  lines name; :func:`check_pragmas` fails when a pragma and its constant disagree.
+* The trip counts are counted by the C-sim (``E4F_TRIPS``) on trace-shaped inputs and scaled to the
+  model's H and V exactly as the port bytes are (affine in H and V, bilinear for the LM head, checked on a
+  5th point): ``C_loops = sum over loops of trips x II / lanes``.
+* The ports are element-wide (no widening is declared in the code), so an m_axi bundle moves one element
+  per cycle: ``C_ports = the busiest bundle's element accesses`` (bundles from the synthesis top's
+  INTERFACE pragmas, elements from the port counters).
+* ``cycles = max(C_loops, C_ports)``: a lower bound (no control overhead, no stalls; the top-K insertion
+  scan, K6's sampling passes and the K1-K4 cores' loops are not counted; their port accesses are).
+
+Where a synthesis report of a design exists (``<[fpga].synth_reports_dir>/<design>/csynth.xml``), its
+latency and estimated clock replace the model and the provenance says ``synthesis``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from eagle4.backends import csim
+
+FUSED_DIR = csim.HLS_DIR / "fused"
+PERF_H = FUSED_DIR / "common" / "e4f_perf.h"
+SYNTH_TOP = {"fused_draft": FUSED_DIR / "draft_pipeline" / "draft_pipeline_synth.cpp",
+             "fused_verify": FUSED_DIR / "verify_pipeline" / "verify_pipeline_synth.cpp"}
+
+_PRAGMA_PIPE = re.compile(r"^\s*#pragma\s+HLS\s+PIPELINE\b(.*)$", re.I)
+_TRIPS = re.compile(r"\bE4F_TRIPS\(\s*(\w+)\s*,")
+
+
+def loop_constants(perf_h: Path = PERF_H) -> dict[str, tuple[int, int]]:
+    """{loop id: (II, lanes)} as e4f_perf.h defines them."""
+    text = perf_h.read_text()
+    ids = re.findall(r"X\((\w+)\)", text[text.index("#define E4F_LOOPS"):])
+    out = {}
+    for i in ids:
+        ii = re.search(rf"#define E4F_II_{i}\s+(\d+)", text)
+        lanes = re.search(rf"#define E4F_LANES_{i}\s+(\d+)", text)
+        if not ii or not lanes:
+            raise ValueError(f"{perf_h}: loop {i} lacks E4F_II_{i} or E4F_LANES_{i}")
+        out[i] = (int(ii.group(1)), int(lanes.group(1)))
+    return out
+
+
+def check_pragmas(root: Path = FUSED_DIR, perf_h: Path = PERF_H) -> list[str]:
+    """Every way the pragmas and the model's constants can disagree, one line each ('' list: they agree):
+    a counted loop whose PIPELINE pragma is missing or names another II (a literal included), a PIPELINE
+    pragma on no counted loop, a loop id never counted, lanes > 1 without its UNROLL pragma."""
+    consts = loop_constants(perf_h)
+    problems, counted, unrolls = [], set(), set()
+    for f in sorted(p for p in Path(root).rglob("*") if p.suffix in (".cpp", ".hpp", ".h")):
+        lines = f.read_text().splitlines()
+        for n, line in enumerate(lines):
+            where = f"{f.relative_to(root.parent)}:{n + 1}"
+            m = _TRIPS.search(line)
+            if m and "#define" not in line and not line.lstrip().startswith("//"):
+                lid = m.group(1)
+                counted.add(lid)
+                prev = lines[n - 1] if n else ""
+                pm = _PRAGMA_PIPE.match(prev)
+                if lid not in consts:
+                    problems.append(f"{where}: E4F_TRIPS({lid}) counts a loop e4f_perf.h does not declare")
+                elif not pm:
+                    problems.append(f"{where}: loop {lid} is counted but the line before is not its "
+                                    f"'#pragma HLS PIPELINE II = E4F_II_{lid}'")
+                elif not re.search(rf"\bII\s*=\s*E4F_II_{lid}\b", pm.group(1)):
+                    problems.append(f"{where}: loop {lid}: the pragma says '{prev.strip()}', the model uses "
+                                    f"E4F_II_{lid} = {consts[lid][0]}")
+            pm = _PRAGMA_PIPE.match(line)
+            if pm and not (n + 1 < len(lines) and _TRIPS.search(lines[n + 1])):
+                problems.append(f"{where}: '{line.strip()}' pipelines a loop the cycle model does not count "
+                                "(add E4F_TRIPS and an e4f_perf.h constant)")
+            um = re.search(r"#pragma\s+HLS\s+UNROLL\b.*factor\s*=\s*E4F_LANES_(\w+)", line)
+            if um:
+                unrolls.add(um.group(1))
+    for lid, (_, lanes) in consts.items():
+        if lid not in counted:
+            problems.append(f"{perf_h.name}: loop {lid} is declared but no E4F_TRIPS({lid}) counts it")
+        if lanes > 1 and lid not in unrolls:
+            problems.append(f"{perf_h.name}: E4F_LANES_{lid} = {lanes} but no '#pragma HLS UNROLL factor = "
+                            f"E4F_LANES_{lid}' in the code")
+    return problems
+
+
+def bundles(design: str) -> dict[str, str]:
+    """{port: m_axi bundle} from the synthesis top's INTERFACE pragmas."""
+    text = SYNTH_TOP[design].read_text()
+    return {m.group(1): m.group(2) for m in re.finditer(
+        r"#pragma\s+HLS\s+INTERFACE\s+m_axi\s+port\s*=\s*(\w+).*?bundle\s*=\s*(\w+)", text)}
+
+
+def loop_trips() -> dict[str, int]:
+    """The loop trips of the last fused entry call (C-sim)."""
+    from eagle4.budget import fused_csim as fc
+
+    lib = fc.load_library()
+    lib.eagle4_fused_loop_names.restype = ctypes.c_char_p
+    names = [n for n in lib.eagle4_fused_loop_names().decode().split(",") if n]
+    buf = (ctypes.c_uint64 * len(names))()
+    lib.eagle4_fused_loop_trips(buf, len(names))
+    return dict(zip(names, (int(x) for x in buf), strict=True))
+
+
+@dataclass
+class StepCycles:
+    design: str
+    batch: int
+    c_loops: float
+    c_ports: float
+    busiest_bundle: str
+    loops: dict[str, float]  # loop id -> cycles
+    source: str  # "model (code-derived)" or "synthesis:<file>"
+    synth: dict | None = None
+
+    @property
+    def cycles(self) -> float:
+        if self.synth:
+            return float(self.synth["latency_worst"])
+        return max(self.c_loops, self.c_ports)
+
+    def latency_us(self, fclk_mhz: float) -> float:
+        return self.cycles / fclk_mhz
+
+    @property
+    def provenance(self) -> str:
+        return "synthesis" if self.synth else "model"
+
+
+def _synth_report(design: str, reports_dir: Path) -> tuple[dict, str] | None:
+    p = reports_dir / design / "csynth.xml"
+    if not p.is_file():
+        return None
+    from eagle4.report.synth_report import parse_report
+
+    rep = parse_report(p)
+    if rep.get("latency_worst") is None or not rep.get("clock_estimated_ns"):
+        return None
+    return rep, f"synthesis:{p}"
+
+
+def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: dict[str, int], consts) -> StepCycles:
+    loops = {k[5:]: r for k, (r, _) in counts.items() if k.startswith("loop:")}
+    per_loop = {lid: loops.get(lid, 0) * consts[lid][0] / consts[lid][1] for lid in consts}
+    bmap = bundles(design)
+    by_bundle: dict[str, float] = {}
+    for k, (r, w) in counts.items():
+        if not k.startswith("port:"):
+            continue
+        port = k[5:]
+        b = bmap.get(port, f"({port})")
+        by_bundle[b] = by_bundle.get(b, 0.0) + (r + w) / max(elem.get(port, 1), 1)
+    busiest = max(by_bundle, key=by_bundle.get) if by_bundle else ""
+    return StepCycles(design, B, sum(per_loop.values()), by_bundle.get(busiest, 0.0), busiest, per_loop,
+                      "model (code-derived: e4f_perf.h constants x C-sim trip counts)")
+
+
+def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
+    """Draft and verify step cycles of the fused designs ([fpga.fused]) at every batch of the trace."""
+    import numpy as np
+
+    from eagle4.budget import bytes as bb
+    from eagle4.budget import fused_csim as fc
+
+    problems = check_pragmas()
+    if problems:
+        raise ValueError("the cycle model refuses code whose pragmas disagree with its constants:\n" + "\n".join(problems))
+    consts = loop_constants()
+    f, dec, m, cs = r.fpga, r.trace.decode, r.fpga.model, r.fpga.csim
+    decl = f.fused
+    K, widths, N, M, I, S, Q, L = dec["K"], dec["widths"], dec["N"], dec["M"], dec["I"], dec["S"], dec["Q"], r.trace.prefix_len
+    use_hot = decl.lm_head_vocab == "hot"
+    reports_dir = Path(reports_dir) if reports_dir else csim.REPO / f.synth_reports_dir
+    out = []
+    for B in r.batches:
+        elem_d: dict[str, int] = {}
+
+        def run_d(h, v, B=B, elem=elem_d):
+            s = fc.DraftShape(B=B, K=K, widths=widths, H=h, Vt=v, V=max(v + 1, cs.vocab) if use_hot else 0, N=N, M=M,
+                              I=I, L=L, verify_num=dec["Vn"], use_hot=use_hot, hidden_dtype=m.hidden_dtype,
+                              weight_dtype=decl.lm_head_dtype, seed=B)
+            a = fc.make_draft_inputs(s)
+            elem.update({k: x.dtype.itemsize for k, x in a.items()})
+            _, cnt = fc.run_draft("fused", s, a)
+            return {**{f"port:{p}": c for p, c in cnt.items()}, **{f"loop:{k}": (t, 0) for k, t in loop_trips().items()}}
+
+        coefs, _ = bb._fit(run_d, cs.hidden, cs.hot_vocab if use_hot else cs.vocab, bilinear=True)
+        d = _cycles_of("fused_draft", B, bb._eval(coefs, m.hidden_size, m.hot_vocab_size if use_hot else m.vocab_size),
+                       elem_d, consts)
+        cyc = next(c for c in r.trace.cycles if c.batch == B)
+        elem_v: dict[str, int] = {}
+
+        def run_v(h, v, B=B, cyc=cyc, elem=elem_v):
+            s = fc.VerifyShape(B=B, Q=Q, S=S, V=v, H=h, L=L, hidden_dtype=m.hidden_dtype, temperatures=cyc.temperatures,
+                               threshold_single=dec["threshold_single"], threshold_acc=dec["threshold_acc"],
+                               seed=1000 + cyc.index)
+            rng = np.random.default_rng(cyc.index)
+            par = np.stack([bb._trace_tree(rng, Q, S) for _ in range(B)])
+            a = fc.make_verify_inputs(s, parents=par, accept=cyc.accept)
+            elem.update({k: x.dtype.itemsize for k, x in a.items() if x is not None})
+            _, cnt = fc.run_verify("fused", s, a, debug=False)
+            return {**{f"port:{p}": c for p, c in cnt.items()}, **{f"loop:{k}": (t, 0) for k, t in loop_trips().items()}}
+
+        coefs, _ = bb._fit(run_v, cs.hidden, cs.vocab, bilinear=False)
+        v = _cycles_of("fused_verify", B, bb._eval(coefs, m.hidden_size, m.vocab_size), elem_v, consts)
+        for sc in (d, v):
+            rep = _synth_report(sc.design, reports_dir)
+            if rep:
+                sc.synth, sc.source = rep
+            out.append(sc)
+    return out
+
+
+__all__ = ["loop_constants", "check_pragmas", "step_cycles", "StepCycles", "bundles", "loop_trips"]
