@@ -84,7 +84,7 @@ def _check_acceptance_input(rows, rel: str, ctx: Ctx) -> None:
     for src, sha in named:
         if not sha:
             continue  # the declared distribution (or an artifact from before the trace named its input)
-        p = ctx.reports_dir / src[len("reports/"):] if src.startswith("reports/") else ctx.root / src
+        p = ctx.root / src  # relative to the repository root, as the trace read it ([trace].measured_csv)
         now = sha256_file(p) if p.is_file() else "missing"
         if now != sha:
             raise MissingMetric(f"{rel} was computed from {src} with sha256 {sha[:12]}, which is now "
