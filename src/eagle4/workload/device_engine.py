@@ -38,9 +38,8 @@ from dataclasses import dataclass
 import torch
 
 from eagle4.backends import Backend, get_backend
-from eagle4.models.dummy import load_dummy_pair
 from eagle4.kernels import tree_glue
-
+from eagle4.models.dummy import load_dummy_pair
 
 KERNEL_REGION = {"draft_tree_score": "K1_draft_tree_score", "update_draft_state": "K2_update_draft_state",
                  "work_deltas": "K3_work_deltas", "logits_to_probas": "K5_logits_to_probas",

@@ -29,6 +29,7 @@ from eagle4.kernels import tree_glue
 from eagle4.models.eagle import load_draft
 from eagle4.models.llama import causal_meta, load_target, meta_from_tree_mask
 from eagle4.models.tokenizer import load_tokenizer
+from eagle4.workload.serving_metrics import token_itl
 
 F32 = np.float32
 I64 = np.int64
@@ -64,20 +65,8 @@ class RequestResult:
         return self.token_times[-1] if self.token_times else float("nan")
 
     def itl(self) -> list[float]:
-        """Inter-token latency per token after the first: a step that commits k tokens after a
-        gap g contributes k entries of g/k (tokens are counted, not steps)."""
-        out: list[float] = []
-        t = self.token_times
-        i = 1
-        while i < len(t):
-            j = i
-            while j + 1 < len(t) and t[j + 1] == t[i]:
-                j += 1
-            k = j - i + 1
-            gap = t[i] - t[i - 1]
-            out += [gap / k] * k
-            i = j + 1
-        return out
+        """Inter-token latency per token after the first (:func:`serving_metrics.token_itl`)."""
+        return token_itl(self.token_times)
 
     @property
     def mean_acceptance(self) -> float:

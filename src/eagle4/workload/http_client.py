@@ -28,6 +28,7 @@ import numpy as np
 
 from eagle4 import stats
 from eagle4.report import atomic
+from eagle4.workload.serving_metrics import token_itl
 
 
 @dataclass
@@ -57,15 +58,7 @@ class HttpRequestResult:
         return (self.e2e - self.ttft) / (n - 1) if n > 1 else float("nan")
 
     def itl(self) -> list[float]:
-        out, t, i = [], self.token_times, 1
-        while i < len(t):
-            j = i
-            while j + 1 < len(t) and t[j + 1] == t[i]:
-                j += 1
-            k = j - i + 1
-            out += [(t[i] - t[i - 1]) / k] * k
-            i = j + 1
-        return out
+        return token_itl(self.token_times)
 
 
 def _post_stream(url: str, payload: dict, timeout: float) -> HttpRequestResult:

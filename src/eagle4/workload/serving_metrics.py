@@ -57,6 +57,22 @@ class RequestTimes:
 pct = stats.percentile
 
 
+def token_itl(token_times) -> list[float]:
+    """Inter-token latency per token after the first, from per-token times: a step (chunk) that
+    commits k tokens after a gap g contributes k entries of g/k (tokens are counted, not steps)."""
+    out: list[float] = []
+    t = list(token_times)
+    i = 1
+    while i < len(t):
+        j = i
+        while j + 1 < len(t) and t[j + 1] == t[i]:
+            j += 1
+        k = j - i + 1
+        out += [(t[i] - t[i - 1]) / k] * k
+        i = j + 1
+    return out
+
+
 def chunk_itl(token_times) -> list[float]:
     """ITL per streamed chunk from per-token times (tokens of one chunk share its time)."""
     t = sorted(set(float(x) for x in token_times))
