@@ -316,6 +316,24 @@ def count_trace(contract, *, root=None, progress=None) -> BytesResult:
         bc.prov[comp] = prov
         bc.by_batch[(B, comp)] += nbytes
 
+    def record(backend, chain, step, B, cycle, full, base, csim_v, keep_rows):
+        """One step's scaled port counts: beats into the totals; per-call figures and hw_counters.csv rows
+        for the two backends of the gates."""
+        for port, (r, w) in full.items():
+            if not (r or w):
+                continue
+            comp = _component(chain, port, step)
+            add(backend, comp, beats(r) + beats(w), "csim", B)
+            if keep_rows:
+                pc = per_call.setdefault((backend, B, comp), {"B_in": 0, "B_out": 0})
+                pc["B_in"] += beats(r)
+                pc["B_out"] += beats(w)
+                hw_rows.append({"backend": backend, "chain": f"{step}_step", "batch": B, "cycle": cycle,
+                                "kernel": comp, "port": port, "bytes_read": r, "bytes_written": w,
+                                "csim_bytes_read": base.get(port, (0, 0))[0],
+                                "csim_bytes_written": base.get(port, (0, 0))[1], "csim_H": cs.hidden,
+                                "csim_V": csim_v, "provenance": "csim", "scaling": scale_note})
+
     draft_cache: dict = {}
     verify_cache: dict = {}
     for cyc in trace.cycles:
@@ -343,19 +361,7 @@ def count_trace(contract, *, root=None, progress=None) -> BytesResult:
                 coefs, base = _fit(run_d, cs.hidden, v0, bilinear=True)
                 draft_cache[key] = (_eval(coefs, m.hidden_size, Vt_full), base, v0)
             full, base, v0 = draft_cache[key]
-            for port, (r, w) in full.items():
-                if r or w:
-                    comp = _component(chain, port, "draft")
-                    add(backend, comp, beats(r) + beats(w), "csim", B)
-                    if keep_rows:
-                        pc = per_call.setdefault((backend, B, comp), {"B_in": 0, "B_out": 0})
-                        pc["B_in"] += beats(r)
-                        pc["B_out"] += beats(w)
-                        hw_rows.append({"backend": backend, "chain": "draft_step", "batch": B, "cycle": cyc.index,
-                                        "kernel": comp, "port": port, "bytes_read": r, "bytes_written": w,
-                                        "csim_bytes_read": base.get(port, (0, 0))[0],
-                                        "csim_bytes_written": base.get(port, (0, 0))[1], "csim_H": cs.hidden,
-                                        "csim_V": v0, "provenance": "csim", "scaling": scale_note})
+            record(backend, chain, "draft", B, cyc.index, full, base, v0, keep_rows)
             # drafter layers (computed): one call per draft layer after the root expansion's LM head
             T_prev = 0
             for d, W in enumerate(widths):
@@ -385,19 +391,7 @@ def count_trace(contract, *, root=None, progress=None) -> BytesResult:
                 coefs, base = _fit(run_v, cs.hidden, cs.vocab, bilinear=False)
                 verify_cache[vkey] = (_eval(coefs, m.hidden_size, m.vocab_size), base)
             full, base = verify_cache[vkey]
-            for port, (r, w) in full.items():
-                if r or w:
-                    comp = _component(chain, port, "verify")
-                    add(backend, comp, beats(r) + beats(w), "csim", B)
-                    if keep_rows:
-                        pc = per_call.setdefault((backend, B, comp), {"B_in": 0, "B_out": 0})
-                        pc["B_in"] += beats(r)
-                        pc["B_out"] += beats(w)
-                        hw_rows.append({"backend": backend, "chain": "verify_step", "batch": B, "cycle": cyc.index,
-                                        "kernel": comp, "port": port, "bytes_read": r, "bytes_written": w,
-                                        "csim_bytes_read": base.get(port, (0, 0))[0],
-                                        "csim_bytes_written": base.get(port, (0, 0))[1], "csim_H": cs.hidden,
-                                        "csim_V": cs.vocab, "provenance": "csim", "scaling": scale_note})
+            record(backend, chain, "verify", B, cyc.index, full, base, cs.vocab, keep_rows)
             add(backend, "host_fpga_transfers", sum(host_transfer_bytes(f, dec, B, L).values()), "computed", B)
             res[backend].tokens += cyc.tokens
             res[backend].tokens_by_batch[B] += cyc.tokens
