@@ -144,13 +144,25 @@ def _synth_report(design: str, reports_dir: Path) -> tuple[dict, str] | None:
     return rep, f"synthesis:{p}"
 
 
-def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: dict[str, int], consts) -> StepCycles:
+# The draft LM head, reported apart from the rest of the draft step (its loops and its ports): consumers
+# that compare with the H100 leave it out (it is part of the model's forward there).
+LM_HEAD_LOOPS = ("LMH_HLOAD", "LMH_WLOAD", "LMH_MAC")
+LM_HEAD_PORTS = ("draft_hidden", "lm_weight", "lm_scale", "lm_spill")
+
+
+def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: dict[str, int], consts,
+               part: str = "all") -> StepCycles:
+    """part: 'all', 'lm_head' (the LM head's loops and ports only) or 'rest' (everything else)."""
+    def mine(lid_or_port: str, lm: bool) -> bool:
+        return part == "all" or (part == "lm_head") == lm
+
     loops = {k[5:]: r for k, (r, _) in counts.items() if k.startswith("loop:")}
-    per_loop = {lid: loops.get(lid, 0) * consts[lid][0] / consts[lid][1] for lid in consts}
+    per_loop = {lid: loops.get(lid, 0) * consts[lid][0] / consts[lid][1] for lid in consts
+                if mine(lid, lid in LM_HEAD_LOOPS)}
     bmap = bundles(design)
     by_bundle: dict[str, float] = {}
     for k, (r, w) in counts.items():
-        if not k.startswith("port:"):
+        if not k.startswith("port:") or not mine(k[5:], k[5:] in LM_HEAD_PORTS):
             continue
         port = k[5:]
         b = bmap.get(port, f"({port})")
@@ -161,7 +173,8 @@ def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: di
 
 
 def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
-    """Draft and verify step cycles of the fused designs ([fpga.fused]) at every batch of the trace."""
+    """Cycles of the fused designs ([fpga.fused]) at every batch of the trace: the draft LM head
+    (``fused_draft_lm_head``), the rest of the draft step (``fused_draft``) and the verify step."""
     import numpy as np
 
     from eagle4.budget import bytes as bb
@@ -190,8 +203,10 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
             return {**{f"port:{p}": c for p, c in cnt.items()}, **{f"loop:{k}": (t, 0) for k, t in loop_trips().items()}}
 
         coefs, _ = bb._fit(run_d, cs.hidden, cs.hot_vocab if use_hot else cs.vocab, bilinear=True)
-        d = _cycles_of("fused_draft", B, bb._eval(coefs, m.hidden_size, m.hot_vocab_size if use_hot else m.vocab_size),
-                       elem_d, consts)
+        full = bb._eval(coefs, m.hidden_size, m.hot_vocab_size if use_hot else m.vocab_size)
+        lm = _cycles_of("fused_draft", B, full, elem_d, consts, "lm_head")
+        lm.design = "fused_draft_lm_head"
+        d = _cycles_of("fused_draft", B, full, elem_d, consts, "rest")
         cyc = next(c for c in r.trace.cycles if c.batch == B)
         elem_v: dict[str, int] = {}
 
@@ -208,11 +223,13 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
 
         coefs, _ = bb._fit(run_v, cs.hidden, cs.vocab, bilinear=False)
         v = _cycles_of("fused_verify", B, bb._eval(coefs, m.hidden_size, m.vocab_size), elem_v, consts)
-        for sc in (d, v):
-            rep = _synth_report(sc.design, reports_dir)
+        for sc in (lm, d, v):
+            rep = _synth_report(sc.design, reports_dir) if sc.design in SYNTH_TOP else None
             if rep:
                 sc.synth, sc.source = rep
             out.append(sc)
+        if (d.synth is not None) != (lm.synth is not None):  # a report covers the whole draft design
+            lm.synth, lm.source = d.synth, d.source
     return out
 
 

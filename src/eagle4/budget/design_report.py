@@ -64,7 +64,9 @@ def render(res, rows: list[dict], storage: list, pair, h100: dict[int, tuple[flo
         L.append(f"* {c}: fused {_mib(fb)}, unfused {_mib(ub)} [{res.fused.prov.get(c)}]")
     L += ["", "## 3. Step latency (code-derived cycle model)", "",
           "Lanes and II are the constants of `hls/fused/common/e4f_perf.h` that the pragmas name, times the C-sim "
-          "loop trips (scaled to the model's H and V); element-wide ports; a lower bound (see budget_sheet.md).", "",
+          "loop trips (scaled to the model's H and V); element-wide ports; a lower bound (see budget_sheet.md). "
+          "The fused draft step is the `draft_lm_head` row plus the `draft step (code-derived)` row (the LM head is "
+          "listed apart because comparisons with the H100 leave it out).", "",
           "| step | batch | cycles | @107.9 MHz (us) | @300 MHz (us) | bound | provenance | H100 measured (us) |",
           "|---|---|---|---|---|---|---|---|"]
     fused = [r for r in rows if r["backend"] == "fused"]

@@ -42,7 +42,8 @@ DRAFT_STAGES = ("draft_lm_head", "K1 draft_tree_score", "K2 update_draft_state",
 VERIFY_STAGES = ("K4 tree_mask (verify)", "K5 logits_to_probas", "K6 reject_sample", "verify glue", "K7 update_verify",
                  "verify step (code-derived)")
 # the fused designs' rows: one per step, from the code-derived cycle model (eagle4.budget.cycles)
-FUSED_STEP_STAGE = {"fused_draft": "draft step (code-derived)", "fused_verify": "verify step (code-derived)"}
+FUSED_STEP_STAGE = {"fused_draft_lm_head": "draft_lm_head", "fused_draft": "draft step (code-derived)",
+                    "fused_verify": "verify step (code-derived)"}
 
 
 @dataclass
@@ -133,7 +134,7 @@ def budget_rows(r: BytesResult, *, root=None) -> list[dict]:
                 a["B_in"] += pc["B_in"]
                 a["B_out"] += pc["B_out"]
             for st in DRAFT_STAGES + VERIFY_STAGES:
-                if st in FUSED_STEP_STAGE.values():
+                if st.endswith("(code-derived)"):  # fused-only rows
                     continue
                 a = agg.get(st, {"B_in": 0.0, "B_out": 0.0})
                 sh = shapes[st]
@@ -172,11 +173,16 @@ def _fused_step_rows(r: BytesResult, clocks, root: Path) -> list[dict]:
                                                                     for c, _ in clocks) else [])
     rows = []
     for sc in step_cycles(r, reports_dir=root / f.synth_reports_dir):
-        prefix = "draft_" if sc.design == "fused_draft" else "verify_"
+        def mine(comp: str, sc=sc) -> bool:
+            if sc.design == "fused_verify":
+                return comp.startswith("verify_")
+            lm = STAGE_OF_COMPONENT.get(comp) == "draft_lm_head"
+            return comp.startswith("draft_") and lm == (sc.design == "fused_draft_lm_head")
+
         b_in = sum(pc["B_in"] for (bk, b, comp), pc in r.per_call.items() if bk == "fused" and b == sc.batch
-                   and comp.startswith(prefix))
+                   and mine(comp))
         b_out = sum(pc["B_out"] for (bk, b, comp), pc in r.per_call.items() if bk == "fused" and b == sc.batch
-                    and comp.startswith(prefix))
+                    and mine(comp))
         for fclk, fsrc in clocks:
             if sc.synth:
                 fclk, fsrc = 1000.0 / sc.synth["clock_estimated_ns"], sc.source
