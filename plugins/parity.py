@@ -137,7 +137,8 @@ def _write_matrix(config, matrix: dict) -> None:
              f"Run with --hw={','.join(matrix['hw'])}. Cells: pass / fail / not run, counted over the catalog cases.",
              "Backends: `ref-frozen` = reference vs its frozen output hashes; `dump:cuda-original` = real CUDA "
              "goldens of the original kernel; `dump:h100` = our CUDA kernels' one-shot H100 dumps; `csim` = HLS "
-             "C-simulation vs reference; `cuda` = our CUDA kernels vs reference on the GPU; `xrt` = FPGA board.", "",
+             "C-simulation vs reference; `cuda` = our CUDA kernels vs reference on the GPU; `xrt` = FPGA board (or the pyxrt test double: its "
+             "cells' details in the JSON say so, and the env manifest's fpga_backend).", "",
              "| kernel | " + " | ".join(backends) + " |", "|---|" + "---|" * len(backends)]
     for k in kernels:
         cells = []
