@@ -77,8 +77,8 @@ class PerformanceSummary:
 
 
 def check_contract(rows: Sequence[Mapping], expected: str | None, *, require: bool = False) -> list[str]:
-    """Reasons rows do not belong to the ``expected`` contract (rows without a hash are a reason
-    only with ``require``)."""
+    """Reasons rows do not belong to the ``expected`` contract (rows without a hash are one with
+    ``require``, the default of :func:`summarize_runs`: a row that names no contract is no evidence)."""
     if expected is None:
         return []
     hashes = {r.get("contract_sha256") for r in rows}
@@ -93,7 +93,7 @@ def check_contract(rows: Sequence[Mapping], expected: str | None, *, require: bo
 
 def summarize_runs(rows: Sequence[Mapping], *, value: str, rule: RunRule, metric: str | None = None,
                    duration: str | None = None, contract_sha256: str | None = None,
-                   require_hash: bool = False) -> PerformanceSummary:
+                   require_hash: bool = True) -> PerformanceSummary:
     """The :class:`PerformanceSummary` of ``rows``, one row per independent run: ``value`` names the
     per-run figure, ``duration`` the column with the run's measured seconds (checked against
     ``rule.min_duration_s`` when given)."""
