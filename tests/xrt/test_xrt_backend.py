@@ -166,3 +166,11 @@ def test_xclbin_comes_from_the_argument_the_environment_or_the_contract(monkeypa
     monkeypatch.setenv("EAGLE4_XCLBIN", "/env.xclbin")
     assert resolve_xclbin(None, c2) == Path("/env.xclbin")
     assert resolve_xclbin("/arg.xclbin", c2) == Path("/arg.xclbin")
+
+
+def test_older_pyxrt_without_enumerate_devices_probes_the_device(pyxrt_double, double_xclbin, monkeypatch):
+    from eagle4.backends.xrt import board_missing
+
+    monkeypatch.delattr(pyxrt_double, "enumerate_devices")
+    assert board_missing(double_xclbin) is None
+    assert "no FPGA device 3" in board_missing(double_xclbin, device_index=3)

@@ -108,12 +108,13 @@ def board_missing(xclbin: str | os.PathLike | None = None, device_index: int = 0
         rt = _runtime()
     except BackendUnavailable as e:
         return str(e)
+    enum = getattr(rt, "enumerate_devices", None)  # older pyxrt lacks it: open the device instead
     try:
-        n = int(rt.enumerate_devices())
+        present = int(enum()) > device_index if enum is not None else bool(rt.device(device_index))
     except Exception as e:  # noqa: BLE001 - any failure of the driver query means no usable device
-        return f"pyxrt could not enumerate devices ({type(e).__name__}: {e})"
-    if n <= device_index:
-        return (f"no FPGA device {device_index}: pyxrt.enumerate_devices() = {n} "
+        return f"no FPGA device {device_index}: pyxrt could not open it ({type(e).__name__}: {e})"
+    if not present:
+        return (f"no FPGA device {device_index}: pyxrt.enumerate_devices() = {enum()} "
                 "(check `xbutil examine`, the driver and the board's power)")
     path = resolve_xclbin(xclbin)
     if path is None:
@@ -198,7 +199,8 @@ class XrtBackend(Backend):
                 info[label] = f"unavailable ({type(e).__name__})"
         try:
             host = json.loads(self._dev.get_info(rt.xrt_info_device.host))
-            info["fpga_xrt_version"] = str(host.get("version") or host.get("build", {}).get("version") or host)
+            info["fpga_xrt_version"] = str(host.get("version") or (host.get("xrt") or {}).get("version")
+                                           or (host.get("build") or {}).get("version") or host)
         except Exception as e:  # noqa: BLE001
             info["fpga_xrt_version"] = f"unavailable ({type(e).__name__})"
         return info

@@ -82,8 +82,12 @@ class xrt_info_device(enum.IntEnum):  # noqa: N801
     host = 14
 
 
-def enumerate_devices() -> int:
+def _n_devices() -> int:
     return int(os.environ.get("EAGLE4_XRT_DOUBLE_DEVICES", "1"))
+
+
+def enumerate_devices() -> int:
+    return _n_devices()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,7 +192,7 @@ class xclbin:  # noqa: N801
 
 class device:  # noqa: N801
     def __init__(self, index: int = 0):
-        if not isinstance(index, int) or index < 0 or index >= enumerate_devices():
+        if not isinstance(index, int) or index < 0 or index >= _n_devices():
             raise RuntimeError(f"No such device '{index}'")
         self._index = index
         self._xclbin: xclbin | None = None
