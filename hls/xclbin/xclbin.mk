@@ -1,19 +1,20 @@
 # The xclbin of the EAGLE4 kernels for an FPGA board (users with Vitis and a platform); included by hls/Makefile.
 #
 #   make -C hls xclbin TARGET=sw_emu|hw_emu|hw PLATFORM=<platform name or path to its .xpfm> [KERNEL_FREQ_MHZ=300]
-#                      [CONNECTIVITY=xclbin/connectivity.cfg] [XCLBIN_OUT=build/xclbin/<target>/eagle4.xclbin]
+#                      [CONNECTIVITY=<file>] [XCLBIN_OUT=build/xclbin/<target>/eagle4.xclbin]
 #
-# One .xo per Vitis entry point of hls/xclbin/kernels (v++ -c: the entry point plus the synthesized sources of the
-# design it wraps, as its design.desc lists them), then one link (v++ -l) with the HBM bank map of
-# xclbin/connectivity.cfg (one pseudo-channel per m_axi bundle, striped). The entry points and the bank map are
-# generated from the tops (python -m eagle4.backends.xrt_abi --write); a stale one stops the build.
+# The Vitis entry points (one per kernel and fused pipeline: 32-bit scalars, the counters block) and the HBM
+# bank map are generated from the tops into $(XCLBIN_BUILD)/gen (eagle4.backends.xrt_abi; see README.md here).
+# One .xo per entry point (v++ -c: the entry point plus the synthesized sources of the design it wraps, as its
+# design.desc lists them), then one link (v++ -l) with the bank map (one pseudo-channel per m_axi bundle, striped;
+# CONNECTIVITY= replaces it, e.g. for a platform whose memory is not named HBM[n]).
 # Without v++ on PATH, or without PLATFORM, the target stops at once and says what is missing.
 
 TARGET          ?= hw
 PLATFORM        ?=
 KERNEL_FREQ_MHZ ?= 300
-CONNECTIVITY    ?= xclbin/connectivity.cfg
 XCLBIN_BUILD    ?= $(BUILD)/xclbin/$(TARGET)
+CONNECTIVITY    ?= $(XCLBIN_BUILD)/gen/connectivity.cfg
 XCLBIN_OUT      ?= $(XCLBIN_BUILD)/eagle4.xclbin
 VPP             := $(shell command -v v++ 2>/dev/null)
 ABI              = PYTHONPATH=$(CURDIR)/../src$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) -m eagle4.backends.xrt_abi
@@ -35,7 +36,7 @@ endif
 
 xclbin: check-vpp
 	@mkdir -p $(XCLBIN_BUILD)
-	@$(ABI) --plan > $(XCLBIN_BUILD)/plan.txt || exit 2
+	@$(ABI) --plan $(XCLBIN_BUILD)/gen > $(XCLBIN_BUILD)/plan.txt || exit 2
 	@while IFS='|' read -r k incs srcs; do \
 	  echo "== v++ -c $$k (target $(TARGET), platform $(PLATFORM), $(KERNEL_FREQ_MHZ) MHz)"; \
 	  $(VPP) -c -t $(TARGET) --platform $(PLATFORM) -k $$k --hls.clock $(KERNEL_FREQ_MHZ)000000:$$k $$incs \

@@ -70,9 +70,13 @@ for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
     for name in xrt_abi.KERNEL_NAMES:
         c = next(c for c in compiles if f" -k {name} " in c)
         assert f"-t {target} --platform xilinx_v80_gen5x8" in c
-        for src in xrt_abi.vitis_sources(name):
+        for src in xrt_abi.vitis_sources(name, tmp_path / "build" / "xclbin" / target / "gen"):
             assert str(src) in c, (name, src)
         assert f"-I {REPO / 'hls' / 'include'}" in c
         assert f"{name}.xo" in links[0]
-    assert "--config xclbin/connectivity.cfg" in links[0] and f"-o {out}" in links[0]
+    cfg = tmp_path / "build" / "xclbin" / target / "gen" / "connectivity.cfg"
+    assert f"--config {cfg}" in links[0] and f"-o {out}" in links[0]
+    assert cfg.read_text() == xrt_abi.render_connectivity()
+    assert (cfg.parent / "kernels" / "krnl_work_deltas.cpp").read_text() == \
+        xrt_abi.render_entry_point(xrt_abi.interface("krnl_work_deltas"))
     assert out.is_file() and "eagle4 signoff --hw=fpga --xclbin" in res.stdout

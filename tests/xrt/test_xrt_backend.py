@@ -15,21 +15,24 @@ from eagle4.parity import judge, reference_outcome, run_case, self_consistency
 from eagle4.spec import KERNEL_ORDER
 
 
-def test_entry_points_and_connectivity_are_generated_from_the_current_tops():
-    stale = xrt_abi.stale_entry_points()
-    assert not stale, f"run `python -m eagle4.backends.xrt_abi --write`: stale {stale}"
-    assert xrt_abi.CONNECTIVITY.read_text() == xrt_abi.render_connectivity()
-
-
-def test_entry_points_take_only_32_bit_scalars_and_every_top_buffer():
+def test_entry_points_take_only_32_bit_scalars_every_top_buffer_and_a_bank_for_each(tmp_path):
+    banks = xrt_abi.bank_map()
+    written = {p.name for p in xrt_abi.write_generated(tmp_path)}
+    assert written == {f"{n}.cpp" for n in xrt_abi.KERNEL_NAMES} | {"connectivity.cfg"}
     for n in xrt_abi.KERNEL_NAMES:
         k = xrt_abi.interface(n)
-        text = xrt_abi.entry_point_path(n).read_text()
-        assert "int64_t " not in text.split("{", 1)[0].split(f"{n}(", 1)[1], n  # no 64-bit register
+        text = (tmp_path / "kernels" / f"{n}.cpp").read_text()
+        signature = text.split(f"void {n}(", 1)[1].split("{", 1)[0]
+        assert "int64_t " not in signature and "bool " not in signature, n  # no register wider or narrower
         for a in k.buffers:
             assert f"m_axi port = {a.name} " in text, (n, a.name)
-        banks = xrt_abi.bank_map()
-        assert all((n, a.name) in banks for a in k.buffers), n
+            assert (n, a.name) in banks, (n, a.name)
+        assert "eagle4::hwc::write_block" in text  # h13's counters block
+
+
+def test_unreadable_top_declaration_names_file_and_parameter():
+    with pytest.raises(xrt_abi.InterfaceError, match=r"hls/x\.cpp:t: cannot read parameter 'std::vector<int> v'"):
+        xrt_abi._parse_param("std::vector<int> v", {}, "hls/x.cpp:t")
 
 
 @pytest.mark.parametrize("kernel", KERNEL_ORDER)

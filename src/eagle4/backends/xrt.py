@@ -400,7 +400,7 @@ class XrtBackend(Backend):
     def _read_counters(self, kname, iface, words) -> None:
         if int(words[0]) != xrt_abi.COUNTERS_MAGIC:
             raise RuntimeError(f"xrt: {kname} wrote no counters block (word 0 = {int(words[0]):#x}, expected "
-                               f"{xrt_abi.COUNTERS_MAGIC:#x}); the xclbin is not built from hls/xclbin/kernels")
+                               f"{xrt_abi.COUNTERS_MAGIC:#x}); the xclbin was not built by `make -C hls xclbin`")
         head = {n: int(words[i]) for i, n in enumerate(xrt_abi.HEADER_WORDS)}
         for n in ("status", "aux"):
             head[n] = int(np.int64(np.uint64(head[n])))

@@ -4,15 +4,16 @@ Never importable by accident: it is found only when ``tests/xrt_double`` is put 
 ``PYTHONPATH`` (the tests do it), and it says what it is (``EAGLE4_TEST_DOUBLE``), so the backend labels
 every number it produces ``double``, never ``measured``.
 
-Underneath, the xclbin's kernels are the generated Vitis entry points (``hls/xclbin/kernels``) compiled
-with the tops by the C-sim build stack (``eagle4.backends.csim``: g++, counting ports, cached by source
+Underneath, the xclbin's kernels are the Vitis entry points generated from the tops
+(``eagle4.backends.xrt_abi``, as ``make -C hls xclbin`` generates them) compiled with the tops by the C-sim
+build stack (``eagle4.backends.csim``: g++, counting ports, cached by source
 hash) and called through ctypes with the device copies of the buffer objects, so the argument order,
 the 32-bit scalars and the counters block are those the hardware build gets.
 
 It rejects the misuse real XRT rejects (message in XRT's words where XRT has one):
 * ``run.set_arg`` with a bad index ("Bad argument index"), a bo for a scalar or an int for a buffer, a
   scalar that does not fit the 32-bit int pyxrt passes, a bo allocated in a memory bank the argument is
-  not connected to (connectivity of hls/xclbin/connectivity.cfg);
+  not connected to (the generated connectivity of eagle4.backends.xrt_abi.render_connectivity);
 * ``run.start`` with an argument never set, or while a run of the same compute unit was started and not
   yet waited for;
 * ``bo.read`` of bytes a kernel wrote since the last ``sync(FROM_DEVICE)`` (real XRT silently returns the
@@ -393,9 +394,10 @@ def _library() -> ctypes.CDLL:
     for d in ("draft_tree_score", "update_draft_state", "work_deltas", "tree_mask", "logits_to_probas",
               "reject_sample", "update_verify", "fused_draft", "fused_verify"):
         srcs += [f for f in hls_designs.synth_sources(d, ds) if f not in srcs]
-    srcs += [xrt_abi.entry_point_path(n) for n in xrt_abi.KERNEL_NAMES]
-    rels = [str(s.relative_to(hls)) for s in srcs]
     snap = csim.snapshot_sources(csim.header_files(include_tb=False) + srcs)
+    generated = {rel: data for rel, data in xrt_abi.generated_sources().items() if rel.endswith(".cpp")}
+    snap.update(generated)  # the entry points, generated from the tops as the board build generates them
+    rels = [str(s.relative_to(hls)) for s in srcs] + sorted(generated)
     flags = list(csim.BASE_FLAGS)
     digest = "xrtdouble-" + csim.build_digest("xrt-double", snap, flags + rels)
     root = csim.cache_root()
