@@ -32,9 +32,9 @@ def test_a_planted_mismatch_fails(tmp_path, plant):
     elif plant == "other_constant":
         text = text.replace("#pragma HLS PIPELINE II = E4F_II_LMH_MAC", "#pragma HLS PIPELINE II = E4F_II_ROW_LOAD")
     elif plant == "uncounted_pipeline":
-        text = text.replace("E4F_TRIPS(LMH_MAC, 1);", "")
-    else:  # the model would claim 8 lanes the code does not unroll
-        perf.write_text(re.sub(r"#define E4F_LANES_LMH_MAC \d+", "#define E4F_LANES_LMH_MAC 8", perf.read_text()))
+        text = re.sub(r"E4F_TRIPS\(LMH_MAC, \w+\);", "", text)
+    else:  # the model keeps its lanes but the code no longer unrolls the lane loop
+        text = text.replace("#pragma HLS UNROLL factor = E4F_LANES_LMH_MAC", "")
     src.write_text(text)
     problems = cy.check_pragmas(root, perf)
     assert problems, f"the planted {plant} mismatch was not caught"
@@ -51,8 +51,13 @@ def test_trip_counts_are_the_loop_iterations():
     fc.run_draft("fused", s, fc.make_draft_inputs(s))
     t = cy.loop_trips()
     rows = sum(s.B * w for w in s.widths)
-    assert t["LMH_MAC"] == rows * s.Vt * s.H
-    assert t["LMH_WLOAD"] == s.D * s.Vt * s.H and t["LMH_HLOAD"] == rows * s.H
+    consts = {k: int(v) for k, v in re.findall(r"#define (E4F_\w+) (\d+)", cy.PERF_H.read_text())}
+    rt, il, vt, beat = (consts[k] for k in ("E4F_LMH_RT", "E4F_LMH_IL", "E4F_LMH_VT", "E4F_LANES_LMH_WLOAD"))
+    tiles = -(-s.Vt // (il * vt))
+    # MAC array: every cycle of a (tile, row block, h, sub-tile) counts its lanes, masked ones included
+    assert t["LMH_MAC"] == sum(tiles * -(-(s.B * w) // rt) * s.H * il for w in s.widths) * rt * vt
+    assert t["LMH_MAC"] >= rows * s.Vt * s.H  # at least one lane per multiply-add the logits need
+    assert t["LMH_WLOAD"] == s.D * s.Vt * -(-s.H // beat) * beat and t["LMH_HLOAD"] == rows * s.H
     assert t["ROW_LOAD"] == t["ROW_PROBA"] == rows * s.Vt
     # a verify step resets them: only its own loops count
     v = fc.VerifyShape(B=1, Q=4, S=3, V=50, H=4, temperatures=[0.0])

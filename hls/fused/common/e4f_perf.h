@@ -10,9 +10,8 @@
 // (tests/harness/test_hls_cycles.py) fails when a pragma and its constant disagree. Where a synthesis
 // report exists, its II replaces the constant (eagle4.budget.cycles says which).
 //
-// The values are what the code does today, not targets: lanes 1 everywhere (no loop is unrolled), and
-// the LM head's dot product is a sequential f32 sum (KERNELS.md §0.2: no reassociation), whose
-// loop-carried add limits its II to the adder latency. Not counted (the model is a lower bound): the
+// The values are what the code does: lanes 1 where no loop is unrolled; the LM head is a MAC array whose
+// logits are each a sequential f32 sum (KERNELS.md §0.2: no reassociation). Not counted (the model is a lower bound): the
 // draft top-K insertion scan, K6's sampling passes and the per-request loops of the K1-K4 cores.
 #ifndef E4F_PERF_H
 #define E4F_PERF_H
@@ -33,9 +32,15 @@
 #define E4F_II_LMH_HLOAD 1
 #define E4F_LANES_LMH_HLOAD 1
 #define E4F_II_LMH_WLOAD 1
-#define E4F_LANES_LMH_WLOAD 1
-#define E4F_II_LMH_MAC 4  // the f32 adder's latency: acc = acc + prod is carried from one h to the next
-#define E4F_LANES_LMH_MAC 1
+#define E4F_LANES_LMH_WLOAD 64  // one 512-bit beat of int8 weights per cycle (masked tail)
+// The LM head's MAC array: E4F_LMH_RT hidden rows x E4F_LMH_VT vocabulary rows per cycle, over
+// E4F_LMH_IL sub-tiles visited in turn so that an accumulator is revisited every E4F_LMH_IL cycles
+// (>= the f32 adder's latency): II = 1 with each logit still one sequential sum over h.
+#define E4F_LMH_RT 4
+#define E4F_LMH_VT 16
+#define E4F_LMH_IL 4
+#define E4F_II_LMH_MAC 1
+#define E4F_LANES_LMH_MAC 64  // E4F_LMH_RT * E4F_LMH_VT
 #define E4F_II_ROW_LOAD 1
 #define E4F_LANES_ROW_LOAD 1
 #define E4F_II_ROW_AMAX 1
@@ -46,6 +51,8 @@
 #define E4F_LANES_ROW_EXP 1
 #define E4F_II_ROW_PROBA 1
 #define E4F_LANES_ROW_PROBA 1
+
+static_assert(E4F_LANES_LMH_MAC == E4F_LMH_RT * E4F_LMH_VT, "the MAC array's lanes are its rows x vocabulary rows");
 
 namespace e4f {
 namespace perf {

@@ -85,11 +85,7 @@ inline float lm_dot(const float* wrow, const float* x, int64_t H, bool use_scale
 }
 template <typename WT, typename PW>
 inline float load_wrow(PW w, int64_t v, int64_t H, float* wrow) {
-  for (int64_t h = 0; h < H; ++h) {
-#pragma HLS PIPELINE II = E4F_II_LMH_WLOAD
-    E4F_TRIPS(LMH_WLOAD, 1);
-    wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
-  }
+  for (int64_t h = 0; h < H; ++h) wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
   return 0.0f;
 }
 template <typename WT, typename PW, typename PS, typename PL>

@@ -48,18 +48,21 @@ inline float hid_word_to_f(uint32_t w, int code) {
   return code == 0 ? f32_from_bits(w) : hid_to_f(static_cast<uint16_t>(w), code);
 }
 inline float hid_word_to_f(uint16_t w, int code) { return hid_to_f(w, code); }
-// lm_dot (e4f_stages.hpp) on raw words: the same products and the same sequential f32 sum
-inline float lm_dot_words(const float* wrow, const HidWord* x, int64_t H, int code, bool use_scale, float sc) {
-  float acc = 0.0f;
-  for (int64_t h = 0; h < H; ++h) {
-#pragma HLS PIPELINE II = E4F_II_LMH_MAC
-    E4F_TRIPS(LMH_MAC, 1);
-    const float prod = wrow[h] * hid_word_to_f(x[h], code);
-    acc = acc + prod;
-  }
-  if (use_scale) acc = acc * sc;
-  return acc;
-}
+// The LM head's weight tile: E4F_LMH_IL * E4F_LMH_VT vocabulary rows on chip. The synthesized design's
+// int8 weights stay int8 (converted where they are used); the C-sim also runs bf16 / f32 weights,
+// converted once at load. Either way the product is the same f32 value as lm_dot's (e4f_stages.hpp).
+#define E4F_LMH_TILE (E4F_LMH_IL * E4F_LMH_VT)
+#ifdef EAGLE4_SYNTHESIS
+typedef int8_t WTileWord;
+template <typename WT>
+inline WTileWord tile_word(WT w) { return static_cast<WTileWord>(w); }
+#else
+typedef float WTileWord;
+template <typename WT>
+inline WTileWord tile_word(WT w) { return w_to_f(w); }
+#endif
+static WTileWord wtile[E4F_LMH_TILE][E4F_MAX_H];
+static float stile[E4F_LMH_TILE];
 // The on-chip logits tile (rows [0, LM_ROWS) of the layer), two f32 logits (raw bits) per 64-bit word:
 // a URAM word is 72 bits, so one f32 per word would leave 40 of them unused (eagle4.budget.onchip).
 static uint64_t logits2[E4F_LM_ROWS][(E4F_MAX_VH + 1) / 2];
@@ -72,7 +75,6 @@ inline void tile_set(int64_t r, int64_t v, float x) {
 inline float tile_get(int64_t r, int64_t v) {
   return f32_from_bits(static_cast<uint32_t>(logits2[r][v >> 1] >> ((v & 1) * 32)));
 }
-static float wrow[E4F_MAX_H];
 
 struct CandRec {  // one request's W*K sampled candidates (LM head top-K)
   float p[E4F_MAX_C];
@@ -112,15 +114,52 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
       const HT bits = hidden[r * H + h];
       hid_bits[r * H + h] = static_cast<HidWord>(bits);
     }
-  for (int64_t v = 0; v < V; ++v) {
-    load_wrow<WT>(lmw, v, H, wrow);
-    const float sc = c.use_scale ? static_cast<float>(lms[v]) : 1.0f;
-    for (int64_t r = 0; r < R; ++r) {
-      const float x = lm_dot_words(wrow, hid_bits + r * H, H, c.hid_code, c.use_scale != 0, sc);
-      if (r < E4F_LM_ROWS)
-        tile_set(r, v, x);
-      else
-        spill[(r - E4F_LM_ROWS) * V + v] = x;
+  for (int64_t v0 = 0; v0 < V; v0 += E4F_LMH_TILE) {
+    // the weight tile in full beats (masked tails), read once per layer; the row scales once per row
+    for (int64_t i = 0; i < E4F_LMH_TILE && v0 + i < V; ++i) {
+      if (c.use_scale) stile[i] = static_cast<float>(lms[v0 + i]);
+      for (int64_t h0 = 0; h0 < H; h0 += E4F_LANES_LMH_WLOAD) {
+#pragma HLS PIPELINE II = E4F_II_LMH_WLOAD
+        E4F_TRIPS(LMH_WLOAD, E4F_LANES_LMH_WLOAD);
+        for (int64_t j = 0; j < E4F_LANES_LMH_WLOAD; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_LMH_WLOAD
+          if (h0 + j < H)  // the tail of a row (H a multiple of 64 at deployment: every beat full)
+            wtile[i][h0 + j] = tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + h0 + j]));
+        }
+      }
+    }
+    // the MAC array: E4F_LMH_RT rows x E4F_LMH_VT vocabulary rows per cycle, sub-tile il in turn
+    for (int64_t r0 = 0; r0 < R; r0 += E4F_LMH_RT) {
+      float acc[E4F_LMH_IL][E4F_LMH_RT][E4F_LMH_VT];
+      for (int il = 0; il < E4F_LMH_IL; ++il)
+        for (int rr = 0; rr < E4F_LMH_RT; ++rr)
+          for (int vv = 0; vv < E4F_LMH_VT; ++vv) acc[il][rr][vv] = 0.0f;
+      for (int64_t h = 0; h < H; ++h) {
+        for (int il = 0; il < E4F_LMH_IL; ++il) {
+#pragma HLS PIPELINE II = E4F_II_LMH_MAC
+          E4F_TRIPS(LMH_MAC, E4F_LANES_LMH_MAC);
+          for (int l = 0; l < E4F_LANES_LMH_MAC; ++l) {
+#pragma HLS UNROLL factor = E4F_LANES_LMH_MAC
+            const int rr = l / E4F_LMH_VT, vv = l % E4F_LMH_VT;
+            const int64_t r = r0 + rr, i = il * E4F_LMH_VT + vv;
+            if (r < R && v0 + i < V) {  // masked lanes of the tails
+              const float prod = w_to_f(wtile[i][h]) * hid_word_to_f(hid_bits[r * H + h], c.hid_code);
+              acc[il][rr][vv] = acc[il][rr][vv] + prod;
+            }
+          }
+        }
+      }
+      for (int il = 0; il < E4F_LMH_IL; ++il)
+        for (int rr = 0; rr < E4F_LMH_RT; ++rr)
+          for (int vv = 0; vv < E4F_LMH_VT; ++vv) {
+            const int64_t r = r0 + rr, i = il * E4F_LMH_VT + vv, v = v0 + i;
+            if (r >= R || v >= V) continue;
+            const float x = c.use_scale ? acc[il][rr][vv] * stile[i] : acc[il][rr][vv];
+            if (r < E4F_LM_ROWS)
+              tile_set(r, v, x);
+            else
+              spill[(r - E4F_LM_ROWS) * V + v] = x;
+          }
     }
   }
 }
@@ -148,7 +187,6 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
                       EAGLE4_STREAM(CandRec, 4) & cand_s) {
   const int64_t V = c.Vt;
   static float row[E4F_MAX_VH];
-  static float prob_row[E4F_MAX_VH];
   for (int64_t bl = 0; bl < nb; ++bl) {
     CandRec rec;
     for (int64_t w = 0; w < W; ++w) {
@@ -170,9 +208,9 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
       for (int64_t v = 0; v < V; ++v) {
 #pragma HLS PIPELINE II = E4F_II_ROW_PROBA
         E4F_TRIPS(ROW_PROBA, 1);
-        prob_row[v] = proba(row[v], 1.0f, rs);
+        row[v] = proba(row[v], 1.0f, rs);  // in place: the statistics are already taken
       }
-      topk_row(prob_row, V, static_cast<int>(c.K), &rec.p[w * c.K], &rec.t[w * c.K]);
+      topk_row(row, V, static_cast<int>(c.K), &rec.p[w * c.K], &rec.t[w * c.K]);
     }
     cand_s.write(rec);
   }

@@ -100,8 +100,9 @@ def host_transfer_bytes(f: FpgaSection, dec: dict, B: int, L: int) -> dict[str, 
 # affine scaling of counted bytes
 
 
-def _fit(run, h0: int, v0: int, bilinear: bool):
-    """run(h, v) -> {port: (r, w)}. Returns ({port: (coef_r, coef_w)}, base counts)."""
+def _fit(run, h0: int, v0: int, bilinear: bool, check: tuple[int, int] | None = None):
+    """run(h, v) -> {port: (r, w)}. Returns ({port: (coef_r, coef_w)}, base counts). ``check``: the
+    exact-check point (default: (3*h0 + 1, 3*v0 + 3), every size different)."""
     pts = [(h0, v0), (2 * h0, v0), (h0, 2 * v0)] + ([(2 * h0, 2 * v0)] if bilinear else [])
     res = [run(h, v) for h, v in pts]
     X = np.array([[1, h, v] + ([h * v] if bilinear else []) for h, v in pts], float)
@@ -110,7 +111,7 @@ def _fit(run, h0: int, v0: int, bilinear: bool):
     for p in ports:
         Y = np.array([[r.get(p, (0, 0))[0], r.get(p, (0, 0))[1]] for r in res], float)
         coefs[p] = np.linalg.solve(X, Y)
-    hc, vc = 3 * h0 + 1, 3 * v0 + 3
+    hc, vc = check or (3 * h0 + 1, 3 * v0 + 3)
     chk = run(hc, vc)
     xc = np.array([1, hc, vc] + ([hc * vc] if bilinear else []), float)
     for p in ports:

@@ -6,9 +6,9 @@
 * The trip counts are counted by the C-sim (``E4F_TRIPS``) on trace-shaped inputs and scaled to the
   model's H and V exactly as the port bytes are (affine in H and V, bilinear for the LM head, checked on a
   5th point): ``C_loops = sum over loops of trips x II / lanes``.
-* The ports are element-wide (no widening is declared in the code), so an m_axi bundle moves one element
-  per cycle: ``C_ports = the busiest bundle's element accesses`` (bundles from the synthesis top's
-  INTERFACE pragmas, elements from the port counters).
+* An m_axi bundle moves one element per cycle, or a full beat (``max_widen_bitwidth``/8 bytes) for a
+  port its pragma widens: ``C_ports = the busiest bundle's accesses`` (bundles and widths from the
+  synthesis top's INTERFACE pragmas, bytes from the port counters).
 * ``cycles = max(C_loops, C_ports)``: a lower bound (no control overhead, no stalls; the top-K insertion
   scan, K6's sampling passes and the K1-K4 cores' loops are not counted; their port accesses are).
 
@@ -88,11 +88,17 @@ def check_pragmas(root: Path = FUSED_DIR, perf_h: Path = PERF_H) -> list[str]:
     return problems
 
 
-def bundles(design: str) -> dict[str, str]:
-    """{port: m_axi bundle} from the synthesis top's INTERFACE pragmas."""
+def bundles(design: str) -> dict[str, tuple[str, int]]:
+    """{port: (m_axi bundle, bytes per beat)} from the synthesis top's INTERFACE pragmas: a port declared
+    with ``max_widen_bitwidth = N`` moves N/8 bytes per cycle (its loop reads full beats), any other port
+    one element per cycle (0 here: the element size)."""
     text = SYNTH_TOP[design].read_text()
-    return {m.group(1): m.group(2) for m in re.finditer(
-        r"#pragma\s+HLS\s+INTERFACE\s+m_axi\s+port\s*=\s*(\w+).*?bundle\s*=\s*(\w+)", text)}
+    out = {}
+    for m in re.finditer(r"#pragma\s+HLS\s+INTERFACE\s+m_axi\s+port\s*=\s*(\w+)([^\n]*)", text):
+        b = re.search(r"bundle\s*=\s*(\w+)", m.group(2))
+        w = re.search(r"max_widen_bitwidth\s*=\s*(\d+)", m.group(2))
+        out[m.group(1)] = (b.group(1) if b else f"({m.group(1)})", int(w.group(1)) // 8 if w else 0)
+    return out
 
 
 def loop_trips() -> dict[str, int]:
@@ -165,11 +171,18 @@ def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: di
         if not k.startswith("port:") or not mine(k[5:], k[5:] in LM_HEAD_PORTS):
             continue
         port = k[5:]
-        b = bmap.get(port, f"({port})")
-        by_bundle[b] = by_bundle.get(b, 0.0) + (r + w) / max(elem.get(port, 1), 1)
+        b, beat = bmap.get(port, (f"({port})", 0))
+        by_bundle[b] = by_bundle.get(b, 0.0) + (r + w) / max(beat, elem.get(port, 1), 1)
     busiest = max(by_bundle, key=by_bundle.get) if by_bundle else ""
     return StepCycles(design, B, sum(per_loop.values()), by_bundle.get(busiest, 0.0), busiest, per_loop,
                       "model (code-derived: e4f_perf.h constants x C-sim trip counts)")
+
+
+GRAIN = 64  # the weight tile (E4F_LMH_IL * E4F_LMH_VT) and the 512-bit beat of int8 weights divide it
+
+
+def _multiple(x: int, g: int) -> int:
+    return max(g, -(-x // g) * g)
 
 
 def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
@@ -185,6 +198,11 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
         raise ValueError("the cycle model refuses code whose pragmas disagree with its constants:\n" + "\n".join(problems))
     consts = loop_constants()
     f, dec, m, cs = r.fpga, r.trace.decode, r.fpga.model, r.fpga.csim
+    for size, what in ((m.hidden_size, "hidden_size"), (m.hot_vocab_size if f.fused.lm_head_vocab == "hot"
+                                                         else m.vocab_size, "LM-head vocabulary")):
+        if size % GRAIN:
+            raise ValueError(f"[fpga.model] {what} = {size} is not a multiple of {GRAIN}: the cycle model's "
+                             "tile and beat counts are exact only at multiples (masked tails)")
     decl = f.fused
     K, widths, N, M, I, S, Q, L = dec["K"], dec["widths"], dec["N"], dec["M"], dec["I"], dec["S"], dec["Q"], r.trace.prefix_len
     use_hot = decl.lm_head_vocab == "hot"
@@ -202,7 +220,10 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
             _, cnt = fc.run_draft("fused", s, a)
             return {**{f"port:{p}": c for p, c in cnt.items()}, **{f"loop:{k}": (t, 0) for k, t in loop_trips().items()}}
 
-        coefs, _ = bb._fit(run_d, cs.hidden, cs.hot_vocab if use_hot else cs.vocab, bilinear=True)
+        # the MAC array and the weight beats count whole tiles and beats: fit at sizes that are multiples of
+        # both (as the model's are), so the trips are exactly affine there
+        h0, v0 = _multiple(cs.hidden, GRAIN), _multiple(cs.hot_vocab if use_hot else cs.vocab, GRAIN)
+        coefs, _ = bb._fit(run_d, h0, v0, bilinear=True, check=(3 * h0, 3 * v0 + GRAIN))
         full = bb._eval(coefs, m.hidden_size, m.hot_vocab_size if use_hot else m.vocab_size)
         lm = _cycles_of("fused_draft", B, full, elem_d, consts, "lm_head")
         lm.design = "fused_draft_lm_head"
