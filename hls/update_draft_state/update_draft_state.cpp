@@ -37,12 +37,14 @@ void update_draft_state_top(PORT(const float) topk_probas, PORT(const int64_t) t
 #pragma HLS INTERFACE m_axi port = parent_indexs offset = slave bundle = gmem0 depth = 1280
 #pragma HLS INTERFACE m_axi port = topk_indexs offset = slave bundle = gmem0 depth = 8192
 #pragma HLS INTERFACE m_axi port = input_tree_mask offset = slave bundle = gmem1 depth = 524288
+// the node arrays append_nodes writes in one iteration sit on their own bundles (one write per bundle
+// and cycle: on one bundle the loop's II would be 5)
 #pragma HLS INTERFACE m_axi port = cumu_tokens offset = slave bundle = gmem2 depth = 524288
-#pragma HLS INTERFACE m_axi port = cumu_scores offset = slave bundle = gmem2 depth = 524288
-#pragma HLS INTERFACE m_axi port = cumu_deltas offset = slave bundle = gmem2 depth = 524288
-#pragma HLS INTERFACE m_axi port = prev_indexs offset = slave bundle = gmem2 depth = 524288
+#pragma HLS INTERFACE m_axi port = cumu_scores offset = slave bundle = gmem6 depth = 524288
+#pragma HLS INTERFACE m_axi port = cumu_deltas offset = slave bundle = gmem7 depth = 524288
+#pragma HLS INTERFACE m_axi port = prev_indexs offset = slave bundle = gmem8 depth = 524288
 #pragma HLS INTERFACE m_axi port = next_indexs offset = slave bundle = gmem3 depth = 524288
-#pragma HLS INTERFACE m_axi port = side_indexs offset = slave bundle = gmem2 depth = 524288
+#pragma HLS INTERFACE m_axi port = side_indexs offset = slave bundle = gmem9 depth = 524288
 #pragma HLS INTERFACE m_axi port = output_scores offset = slave bundle = gmem4 depth = 1280
 #pragma HLS INTERFACE m_axi port = output_tokens offset = slave bundle = gmem4 depth = 1280
 #pragma HLS INTERFACE m_axi port = work_scores offset = slave bundle = gmem4 depth = 17664
