@@ -93,9 +93,12 @@ def pytest_sessionfinish(session, exitstatus):
         return
     from eagle4.report import env_manifest
 
-    env_manifest.write(reports_dir(config) / "env_manifest.txt",
-                       {"pytest_hw": ",".join(sorted(requested_hw(config))),
-                        "pytest_exitstatus": str(int(exitstatus))})
+    extra = {"pytest_hw": ",".join(sorted(requested_hw(config))), "pytest_exitstatus": str(int(exitstatus))}
+    if os.environ.get("EAGLE4_XCLBIN"):  # an FPGA run (--xclbin): record the board the xrt backend opened
+        from eagle4.backends.xrt import board_fields
+
+        extra.update(board_fields())
+    env_manifest.write(reports_dir(config) / "env_manifest.txt", extra)
 
 
 _CHANGED = pytest.StashKey[list]()

@@ -18,8 +18,6 @@ KNOWN_BACK_EDGES = {
     ("eagle4.backends", "eagle4.budget"): "backends.xrt drives the fused pipelines with the shapes and scalar "
                                           "packing of budget.fused_csim (the fused ABI belongs in backends)",
     ("eagle4.workload", "eagle4.budget"): "workload.compare_fpga (a report) reads budget.model's step latency",
-    ("eagle4.report", "eagle4.backends"): "report.env_manifest asks backends.xrt for the board's fields, while "
-                                          "every layer writes through report.atomic (a utility below them all)",
 }
 
 

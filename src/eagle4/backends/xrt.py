@@ -419,3 +419,17 @@ def _register(v, host_scalar: str, kname: str, name: str) -> int:
     if not -(2**31) <= iv < 2**31:
         raise ValueError(f"xrt: {kname}.{name} = {iv} does not fit the entry point's 32-bit register")
     return iv
+
+
+def board_fields(xclbin=None) -> dict[str, str]:
+    """Board name, shell, XRT version, xclbin path/hash/uuid and clock of the FPGA the xrt backend opens
+    (``xclbin`` or EAGLE4_XCLBIN); one ``fpga_board`` line saying why when there is no usable board."""
+    why = board_missing(xclbin)
+    if why:
+        return {"fpga_board": f"absent ({why})"}
+    b = XrtBackend(xclbin=xclbin)
+    try:
+        b.open()
+    except Exception as e:  # noqa: BLE001 - the manifest records why, the run itself reports the failure
+        return {"fpga_board": f"unusable ({type(e).__name__}: {e})"}
+    return {**b.board, "fpga_provenance": b.provenance}

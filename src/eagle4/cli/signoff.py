@@ -183,7 +183,12 @@ def cmd(args) -> int:
         rest = step("gates", lambda: _gates(args, contract, reports))
         if rest:
             gate_text, gate_results = rest
-    env_manifest.write(reports / "env_manifest.txt", {"signoff_hw": args.hw, "contract": str(args.contract)})
+    manifest = {"signoff_hw": args.hw, "contract": str(args.contract)}
+    if os.environ.get("EAGLE4_XCLBIN"):  # an FPGA run: record the board the xrt backend opened
+        from eagle4.backends.xrt import board_fields
+
+        manifest.update(board_fields())
+    env_manifest.write(reports / "env_manifest.txt", manifest)
 
     table = Table(title=f"eagle4 signoff --hw={args.hw}: {args.contract}")
     for col in ("step", "status", "seconds", "notes"):

@@ -26,22 +26,6 @@ def _cmd(args: list[str], timeout: float = 20) -> str | None:
     return (out.stdout or out.stderr).strip() or None
 
 
-def board_fields(xclbin=None) -> dict[str, str]:
-    """Board name, shell, XRT version, xclbin path/hash/uuid and clock of the FPGA the xrt backend opens
-    (``xclbin`` or EAGLE4_XCLBIN); one ``fpga_board`` line saying why when there is no usable board."""
-    from eagle4.backends.xrt import XrtBackend, board_missing
-
-    why = board_missing(xclbin)
-    if why:
-        return {"fpga_board": f"absent ({why})"}
-    b = XrtBackend(xclbin=xclbin)
-    try:
-        b.open()
-    except Exception as e:  # noqa: BLE001 - the manifest records why, the run itself reports the failure
-        return {"fpga_board": f"unusable ({type(e).__name__}: {e})"}
-    return {**b.board, "fpga_provenance": b.provenance}
-
-
 def collect() -> dict[str, str]:
     """Key -> value lines; absent tools are reported as absent, never guessed."""
     m: dict[str, str] = {}
@@ -73,14 +57,14 @@ def collect() -> dict[str, str]:
     m["xrt"] = (_cmd(["xbutil", "--version"]) or "absent (no XRT on this machine)").splitlines()[0]
     m["vitis_hls"] = shutil.which("vitis_hls") or shutil.which("vitis-run") or "absent"
     m["v++"] = shutil.which("v++") or "absent"
-    if os.environ.get("EAGLE4_XCLBIN"):  # an FPGA run (signoff --hw=fpga, pytest --xclbin): record the board
-        m.update(board_fields())
     m["container_image"] = os.environ.get("EAGLE4_IMAGE", "none (native run)")
     m["container_image_digest"] = os.environ.get("EAGLE4_IMAGE_DIGEST", "none (native run)")
     return m
 
 
 def write(path: Path, extra: dict | None = None) -> Path:
+    """The manifest plus ``extra`` (a run on a board adds ``eagle4.backends.xrt.board_fields()``: the
+    manifest itself asks no backend, so the report layer stays below the backends)."""
     data = collect()
     data.update(extra or {})
     path.parent.mkdir(parents=True, exist_ok=True)
