@@ -15,7 +15,7 @@ keep pytest-xdist workers from racing on the same build. A build where anything 
 (``EAGLE4_CXX_TIMEOUT_S``, default 900 s).
 
 Kernels are called through ``run``/``call_raw`` (spec order); the other entries through
-``call_entry`` (``eagle4.budget.fused_csim`` reads the fused designs' port counters this way).
+``call_entry`` (``eagle4.backends.fused_csim`` reads the fused designs' port counters this way).
 
 The library is loaded with ctypes rather than a compiled Python extension: the C ABI is flat
 (arrays of pointers, shapes and scalars), so no build-time Python dependency (pybind11, headers,

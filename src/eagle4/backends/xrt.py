@@ -327,10 +327,10 @@ class XrtBackend(Backend):
 
     # -- the fused pipelines (the host protocol of hls/fused/*/..._synth.cpp) ------------------------
     def fused_draft_step(self, s, inputs: dict[str, np.ndarray], candidates=None) -> dict[str, np.ndarray]:
-        """One draft step of ``krnl_fused_draft`` (``s``: eagle4.budget.fused_csim.DraftShape): phase 0, one
+        """One draft step of ``krnl_fused_draft`` (``s``: eagle4.backends.fused_csim.DraftShape): phase 0, one
         phase-1 call per layer on that layer's slices (sub-buffers) of the per-layer buffers, phase 2.
         ``candidates`` (cand_p, cand_t): the testbench mode (bypass_lm_head). Returns the DRAFT_OUTPUTS."""
-        from eagle4.budget import fused_csim as fc
+        from eagle4.backends import fused_csim as fc
 
         self.open()
         kname = "krnl_fused_draft"
@@ -377,7 +377,7 @@ class XrtBackend(Backend):
 
     def fused_verify_step(self, s, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One verify step of ``krnl_fused_verify`` (``s``: fused_csim.VerifyShape, bf16 hidden states)."""
-        from eagle4.budget import fused_csim as fc
+        from eagle4.backends import fused_csim as fc
 
         self.open()
         kname = "krnl_fused_verify"

@@ -103,7 +103,7 @@ def bundles(design: str) -> dict[str, tuple[str, int]]:
 
 def loop_trips() -> dict[str, int]:
     """The loop trips of the last fused entry call (C-sim)."""
-    from eagle4.budget import fused_csim as fc
+    from eagle4.backends import fused_csim as fc
 
     lib = fc.load_library()
     lib.eagle4_fused_loop_names.restype = ctypes.c_char_p
@@ -191,7 +191,7 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
     import numpy as np
 
     from eagle4.budget import bytes as bb
-    from eagle4.budget import fused_csim as fc
+    from eagle4.backends import fused_csim as fc
 
     problems = check_pragmas()
     if problems:

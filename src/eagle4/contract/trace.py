@@ -1,7 +1,7 @@
 """The contract's ``[trace]`` section: how the byte/budget accounting's deterministic decode trace is
 drawn (prefix length, cycles per batch size, seed, where accept lengths come from).
 
-Validated by the contract loader; read by :func:`eagle4.workload.trace.build_trace`.
+Validated by the contract loader; read by :func:`eagle4.budget.trace.build_trace`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Outputs in ``out_dir``:
 * ``e2e_profile.csv``: time per kernel / model forward / host region inside the loop, per run;
 * ``acceptance_lengths.csv``: one row per request and verify step: ``accept_length`` = accepted
   draft tokens (K6's ``accept_length``, untruncated), ``tokens_committed`` = accept_length + 1
-  (read by ``eagle4.workload.trace`` as the measured acceptance distribution);
+  (read by ``eagle4.budget.trace`` as the measured acceptance distribution);
 * ``e2e_summary.md``: p50/p99 of TTFT and ITL, tokens/s with CoV, acceptance, top hotspots.
 """
 
