@@ -42,8 +42,8 @@ import numpy as np
 
 from eagle4.backends import fused_csim as fc
 from eagle4.budget.config import DTYPE_BYTES, FpgaSection, fpga_section
-from eagle4.report import atomic
 from eagle4.budget.trace import Trace, build_trace
+from eagle4.report import atomic
 
 BYTES_COLUMNS = ("contract_sha256", "backend", "component", "batch", "cycles", "bytes_per_cycle", "bytes_total",
                  "tokens_total", "bytes_per_token", "provenance", "method", "accept_source", "accept_sha256")

@@ -190,8 +190,8 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
     (``fused_draft_lm_head``), the rest of the draft step (``fused_draft``) and the verify step."""
     import numpy as np
 
-    from eagle4.budget import bytes as bb
     from eagle4.backends import fused_csim as fc
+    from eagle4.budget import bytes as bb
 
     problems = check_pragmas()
     if problems:
