@@ -29,7 +29,7 @@ from eagle4.kernels import tree_glue
 from eagle4.models.eagle import load_draft
 from eagle4.models.llama import causal_meta, load_target, meta_from_tree_mask
 from eagle4.models.tokenizer import load_tokenizer
-from eagle4.workload.serving_metrics import token_itl
+from eagle4.workload.serving_metrics import TokenTimes
 
 F32 = np.float32
 I64 = np.int64
@@ -48,25 +48,13 @@ class DecodeParams(Decode):
 
 
 @dataclass
-class RequestResult:
+class RequestResult(TokenTimes):  # ttft, e2e, itl()
     prompt_ids: list[int]
     output_ids: list[int] = field(default_factory=list)
     token_times: list[float] = field(default_factory=list)   # seconds since start, one per output token
     accept_lengths: list[int] = field(default_factory=list)  # tokens committed per verify step (a+1, untruncated)
     start: float = 0.0
     end: float = 0.0
-
-    @property
-    def ttft(self) -> float:
-        return self.token_times[0] if self.token_times else float("nan")
-
-    @property
-    def e2e(self) -> float:
-        return self.token_times[-1] if self.token_times else float("nan")
-
-    def itl(self) -> list[float]:
-        """Inter-token latency per token after the first (:func:`serving_metrics.token_itl`)."""
-        return token_itl(self.token_times)
 
     @property
     def mean_acceptance(self) -> float:

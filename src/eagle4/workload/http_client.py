@@ -28,11 +28,11 @@ import numpy as np
 
 from eagle4 import stats
 from eagle4.report import atomic
-from eagle4.workload.serving_metrics import token_itl
+from eagle4.workload.serving_metrics import TokenTimes
 
 
 @dataclass
-class HttpRequestResult:
+class HttpRequestResult(TokenTimes):  # ttft, e2e, itl()
     ok: bool = False
     error: str = ""
     start: float = 0.0
@@ -45,20 +45,9 @@ class HttpRequestResult:
         return len(self.token_times)
 
     @property
-    def ttft(self) -> float:
-        return self.token_times[0] if self.token_times else float("nan")
-
-    @property
-    def e2e(self) -> float:
-        return self.token_times[-1] if self.token_times else float("nan")
-
-    @property
     def tpot(self) -> float:
         n = self.output_tokens
         return (self.e2e - self.ttft) / (n - 1) if n > 1 else float("nan")
-
-    def itl(self) -> list[float]:
-        return token_itl(self.token_times)
 
 
 def _post_stream(url: str, payload: dict, timeout: float) -> HttpRequestResult:

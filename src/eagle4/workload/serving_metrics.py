@@ -57,6 +57,24 @@ class RequestTimes:
 pct = stats.percentile
 
 
+class TokenTimes:
+    """TTFT, end-to-end time and per-token ITL of one request from its ``token_times`` (seconds since
+    the request started, one per output token): one definition for the local engine and the HTTP client."""
+
+    token_times: list[float]
+
+    @property
+    def ttft(self) -> float:
+        return self.token_times[0] if self.token_times else float("nan")
+
+    @property
+    def e2e(self) -> float:
+        return self.token_times[-1] if self.token_times else float("nan")
+
+    def itl(self) -> list[float]:
+        return token_itl(self.token_times)
+
+
 def token_itl(token_times) -> list[float]:
     """Inter-token latency per token after the first, from per-token times: a step (chunk) that
     commits k tokens after a gap g contributes k entries of g/k (tokens are counted, not steps)."""
