@@ -59,8 +59,11 @@ def test_trip_counts_are_the_loop_iterations():
     assert t["LMH_MAC"] >= rows * s.Vt * s.H  # at least one lane per multiply-add the logits need
     assert t["LMH_WLOAD"] == s.D * s.Vt * -(-s.H // beat) * beat and t["LMH_HLOAD"] == rows * s.H
     assert t["ROW_LOAD"] == t["ROW_PROBA"] == rows * s.Vt
+    lanes = consts["E4F_LANES_ROW_AMAX"]
+    assert t["ROW_AMAX"] == t["ROW_EXP"] == rows * -(-s.Vt // lanes) * lanes  # 16-lane passes, masked tails
     # a verify step resets them: only its own loops count
     v = fc.VerifyShape(B=1, Q=4, S=3, V=50, H=4, temperatures=[0.0])
     fc.run_verify("fused", v, fc.make_verify_inputs(v, parents=np.array([[-1, 0, 1, 2]])), debug=False)
     t = cy.loop_trips()
-    assert t["LMH_MAC"] == 0 and t["ROW_LOAD"] % v.V == 0 and t["ROW_LOAD"] > 0
+    beat = consts["E4F_LANES_VROW_LOAD"]
+    assert t["LMH_MAC"] == 0 and t["VROW_LOAD"] % (-(-v.V // beat) * beat) == 0 and t["VROW_LOAD"] > 0

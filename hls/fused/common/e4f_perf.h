@@ -23,7 +23,8 @@
   X(LMH_HLOAD)       /* LM head: frontier hidden rows HBM -> on-chip, one element per iteration */ \
   X(LMH_WLOAD)       /* LM head: one weight row HBM -> on-chip */                                  \
   X(LMH_MAC)         /* LM head: one multiply-add of a logit's dot product */                      \
-  X(ROW_LOAD)        /* a logits row -> the row buffer (draft tile or spill / verify HBM) */        \
+  X(ROW_LOAD)        /* a draft logits row -> the row buffer (tile or spill) */                     \
+  X(VROW_LOAD)       /* a verify logits row HBM -> the row buffer, full 512-bit beats */             \
   X(ROW_AMAX)        /* K5 row statistics: argmax pass */                                           \
   X(ROW_MAX)         /* K5 row statistics: max pass */                                              \
   X(ROW_EXP)         /* K5 row statistics: exp-sum pass (16 partial sums) */                        \
@@ -43,12 +44,15 @@
 #define E4F_LANES_LMH_MAC 64  // E4F_LMH_RT * E4F_LMH_VT
 #define E4F_II_ROW_LOAD 1
 #define E4F_LANES_ROW_LOAD 1
+#define E4F_II_VROW_LOAD 1
+#define E4F_LANES_VROW_LOAD 16  // one 512-bit beat of f32 logits per cycle (masked tail)
+// K5 row statistics (e4f_stages.hpp row_stats): E4F_ROW_LANES = 16 lanes, combined exactly
 #define E4F_II_ROW_AMAX 1
-#define E4F_LANES_ROW_AMAX 1
+#define E4F_LANES_ROW_AMAX 16
 #define E4F_II_ROW_MAX 1
-#define E4F_LANES_ROW_MAX 1
-#define E4F_II_ROW_EXP 1
-#define E4F_LANES_ROW_EXP 1
+#define E4F_LANES_ROW_MAX 16
+#define E4F_II_ROW_EXP 4  // each lane's partial sum is carried: the f32 adder's latency
+#define E4F_LANES_ROW_EXP 16
 #define E4F_II_ROW_PROBA 1
 #define E4F_LANES_ROW_PROBA 1
 

@@ -117,42 +117,83 @@ inline float exp_f(float x) {
   return exp_variant() == 1 ? std::exp2(x * 1.44269504f) : std::exp(x);
 }
 
+// E4F_ROW_LANES elements per iteration: lane j takes v = j, j + LANES, ... in ascending order and the
+// lanes are combined in index order, so every result is bit-identical to one sequential pass: the argmax
+// and the max are the first NaN, else the first index of the maximum (the same rule per lane, then the
+// smallest index across lanes); the exp sum's 16 partials are exactly the lanes (part[v & 15]).
+#define E4F_ROW_LANES 16
+static_assert(E4F_ROW_LANES == 16 && E4F_LANES_ROW_AMAX == E4F_ROW_LANES && E4F_LANES_ROW_MAX == E4F_ROW_LANES &&
+                  E4F_LANES_ROW_EXP == E4F_ROW_LANES,
+              "the exp sum's 16 partial sums are the lanes, and the cycle model's lanes are these");
+
+struct LaneBest {  // the first NaN, else the first maximum, of the values a lane has seen
+  float x;
+  int64_t i;  // -1: none yet
+};
+inline void lane_take(LaneBest& b, float x, int64_t i) {
+  if (b.i < 0) {
+    b.x = x;
+    b.i = i;
+  } else if (!isnan_f(b.x) && (isnan_f(x) || x > b.x)) {
+    b.x = x;
+    b.i = i;
+  }
+}
+inline LaneBest lanes_first_best(const LaneBest* l) {
+  LaneBest r{0.0f, -1};
+  for (int j = 0; j < E4F_ROW_LANES; ++j)  // the first NaN overall
+    if (l[j].i >= 0 && isnan_f(l[j].x) && (r.i < 0 || l[j].i < r.i)) r = l[j];
+  if (r.i >= 0) return r;
+  for (int j = 0; j < E4F_ROW_LANES; ++j)  // else the first index of the maximum
+    if (l[j].i >= 0 && (r.i < 0 || l[j].x > r.x || (l[j].x == r.x && l[j].i < r.i))) r = l[j];
+  return r;
+}
+
 template <typename PR>
 RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   RowStats st;
-  float best = static_cast<float>(row[0]);
-  int64_t bi = 0;
-  for (int64_t v = 1; v < V; ++v) {
+  LaneBest la[E4F_ROW_LANES];
+  for (int j = 0; j < E4F_ROW_LANES; ++j) la[j] = LaneBest{0.0f, -1};
+  for (int64_t v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
 #pragma HLS PIPELINE II = E4F_II_ROW_AMAX
-    E4F_TRIPS(ROW_AMAX, 1);
-    const float x = row[v];
-    if (isnan_f(best)) break;
-    if (isnan_f(x) || x > best) {
-      best = x;
-      bi = v;
+    E4F_TRIPS(ROW_AMAX, E4F_LANES_ROW_AMAX);
+    for (int j = 0; j < E4F_ROW_LANES; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_ROW_AMAX
+      if (v0 + j < V) lane_take(la[j], static_cast<float>(row[v0 + j]), v0 + j);
     }
   }
-  st.amax = bi;
+  st.amax = lanes_first_best(la).i;
   st.m = 0.0f;
   st.s = 1.0f;
   if (greedy) return st;
-  float m = -kInf;
-  for (int64_t v = 0; v < V; ++v) {
+  LaneBest lm[E4F_ROW_LANES];
+  for (int j = 0; j < E4F_ROW_LANES; ++j) lm[j] = LaneBest{-kInf, -1};
+  for (int64_t v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
 #pragma HLS PIPELINE II = E4F_II_ROW_MAX
-    E4F_TRIPS(ROW_MAX, 1);
-    const float x = static_cast<float>(row[v]) / temp;
-    if (isnan_f(x) || x > m) m = isnan_f(m) ? m : x;
+    E4F_TRIPS(ROW_MAX, E4F_LANES_ROW_MAX);
+    for (int j = 0; j < E4F_ROW_LANES; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_ROW_MAX
+      if (v0 + j < V) lane_take(lm[j], static_cast<float>(row[v0 + j]) / temp, v0 + j);
+    }
   }
-  float part[16];
-  for (int i = 0; i < 16; ++i) part[i] = 0.0f;
-  for (int64_t v = 0; v < V; ++v) {
+  // m starts at -inf: a row of -inf (or an empty one) keeps it
+  const LaneBest mb = lanes_first_best(lm);
+  const float m = (mb.i < 0 || (!isnan_f(mb.x) && !(mb.x > -kInf))) ? -kInf : mb.x;
+  float part[E4F_ROW_LANES];
+  for (int i = 0; i < E4F_ROW_LANES; ++i) part[i] = 0.0f;
+  for (int64_t v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
 #pragma HLS PIPELINE II = E4F_II_ROW_EXP
-    E4F_TRIPS(ROW_EXP, 1);
-    const float x = static_cast<float>(row[v]) / temp;
-    part[v & 15] = part[v & 15] + exp_f(x - m);
+    E4F_TRIPS(ROW_EXP, E4F_LANES_ROW_EXP);
+    for (int j = 0; j < E4F_ROW_LANES; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_ROW_EXP
+      if (v0 + j < V) {
+        const float x = static_cast<float>(row[v0 + j]) / temp;
+        part[j] = part[j] + exp_f(x - m);
+      }
+    }
   }
   float s = 0.0f;
-  for (int i = 0; i < 16; ++i) s = s + part[i];
+  for (int i = 0; i < E4F_ROW_LANES; ++i) s = s + part[i];
   st.m = m;
   st.s = s;
   return st;

@@ -68,10 +68,13 @@ struct LazyRow {
   RowStats st;
   void load(int64_t row) {
     if (row == loaded) return;
-    for (int64_t v = 0; v < V; ++v) {
-#pragma HLS PIPELINE II = E4F_II_ROW_LOAD
-      E4F_TRIPS(ROW_LOAD, 1);
-      rowbuf[v] = logits[(base + row) * V + v];
+    for (int64_t v0 = 0; v0 < V; v0 += E4F_LANES_VROW_LOAD) {
+#pragma HLS PIPELINE II = E4F_II_VROW_LOAD
+      E4F_TRIPS(VROW_LOAD, E4F_LANES_VROW_LOAD);
+      for (int64_t j = 0; j < E4F_LANES_VROW_LOAD; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_VROW_LOAD
+        if (v0 + j < V) rowbuf[v0 + j] = logits[(base + row) * V + v0 + j];  // the row's tail: masked
+      }
     }
     st = row_stats(rowbuf, V, temp, greedy);
     loaded = row;

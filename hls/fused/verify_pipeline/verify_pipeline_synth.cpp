@@ -37,7 +37,7 @@ extern "C" int fused_verify_top(
     int64_t B, int64_t Q, int64_t S, int64_t V, int64_t H, int64_t S_max, int64_t eos, int64_t capkv,
     int64_t cappack, float threshold_single, float threshold_acc, int has_node_ids) {
 // the [B,Q,V] logits rows K5/K6 visit: the dominant read stream, its own bundle
-#pragma HLS INTERFACE m_axi port = logits offset = slave bundle = gmem0 max_read_burst_length = 256 num_read_outstanding = 16
+#pragma HLS INTERFACE m_axi port = logits offset = slave bundle = gmem0 max_read_burst_length = 256 num_read_outstanding = 16 max_widen_bitwidth = 512
 // hidden rows: K7 gathers the accepted rows and writes the next frontier's
 #pragma HLS INTERFACE m_axi port = hidden_states offset = slave bundle = gmem1
 #pragma HLS INTERFACE m_axi port = next_hidden offset = slave bundle = gmem1

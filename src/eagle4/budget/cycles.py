@@ -178,7 +178,7 @@ def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: di
                       "model (code-derived: e4f_perf.h constants x C-sim trip counts)")
 
 
-GRAIN = 64  # the weight tile (E4F_LMH_IL * E4F_LMH_VT) and the 512-bit beat of int8 weights divide it
+GRAIN = 64  # the weight tile (E4F_LMH_IL * E4F_LMH_VT), the 512-bit beats and the 16-lane row passes divide it
 
 
 def _multiple(x: int, g: int) -> int:
@@ -198,8 +198,8 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
         raise ValueError("the cycle model refuses code whose pragmas disagree with its constants:\n" + "\n".join(problems))
     consts = loop_constants()
     f, dec, m, cs = r.fpga, r.trace.decode, r.fpga.model, r.fpga.csim
-    for size, what in ((m.hidden_size, "hidden_size"), (m.hot_vocab_size if f.fused.lm_head_vocab == "hot"
-                                                         else m.vocab_size, "LM-head vocabulary")):
+    for size, what in ((m.hidden_size, "hidden_size"), (m.vocab_size, "vocab_size"),
+                       (m.hot_vocab_size if f.fused.lm_head_vocab == "hot" else m.vocab_size, "LM-head vocabulary")):
         if size % GRAIN:
             raise ValueError(f"[fpga.model] {what} = {size} is not a multiple of {GRAIN}: the cycle model's "
                              "tile and beat counts are exact only at multiples (masked tails)")
@@ -242,7 +242,8 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
             _, cnt = fc.run_verify("fused", s, a, debug=False)
             return {**{f"port:{p}": c for p, c in cnt.items()}, **{f"loop:{k}": (t, 0) for k, t in loop_trips().items()}}
 
-        coefs, _ = bb._fit(run_v, cs.hidden, cs.vocab, bilinear=False)
+        h0, v0 = _multiple(cs.hidden, GRAIN), _multiple(cs.vocab, GRAIN)
+        coefs, _ = bb._fit(run_v, h0, v0, bilinear=False, check=(3 * h0, 3 * v0 + GRAIN))
         v = _cycles_of("fused_verify", B, bb._eval(coefs, m.hidden_size, m.vocab_size), elem_v, consts)
         for sc in (lm, d, v):
             rep = _synth_report(sc.design, reports_dir) if sc.design in SYNTH_TOP else None
