@@ -55,8 +55,9 @@ def _mean_acc(res):
 # ---- hot vocabulary ----------------------------------------------------------------------------------
 def test_hot_size_scaled_from_contract(contract):
     assert A.scaled_hot_vocab_size(260, 32768, 128256) == 66
-    size, ratio = A.contract_hot_vocab_size(contract, 260)
-    assert size == 66 and ratio == pytest.approx(32768 / 128256)
+    assert A.scaled_hot_vocab_size(16384, 32768, 128256) == 4186
+    size, ratio = A.contract_hot_vocab_size(contract, 16384)
+    assert size == 4186 and ratio == pytest.approx(32768 / 128256)
 
 
 def test_select_hot_vocab_is_deterministic_with_id_tiebreak():
@@ -68,12 +69,31 @@ def test_select_hot_vocab_is_deterministic_with_id_tiebreak():
         A.select_hot_vocab(counts, 7)
 
 
-def test_hot_table_from_training_corpus(hot):
+def test_hot_table_from_training_corpus(contract, hot):
     t = hot.token_ids
-    assert hot.size == 66 and t.dtype == np.int64
+    assert hot.size == 4186 and t.dtype == np.int64
     assert np.all(np.diff(t) > 0), "hot table must be sorted by token id and unique"
-    assert {ord(" "), ord("e"), ord("t"), ord("\n")} <= set(t.tolist())
-    assert hot.source.startswith("training_corpus") and 0.9 < hot.coverage <= 1.0
+    tok = _engine(contract).tokenizer
+    common = {i for w in (" the", " of", ".", " is", " a") for i in tok.encode(w, bos=False)}
+    assert common <= set(t.tolist())
+    # a real vocabulary: the hot quarter covers most training tokens, never all of them
+    assert hot.source.startswith("training_corpus") and 0.8 < hot.coverage < 1.0
+    counts = A.training_token_counts()
+    assert counts.shape == (16384,) and counts[t].sum() / counts.sum() == pytest.approx(hot.coverage)
+
+
+def test_hot_table_refuses_tampered_token_counts(tmp_path):
+    import json
+    import shutil
+
+    src = ROOT / "models" / "default"
+    summary = json.loads((src / "training_summary.json").read_text())
+    shutil.copy(src / "training_summary.json", tmp_path / "training_summary.json")
+    counts = np.load(src / summary["token_counts"]["path"])
+    counts[5] += 1
+    np.save(tmp_path / summary["token_counts"]["path"], counts)
+    with pytest.raises(ValueError, match="sha256"):
+        A.training_token_counts(tmp_path / "training_summary.json")
 
 
 def test_hot_table_goes_through_k1_hot_path(contract, hot, ids_and_target):
@@ -168,8 +188,10 @@ def test_csv_schema_matches_the_gate_metric(contract, artifact):
         assert int(r["prompts"]) == N_PROMPTS and int(r["n_verify_steps"]) > 0
         base, acc = float(r["baseline_mean_acceptance_length"]), float(r["mean_acceptance_length"])
         assert float(r["impact"]) == pytest.approx((base - acc) / base, abs=1e-7)
-        assert int(r["hot_vocab_size_used"]) == (66 if r["lm_head_vocab"] == "hot" else 260)
+        assert int(r["hot_vocab_size_used"]) == (4186 if r["lm_head_vocab"] == "hot" else 16384)
         assert (int(r["k1_hot_calls"]) > 0) == (r["lm_head_vocab"] == "hot")
+        if r["lm_head_vocab"] == "hot":  # the approximation can bite on this pair
+            assert 0.0 < float(r["target_output_hot_coverage"]) < 1.0
     assert float(rows[0]["impact"]) == 0.0
 
 
@@ -182,6 +204,24 @@ def test_gate_evaluates_from_the_artifact(contract, artifact):
     assert g.status in ("PASS", "FAIL"), g.line()  # no longer INVALID for lack of data
     assert g.value == pytest.approx(worst) and g.provenance == ["measured"]
     assert g.status == ("PASS" if worst <= g.threshold else "FAIL")
+
+
+def test_gate_refused_where_the_hot_set_covers_every_target_output(contract, artifact, tmp_path):
+    """Issue 13 point 5: on a model whose target outputs all lie in the hot set (the old byte-level
+    pair), the hot vocabulary cannot change anything: the gate refuses instead of passing."""
+    import csv
+
+    rows = M.read_rows(artifact)
+    for cov, marker in (("1", "refused"), ("", "lack target_output_hot_coverage")):
+        for r in rows:
+            if r["lm_head_vocab"] == "hot":
+                r["target_output_hot_coverage"] = cov
+        with open(tmp_path / "acceptance_impact.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        (g,) = evaluate_all(contract, tmp_path, hw="cpu", only=[GATE])
+        assert g.status == "INVALID" and any(marker in r for r in g.reasons), g.line()
 
 
 def test_gate_invalid_without_the_artifact(contract, tmp_path):

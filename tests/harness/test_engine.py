@@ -14,6 +14,7 @@ import torch
 from eagle4.backends import Backend, get_backend
 from eagle4.contract import load_contract
 from eagle4.models.llama import meta_from_tree_mask
+from eagle4.models.tokenizer import load_tokenizer
 from eagle4.workload.engine import DecodeParams, LocalEngine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,7 +142,9 @@ def test_sampling_is_seeded_and_runs(contract, engine):
 
 
 def test_batch_of_mixed_prompt_lengths(engine):
-    ids = [[256, 65, 66], [256] + list(b"The quick brown fox jumps over the lazy dog"), [256, 10]]
+    tok = engine.tokenizer
+    ids = [tok.encode("AB"), tok.encode("The quick brown fox jumps over the lazy dog"), tok.encode("\n")]
+    assert len({len(x) for x in ids}) == 3
     spec = engine.generate(ids, 16, [0.0], seed=0)
     base = engine.generate_target_only(ids, 16)
     assert [r.output_ids for r in spec] == base
@@ -187,7 +190,7 @@ def test_loads_hf_style_checkpoints(tmp_path):
         for i, k in enumerate(keys)}}))
     target = load_target(t)
     ref = load_target(src / "target")
-    ids = torch.tensor([[256, 72, 105]])
+    ids = torch.tensor([load_tokenizer(src / "target").encode("Hi there")])
     assert torch.equal(target.forward_train(ids)[1], ref.forward_train(ids)[1])
     d = tmp_path / "draft"
     d.mkdir()

@@ -49,7 +49,8 @@ def _run(a) -> int:
               f"[{r['impact_ci95_lo']:+.4f}, {r['impact_ci95_hi']:+.4f}]")
     hot = next((r for r in rows if r["lm_head_vocab"] == "hot"), rows[0])
     print(f"hot vocabulary: {hot['hot_vocab_size_used']} of {hot['vocab_size']} tokens ({hot['hot_source'] or '-'}, "
-          f"corpus coverage {hot['hot_corpus_coverage'] or '-'}); greedy outputs == target-only: "
+          f"training-token coverage {hot['hot_corpus_coverage'] or '-'}, coverage of the target's outputs "
+          f"{hot['target_output_hot_coverage'] or '-'}); greedy outputs == target-only: "
           f"{', '.join(sorted({str(r['greedy_equals_target']) for r in rows}))}; contract sha256 {c.sha256[:12]} -> {p}")
     out = Path(a.out).resolve()
     if not a.no_gate and out.name == "acceptance_impact.csv":

@@ -170,7 +170,26 @@ def acceptance_length_impact(gate, ctx: Ctx) -> Metric:
     vals = [float(r["impact"]) for r in rows if r.get("impact") not in (None, "")]
     if not vals:
         raise MissingMetric(f"{rel} has no 'impact' values")
+    _refuse_if_hot_vocab_cannot_bite(rows, rel)
     return Metric(max(vals), prov.parts(r["provenance"] for r in rows), rel, {"rows": len(rows)})
+
+
+def _refuse_if_hot_vocab_cannot_bite(rows: list[dict], rel: str) -> None:
+    """A hot vocabulary that holds every token the target emitted cannot change a greedy draft's
+    acceptance on that model: a small impact there proves nothing (e.g. a byte-level pair whose hot
+    set covers all of its outputs). Refuse such a measurement instead of passing it."""
+    hot = [r for r in rows if r.get("lm_head_vocab") == "hot"]
+    if not hot:
+        return
+    cov = [r.get("target_output_hot_coverage", "") for r in hot]
+    if any(c in (None, "") for c in cov):
+        raise MissingMetric(f"{rel}: hot-vocabulary rows lack target_output_hot_coverage; without it nobody can "
+                            "tell whether the approximation could change anything on the measured model")
+    worst = max(float(c) for c in cov)
+    if worst >= 1.0:
+        raise MissingMetric(f"refused: {rel} was measured on a model whose target outputs all lie in the hot set "
+                            f"(coverage {worst:g}); the hot vocabulary cannot change anything there. Measure on a "
+                            "pair with a real vocabulary (hot-set coverage < 1)")
 
 
 def draft_step_latency_us(gate, ctx: Ctx) -> Metric:

@@ -62,7 +62,13 @@ def external_topk(probas: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Ten
     """
     if not 1 <= K <= probas.shape[1]:
         raise ValueError(f"external_topk: need 1 <= K <= V = {probas.shape[1]}, got K={K}")
-    idx = stable_desc_order(probas)[:, :K]
+    # (key desc, index asc) as one unique int64 per element, so a top-K selection gives the stable order
+    # without sorting all V columns: the key's float bits mapped to a monotone integer, then the index
+    bits = sort_key(probas).contiguous().view(torch.int32).to(torch.int64)
+    ordered = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
+    V = probas.shape[1]
+    composite = ordered * (V + 1) + (V - torch.arange(V, device=probas.device))
+    idx = torch.topk(composite, K, dim=1).indices
     vals = probas.view(torch.int32).gather(1, idx).view(torch.float32)
     return vals, idx.to(torch.int64)
 

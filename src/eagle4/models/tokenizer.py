@@ -1,11 +1,24 @@
-"""Byte-level tokenizer: ids 0..255 are bytes; BOS/EOS/PAD follow. ``tokenizer.json`` in a model
-directory may name a different scheme in the future; today only ``{"type": "bytes"}`` exists."""
+"""Tokenizers of the local model directories (``tokenizer.json`` beside ``config.json``).
+
+Two kinds are read:
+
+* a Hugging Face ``tokenizers`` file (``{"model": {"type": "BPE", ...}, ...}``), e.g. the byte-level BPE
+  of the embedded default pair (``scripts/train_default_pair.py``): :class:`HFTokenizer`;
+* the legacy byte scheme ``{"type": "bytes", ...}`` (ids 0..255 are bytes, specials follow):
+  :class:`ByteTokenizer`.
+
+Both expose ``encode(text, bos=True)``, ``decode(ids)``, ``bos_id``, ``eos_id``, ``pad_id`` and
+``vocab_size``; the engine needs nothing else.
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+# Special tokens of the trained default pair (ids 0, 1, 2 of its vocabulary).
+BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"
 
 
 @dataclass(frozen=True)
@@ -27,12 +40,48 @@ class ByteTokenizer:
                 "vocab_size": self.vocab_size}
 
 
-def load_tokenizer(model_dir: str | Path) -> ByteTokenizer:
+class HFTokenizer:
+    """A ``tokenizers.Tokenizer`` file with ``<|bos|>``/``<|eos|>``/``<|pad|>`` specials; BOS is
+    prepended by :meth:`encode` (the file has no post-processor, so training and serving agree)."""
+
+    def __init__(self, tok, path: str = ""):
+        self._tok = tok
+        self.path = path
+        ids = {name: tok.token_to_id(name) for name in (BOS, EOS, PAD)}
+        missing = [n for n, i in ids.items() if i is None]
+        if missing:
+            raise ValueError(f"{path or 'tokenizer'}: special token(s) {missing} not in the vocabulary")
+        self.bos_id, self.eos_id, self.pad_id = ids[BOS], ids[EOS], ids[PAD]
+        self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> HFTokenizer:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as e:  # pragma: no cover - pyproject requires it
+            raise ImportError(f"{path}: reading a BPE tokenizer needs the 'tokenizers' package "
+                              "(pip install tokenizers)") from e
+        return cls(Tokenizer.from_file(str(path)), str(path))
+
+    def encode(self, text: str, *, bos: bool = True) -> list[int]:
+        ids = self._tok.encode(text, add_special_tokens=False).ids
+        return ([self.bos_id] if bos else []) + list(ids)
+
+    def encode_batch(self, texts: list[str], *, bos: bool = True) -> list[list[int]]:
+        pre = [self.bos_id] if bos else []
+        return [pre + list(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+
+    def decode(self, ids) -> str:
+        return self._tok.decode([int(i) for i in ids], skip_special_tokens=True)
+
+
+def load_tokenizer(model_dir: str | Path) -> ByteTokenizer | HFTokenizer:
     p = Path(model_dir) / "tokenizer.json"
     if not p.exists():
-        return ByteTokenizer()
+        raise FileNotFoundError(f"{p} not found (every model directory carries its tokenizer)")
     d = json.loads(p.read_text())
-    if d.get("type") != "bytes":
-        raise ValueError(f"{p}: unsupported tokenizer type {d.get('type')!r}; this harness reads only "
-                         "'bytes' tokenizers (feed pre-tokenized prompts for other models)")
-    return ByteTokenizer(int(d["bos_id"]), int(d["eos_id"]), int(d["pad_id"]), int(d["vocab_size"]))
+    if d.get("type") == "bytes":
+        return ByteTokenizer(int(d["bos_id"]), int(d["eos_id"]), int(d["pad_id"]), int(d["vocab_size"]))
+    if isinstance(d.get("model"), dict):
+        return HFTokenizer.from_file(p)
+    raise ValueError(f"{p}: neither a 'tokenizers' file (no 'model' section) nor a 'bytes' tokenizer")

@@ -14,13 +14,13 @@ in two ways, reproduced here without changing the engine:
    ``hot_token_id`` and ``use_hot_token_id = True`` (the engine's own call passes ``False``).
 
    The hot set (:func:`select_hot_vocab`) is chosen deterministically from token frequencies of the
-   embedded pair's *training corpus* (the files listed, with sha256, in
-   ``models/default/training_summary.json``, concatenated exactly like
-   ``scripts/train_default_pair.py``): count every byte token, rank by (count descending, token id
-   ascending), keep the first ``Vh``, store them sorted by token id (EAGLE-3's ``d2t`` convention).
-   The evaluation prompts are *not* used to pick the set. ``Vh`` is the deployment ratio
-   ``[fpga.model] hot_vocab_size / vocab_size`` (32768 / 128256) scaled to the embedded model's
-   vocabulary and rounded (260 -> 66), see :func:`scaled_hot_vocab_size`.
+   embedded pair's *training tokens* (``models/default/training_token_counts.npy``, written by
+   ``scripts/train_default_pair.py``, its sha256 recorded in ``training_summary.json``): rank by
+   (count descending, token id ascending), keep the first ``Vh``, store them sorted by token id
+   (EAGLE-3's ``d2t`` convention). The evaluation prompts (held out from training) are *not* used to
+   pick the set. ``Vh`` is the deployment ratio ``[fpga.model] hot_vocab_size / vocab_size``
+   (32768 / 128256) scaled to the embedded model's vocabulary and rounded (16384 -> 4186), see
+   :func:`scaled_hot_vocab_size`.
 
 2. **int8 transport** (``lm_head_dtype = "int8"``, ``drafter_dtype = "int8"``): weights travel as
    int8 with one f32 scale per output row, symmetric (``scale = max|w_row| / 127``,
@@ -33,8 +33,10 @@ in two ways, reproduced here without changing the engine:
    embedding stay as they are (the embedding is a bf16 lookup in the design).
 
 :func:`measure` runs the contract's prompts through fresh engines (exact, each approximation alone,
-both together), checks that greedy speculative output still equals target-only greedy output
-(speculative decoding is lossless: the approximations may only change acceptance), and returns one
+both together), checks that every greedy request's speculative output still equals its target-only
+greedy output (speculative decoding is lossless: the approximations may only change acceptance), records
+how much of the target's output the hot set covers (1: the hot vocabulary cannot bite on this model and
+the gate refuses the measurement), and returns one
 row per configuration; :func:`write_csv` writes ``reports/acceptance_impact.csv`` with the columns
 ``eagle4.gates.metrics.acceptance_length_impact`` reads (``impact``, ``provenance``,
 ``contract_sha256``).
@@ -64,7 +66,7 @@ from eagle4.workload.approximations.hot_vocab import (
            scaled_hot_vocab_size,
            select_hot_vocab,
            token_frequencies,
-           training_corpus_bytes,
+           training_token_counts,
 )
 from eagle4.workload.approximations.int8 import (
            dequantize_int8_rows,
@@ -80,4 +82,4 @@ __all__ = ["CONFIGS", "CSV_FIELDS", "EXACT", "SPLIT_CONFIGS", "ApproxConfig", "A
            "HotVocab", "LosslessnessError", "apply_approximations", "contract_hot_vocab_size", "default_hot_vocab",
            "dequantize_int8_rows", "drafter_linears", "fake_quant_int8_rows", "fused_config", "measure",
            "quantize_drafter_", "quantize_int8_rows", "quantize_lm_head_", "restrict_lm_head",
-           "scaled_hot_vocab_size", "select_hot_vocab", "token_frequencies", "training_corpus_bytes", "write_csv"]
+           "scaled_hot_vocab_size", "select_hot_vocab", "token_frequencies", "training_token_counts", "write_csv"]

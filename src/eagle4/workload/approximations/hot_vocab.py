@@ -1,5 +1,5 @@
-"""The hot vocabulary of the fused draft LM head: which ``Vh`` tokens, chosen from the training corpus's
-token frequencies, and the draft LM head restricted to them (see the package docstring)."""
+"""The hot vocabulary of the fused draft LM head: which ``Vh`` tokens, chosen from the training tokens'
+frequencies, and the draft LM head restricted to them (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -46,21 +46,19 @@ def contract_hot_vocab_size(contract, vocab_size: int) -> tuple[int, float]:
     return scaled_hot_vocab_size(vocab_size, m.hot_vocab_size, m.vocab_size), m.hot_vocab_size / m.vocab_size
 
 
-def training_corpus_bytes(summary_path: str | Path = TRAINING_SUMMARY) -> bytes:
-    """The embedded pair's training corpus, rebuilt from ``training_summary.json`` (every file's sha256
-    checked; joined with ``b"\\n\\n"`` like ``scripts/train_default_pair.py``)."""
+def training_token_counts(summary_path: str | Path = TRAINING_SUMMARY) -> np.ndarray:
+    """Count of every token id in the embedded pair's training tokens (``token_counts`` of
+    ``training_summary.json``; the file's sha256 is checked)."""
     s = json.loads(Path(summary_path).read_text())
-    blobs = []
-    for f in s["corpus"]:
-        p = Path(f["path"])
-        if not p.is_file():
-            raise FileNotFoundError(f"training corpus file {p} (listed in {summary_path}) is not on this machine")
-        b = p.read_bytes()
-        got = hashlib.sha256(b).hexdigest()
-        if got != f["sha256"]:
-            raise ValueError(f"training corpus file {p} has sha256 {got}, {summary_path} records {f['sha256']}")
-        blobs.append(b)
-    return b"\n\n".join(blobs)
+    tc = s.get("token_counts")
+    if not tc:
+        raise ValueError(f"{summary_path}: no 'token_counts' entry (retrain with scripts/train_default_pair.py)")
+    p = Path(summary_path).parent / tc["path"]
+    raw = p.read_bytes()
+    got = hashlib.sha256(raw).hexdigest()
+    if got != tc["sha256"]:
+        raise ValueError(f"{p} has sha256 {got}, {summary_path} records {tc['sha256']}")
+    return np.load(p, allow_pickle=False).astype(np.int64)
 
 
 def token_frequencies(token_ids, vocab_size: int) -> np.ndarray:
@@ -87,14 +85,16 @@ def default_hot_vocab(contract, tokenizer, vocab_size: int, *, source: str = "tr
     (``source="training_corpus"``) or of the contract's prompts (``source="prompts"``)."""
     size, _ = contract_hot_vocab_size(contract, vocab_size)
     if source == "training_corpus":
-        ids = list(training_corpus_bytes())  # byte-level model: token id == byte value
+        counts = training_token_counts()
+        if counts.shape[0] != vocab_size:
+            raise ValueError(f"training token counts cover {counts.shape[0]} ids, the model has {vocab_size}")
         label = "training_corpus:" + str(TRAINING_SUMMARY.relative_to(ROOT))
     elif source == "prompts":
         ids = [t for p in contract.load_prompts() for t in tokenizer.encode(p["text"])]
-        label = "prompts"
+        counts, label = token_frequencies(ids, vocab_size), "prompts"
     else:
         raise ValueError(f"unknown hot-vocabulary source {source!r} (training_corpus | prompts)")
-    return select_hot_vocab(token_frequencies(ids, vocab_size), size, label)
+    return select_hot_vocab(counts, size, label)
 
 
 def restrict_lm_head(draft: nn.Module, hot_token_id) -> None:
