@@ -104,7 +104,7 @@ def test_render_names_everything():
     c = load_contract(DEFAULT, verify_files=False)
     md = render_markdown(c)
     for s in (c.sha256, "node_top_k", "tree_depth", "verify_num", "max_tree_width", "temperatures",
-              "data/prompts/default.jsonl", "b128", "seeds"):
+              "data/prompts/default.jsonl", c.operating_points[-1].name, "seeds"):
         assert s in md
 
 

@@ -4,7 +4,7 @@ the HTTP benchmark client and the FPGA-vs-H100 comparison.
     eagle4 workload contract --contract contracts/default.toml --out reports/benchmark_contract.md
     eagle4 workload run --contract contracts/default.toml --backend ref --out reports/
     eagle4 workload serve --contract contracts/default.toml --port 8000
-    eagle4 workload http --url http://127.0.0.1:8000 --contract contracts/default.toml --out reports/
+    eagle4 workload http --kind sglang --url http://127.0.0.1:30000 --contract contracts/default.toml --out reports/
     eagle4 workload compare-fpga --contract contracts/default.toml --h100 reports/h100_baseline_raw.csv --out reports/
 """
 
@@ -34,23 +34,29 @@ def register(sub) -> None:
     r.add_argument("--in-process", action="store_true", help="run in this process (runs are then not independent)")
     r.set_defaults(func=_run)
 
-    s = ws.add_parser("serve", help="serve the local engine behind an OpenAI-compatible streaming endpoint")
+    s = ws.add_parser("serve", help="serve the local engine as a vLLM- or sglang-style streaming server (tests, demos)")
     s.add_argument("--contract", default="contracts/default.toml")
     s.add_argument("--backend", default="ref")
     s.add_argument("--device", default="cpu")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=0)
+    s.add_argument("--dialect", choices=["vllm", "sglang"], default="vllm")
     s.set_defaults(func=_serve)
 
-    h = ws.add_parser("http", help="benchmark an OpenAI-compatible streaming server (sglang, vLLM, ours)")
+    h = ws.add_parser("http", help="benchmark a live sglang or vLLM server on the contract's workload")
     h.add_argument("--url", required=True)
+    h.add_argument("--kind", choices=["sglang", "vllm"], required=True,
+                   help="the server's dialect: where tokens, acceptance and the speculative config are read")
     h.add_argument("--contract", default="contracts/default.toml")
-    h.add_argument("--model", default=None)
-    h.add_argument("--kind", choices=["auto", "vllm", "sglang", "none"], default="auto",
-                   help="where acceptance counters are read")
+    h.add_argument("--model", default=None, help="model id to request (default: the first of /v1/models)")
     h.add_argument("--points", default=None)
     h.add_argument("--runs", type=int, default=None)
     h.add_argument("--out", default="reports/")
+    h.add_argument("--prefix", default="http", help="output file prefix (http -> http_raw.csv, http_runs.csv)")
+    h.add_argument("--timeout", type=float, default=None,
+                   help="seconds one streamed request may take (default: the contract's [http] request_timeout_s)")
+    h.add_argument("--connect-timeout", type=float, default=None,
+                   help="seconds to connect (default: the contract's [http] connect_timeout_s)")
     h.set_defaults(func=_http)
 
     f = ws.add_parser("compare-fpga", help="FPGA (csim correctness + budget model) against the H100 baseline")
@@ -98,17 +104,26 @@ def _serve(a) -> int:
     from eagle4.contract import load_contract
     from eagle4.workload.server import serve_forever
 
-    serve_forever(load_contract(a.contract), a.backend, host=a.host, port=a.port, device=a.device)
+    serve_forever(load_contract(a.contract), a.backend, host=a.host, port=a.port, device=a.device, dialect=a.dialect)
     return 0
 
 
 def _http(a) -> int:
     from eagle4.contract import load_contract
-    from eagle4.workload.http_client import run_http_contract
+    from eagle4.workload.http_client import HttpBenchError, contract_timeouts, run_http_contract
 
-    res = run_http_contract(load_contract(a.contract), a.url, a.out, model=a.model, kind=a.kind,
-                            points=_points(a.points), runs=a.runs)
+    c = load_contract(a.contract, require_models=False)  # the server holds the models
+    try:
+        res = run_http_contract(c, a.url, a.out, kind=a.kind, model=a.model, points=_points(a.points), runs=a.runs,
+                                prefix=a.prefix, timeouts=contract_timeouts(c, a.timeout, a.connect_timeout))
+    except HttpBenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print("wrote " + ", ".join(str(p) for p in res["paths"].values()))
+    if res["mismatches"]:
+        print("NOT a measurement of the contract (no contract hash stamped): " + "; ".join(res["mismatches"]),
+              file=sys.stderr)
+        return 1
     return 0
 
 

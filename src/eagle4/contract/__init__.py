@@ -258,6 +258,15 @@ _WORKLOAD = ("model", "decode", "prompts", "operating_points", "runs")
 _MODEL_ADDED_DEFAULTS = {"load": "local", "seed": 0, "target_arch": None, "draft_arch": None}
 
 
+class HttpClient(Section):
+    """Bounded waits of ``eagle4 workload http`` (``--timeout`` / ``--connect-timeout`` override)."""
+
+    request_timeout_s: float = Field(120.0, gt=0, le=3600, description=(
+        "deadline of one streamed request (and the longest silence between chunks); a request past it fails "
+        "the run"))
+    connect_timeout_s: float = Field(10.0, gt=0, le=600, description="TCP connect deadline")
+
+
 class Contract(Section):
     """The validated contract: the core sections, the sections of the FPGA accounting and the gates,
     and any extension tables of other tools (verbatim, hashed)."""
@@ -273,6 +282,7 @@ class Contract(Section):
     acceptance: Acceptance = Acceptance()
     slo: Slo | None = None
     measurement: Measurement = Measurement()
+    http: HttpClient = HttpClient()
     fpga: FpgaSection = FpgaSection()
     trace: TraceSection = TraceSection()
     gates: list[GateSpec] = Field(default_factory=list)
@@ -355,7 +365,8 @@ class Contract(Section):
         d.update(self.extensions)
         # Fields added after contracts were first hashed are left out while they hold their defaults,
         # so the hash of an older contract (stored in committed rows) does not change.
-        for sec, default in (("acceptance", Acceptance()), ("measurement", Measurement()), ("slo", None)):
+        for sec, default in (("acceptance", Acceptance()), ("measurement", Measurement()), ("slo", None),
+                             ("http", HttpClient())):
             if getattr(self, sec) == default:
                 d.pop(sec, None)
         if self.engine is not None:  # no workload sections: leave their absence out of the hash
@@ -481,8 +492,10 @@ def _validation_error(path: Path, e: ValidationError) -> ContractError:
     return ContractError(f"{path}: invalid contract: " + "; ".join(parts))
 
 
-def load_contract(path: str | Path, *, verify_files: bool = True) -> Contract:
-    """Read, validate and (``verify_files``) check the files a contract pins. The only contract loader."""
+def load_contract(path: str | Path, *, verify_files: bool = True, require_models: bool = True) -> Contract:
+    """Read, validate and (``verify_files``) check the files a contract pins. The only contract loader.
+    ``require_models=False``: the local model folders need not exist (``eagle4 workload http``: the server
+    holds the models)."""
     path = Path(path)
     if not path.is_file():
         raise ContractError(f"contract file {path} does not exist")
@@ -510,7 +523,7 @@ def load_contract(path: str | Path, *, verify_files: bool = True) -> Contract:
             if got != f.sha256:
                 raise ContractError(f"{path}: prompts.files[{i}].sha256: {f.path} has sha256 {got}, "
                                     f"the contract pins {f.sha256}; the prompt set changed")
-        for fld in ("target", "draft") if c.model.load == "local" else ():
+        for fld in ("target", "draft") if c.model.load == "local" and require_models else ():
             p = c.resolve(getattr(c.model, fld))
             if not (p / "config.json").exists():
                 raise ContractError(f"{path}: model.{fld}: {p} has no config.json (a local model directory is needed)")

@@ -1,34 +1,70 @@
-"""Benchmark client for OpenAI-compatible streaming servers (sglang, vLLM, our local server).
+"""Benchmark client for real serving engines (sglang, vLLM; the local test server speaks both).
 
-Per request: TTFT (first chunk that carries a token), the arrival time of every *token* (a chunk
-may carry several tokens under speculative decoding: the count comes from ``token_ids`` when the
-server returns them, else from continuous usage stats, else from the final usage spread over the
-last chunk), ITL per token (a chunk of k tokens after a gap g gives k entries of g/k), TPOT =
-(e2e - TTFT) / (tokens - 1), e2e latency, and failures (HTTP errors, broken or empty streams).
+``eagle4 workload http --kind sglang|vllm --url URL --contract C`` runs the contract's operating
+points against a live server. What it measures, and where each number comes from:
 
-Acceptance length comes from server counters read before and after the run, as deltas (never a
-cumulative value): vLLM ``/metrics`` ``vllm:spec_decode_num_accepted_tokens_total`` and
-``vllm:spec_decode_num_drafts_total`` -> 1 + accepted / drafts; sglang ``/get_server_info``
-``internal_states[0]`` counters when the server exposes totals (an average-only field is reported
-as unavailable rather than used).
+* **Prompts** are the contract's, tokenized *by the server* (vLLM ``POST /tokenize``, sglang
+  ``POST /v1/tokenize``) and cut to ``[prompts] prompt_tokens``; the ids are sent as ids (vLLM
+  ``/v1/completions`` ``prompt: [ids]``, sglang ``/generate`` ``input_ids``), so both sides see the
+  same tokens.
+* **Tokens, not chunks.** Under speculative decoding one streamed chunk may carry several tokens.
+  vLLM: ``choices[0].token_ids`` (``return_token_ids``) or, failing that, continuous usage deltas
+  (``stream_options.continuous_usage_stats``); sglang: deltas of the cumulative
+  ``meta_info.completion_tokens``. A stream that carries neither is a failed request (its tokens
+  cannot be counted), never a chunk count. A chunk of k tokens after a gap g gives k ITL entries of g/k.
+* **Acceptance.** sglang: per request, ``completion_tokens / meta_info.spec_verify_ct`` (sglang's own
+  accept length, the bonus token included); vLLM: deltas of ``vllm:spec_decode_num_accepted_tokens_total``
+  and ``vllm:spec_decode_num_drafts_total`` from ``/metrics`` around the run, ``1 + accepted / drafts``.
+* **Speculative configuration read back** (sglang ``/server_info`` or ``/get_server_info``:
+  ``speculative_algorithm``, ``speculative_num_steps``, ``speculative_eagle_topk``,
+  ``speculative_num_draft_tokens``; vLLM ``/server_info`` (``VLLM_SERVER_DEV_MODE=1``):
+  ``speculative_config=SpeculativeConfig(method=..., num_spec_tokens=...)``) and compared with the
+  contract's ``[decode]``. Rows carry the contract hash only when it matches; otherwise (mismatch or
+  not readable) ``contract_sha256`` is empty, so no gate or comparison accepts them.
+* **Bounded waits.** Every request has a deadline (``[http] request_timeout_s``, ``--timeout``);
+  a server that does not answer, stays silent or fails a request makes the run an error
+  (:class:`HttpBenchError`): no row is written for it, never a ``measured`` row at 0 tok/s.
+
+Outputs (atomic writes): ``<prefix>_raw.csv`` (one row per request, the columns ``compare-fpga``
+reads), ``<prefix>_runs.csv`` (one row per run), ``<prefix>_summary.md``.
 """
 
 from __future__ import annotations
 
+import csv
+import datetime as _dt
 import json
 import re
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import numpy as np
 
 from eagle4 import stats
 from eagle4.report import atomic
 from eagle4.workload.serving_metrics import TokenTimes
+
+KINDS = ("sglang", "vllm")
+DEFAULT_REQUEST_TIMEOUT_S = 120.0  # a 2-core CI runner serving the embedded pair at b16 stays well inside
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+EAGLE_METHODS = {"eagle", "eagle3", "eagle-3", "eagle_3", "mtp"}
+
+
+class HttpBenchError(RuntimeError):
+    """The server could not be measured (unreachable, silent, failing, or unable to tokenize)."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    request_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    connect_s: float = DEFAULT_CONNECT_TIMEOUT_S
+
+    def httpx(self) -> httpx.Timeout:
+        # read: the longest silence between two chunks; the whole request is bounded by request_s too
+        return httpx.Timeout(self.request_s, connect=self.connect_s)
 
 
 @dataclass
@@ -39,6 +75,7 @@ class HttpRequestResult(TokenTimes):  # ttft, e2e, itl()
     token_times: list[float] = field(default_factory=list)  # seconds since start, one per token
     count_method: str = ""
     prompt_tokens: int = 0
+    spec_verify_ct: int | None = None  # sglang meta_info
 
     @property
     def output_tokens(self) -> int:
@@ -49,95 +86,136 @@ class HttpRequestResult(TokenTimes):  # ttft, e2e, itl()
         n = self.output_tokens
         return (self.e2e - self.ttft) / (n - 1) if n > 1 else float("nan")
 
+    @property
+    def acceptance_length(self) -> float:
+        """sglang's per-request accept length: completion tokens per verify step."""
+        if not self.spec_verify_ct:
+            return float("nan")
+        return self.output_tokens / self.spec_verify_ct
 
-def _post_stream(url: str, payload: dict, timeout: float) -> HttpRequestResult:
-    r = HttpRequestResult()
-    data = json.dumps(payload).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    t0 = time.perf_counter()
-    r.start = t0
-    pending_final = None
-    last_usage = 0
+
+# ---- server probing ----------------------------------------------------------------------------------
+def _get_json(client: httpx.Client, url: str, path: str) -> dict | None:
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            for raw in resp:
-                line = raw.decode("utf-8", "replace").strip()
-                if not line.startswith("data:"):
-                    continue
-                body = line[5:].strip()
-                if body == "[DONE]":
-                    break
-                now = time.perf_counter() - t0
-                msg = json.loads(body)
-                if "error" in msg:
-                    raise RuntimeError(f"server error: {msg['error']}")
-                usage = msg.get("usage") or {}
-                n = None
-                for ch in msg.get("choices") or []:
-                    if "token_ids" in ch and ch["token_ids"] is not None:
-                        n = (n or 0) + len(ch["token_ids"])
-                        r.count_method = r.count_method or "token_ids"
-                if n is None and usage.get("completion_tokens") is not None and msg.get("choices"):
-                    n = int(usage["completion_tokens"]) - last_usage  # continuous usage stats
-                    r.count_method = r.count_method or "continuous_usage"
-                if n is None and any((ch.get("text") or ch.get("delta", {}).get("content")) for ch in msg.get("choices") or []):
-                    n = 1
-                    pending_final = now
-                    r.count_method = r.count_method or "chunks+final_usage"
-                if usage.get("completion_tokens") is not None:
-                    if r.count_method == "chunks+final_usage":
-                        extra = int(usage["completion_tokens"]) - len(r.token_times)
-                        if extra > 0 and pending_final is not None:  # attribute the uncounted tokens to the last chunk
-                            r.token_times += [pending_final] * extra
-                    last_usage = int(usage["completion_tokens"])
-                    r.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-                if n:
-                    r.token_times += [now] * n
-        r.ok = bool(r.token_times)
-        if not r.ok:
-            r.error = "stream ended without a token"
-    except (urllib.error.URLError, OSError, RuntimeError, ValueError) as e:
-        r.ok, r.error = False, f"{type(e).__name__}: {e}"
-    return r
+        r = client.get(url + path)
+    except httpx.HTTPError:
+        return None
+    if r.status_code != 200:
+        return None
+    try:
+        return r.json()
+    except ValueError:
+        return None
+
+
+def probe(client: httpx.Client, url: str) -> str:
+    """The served model id (``/v1/models``); a server that does not answer is an error."""
+    try:
+        r = client.get(url + "/v1/models")
+    except httpx.TimeoutException as e:
+        raise HttpBenchError(f"{url}: no answer to GET /v1/models within the timeout ({type(e).__name__})") from None
+    except httpx.HTTPError as e:
+        raise HttpBenchError(f"{url}: server unreachable ({type(e).__name__}: {e})") from None
+    if r.status_code != 200:
+        raise HttpBenchError(f"{url}: GET /v1/models answered HTTP {r.status_code}")
+    try:
+        return str(r.json()["data"][0]["id"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise HttpBenchError(f"{url}: GET /v1/models did not list a model") from None
+
+
+def read_spec_config(client: httpx.Client, url: str, kind: str) -> dict | None:
+    """The server's speculative configuration, normalised to ``{"source", "algorithm", "num_steps",
+    "topk", "num_verify_tokens"}`` (``None`` where the server does not say)."""
+    if kind == "sglang":
+        for path in ("/server_info", "/get_server_info"):
+            info = _get_json(client, url, path)
+            if info and "speculative_algorithm" in info:
+                def val(k, info=info):
+                    v = info.get(k)
+                    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+                return {"source": f"sglang:{path}", "algorithm": str(info.get("speculative_algorithm") or ""),
+                        "num_steps": val("speculative_num_steps"), "topk": val("speculative_eagle_topk"),
+                        "num_verify_tokens": val("speculative_num_draft_tokens")}
+        return None
+    info = _get_json(client, url, "/server_info")  # vLLM: only with VLLM_SERVER_DEV_MODE=1
+    text = str((info or {}).get("vllm_config", ""))
+    m = re.search(r"speculative_config=SpeculativeConfig\(([^)]*)\)", text)
+    if not m:
+        return None
+    body = m.group(1)
+    meth = re.search(r"method='?([\w-]+)'?", body)
+    n = re.search(r"num_spec_tokens=(\d+)", body)
+    steps = int(n.group(1)) if n else None
+    # vLLM's EAGLE proposes a chain: one candidate per step, the root plus every drafted token verified
+    return {"source": "vllm:/server_info", "algorithm": meth.group(1) if meth else "", "num_steps": steps,
+            "topk": 1 if steps is not None else None, "num_verify_tokens": steps + 1 if steps is not None else None}
+
+
+def expected_spec_config(contract) -> dict:
+    d = contract.decode
+    return {"num_steps": d.tree_depth, "topk": d.node_top_k, "num_verify_tokens": d.verify_num}
+
+
+def check_spec_config(server: dict | None, contract) -> list[str]:
+    """Mismatches between the server's speculative configuration and the contract (empty: match)."""
+    if server is None:
+        return ["the server does not report its speculative configuration (sglang: /server_info; vLLM: "
+                "/server_info needs VLLM_SERVER_DEV_MODE=1)"]
+    out = []
+    if server["algorithm"].lower().replace("_", "-") not in EAGLE_METHODS | {"eagle-3"}:
+        out.append(f"speculative algorithm {server['algorithm']!r} is not EAGLE-style")
+    exp = expected_spec_config(contract)
+    names = {"num_steps": "draft steps (decode.tree_depth)", "topk": "top-k per node (decode.node_top_k)",
+             "num_verify_tokens": "verify tokens (decode.verify_num)"}
+    for k, want in exp.items():
+        got = server.get(k)
+        if got != want:
+            out.append(f"{names[k]}: server {got}, contract {want}")
+    return out
+
+
+def tokenize(client: httpx.Client, url: str, kind: str, model: str, text: str) -> list[int]:
+    """Token ids of ``text`` by the server's own tokenizer (special tokens as the server adds them)."""
+    paths = ("/tokenize", "/v1/tokenize") if kind == "vllm" else ("/v1/tokenize", "/tokenize")
+    last = ""
+    for path in paths:
+        try:
+            r = client.post(url + path, json={"model": model, "prompt": text, "add_special_tokens": True})
+        except httpx.HTTPError as e:
+            raise HttpBenchError(f"{url}{path}: {type(e).__name__}: {e}") from None
+        if r.status_code == 200:
+            try:
+                toks = r.json()["tokens"]
+            except (ValueError, KeyError, TypeError):
+                raise HttpBenchError(f"{url}{path}: answer has no 'tokens' list") from None
+            if not isinstance(toks, list) or not all(isinstance(t, int) for t in toks):
+                raise HttpBenchError(f"{url}{path}: 'tokens' is not a list of token ids")
+            return toks
+        last = f"HTTP {r.status_code}"
+    raise HttpBenchError(f"{url}: cannot cut prompts with the server's tokenizer ({' and '.join(paths)}: {last})")
+
+
+def read_counters(client: httpx.Client, url: str) -> dict:
+    """vLLM's cumulative spec-decode counters from ``/metrics`` (summed over label sets)."""
+    try:
+        text = client.get(url + "/metrics").text
+    except httpx.HTTPError as e:
+        raise HttpBenchError(f"{url}/metrics: {type(e).__name__}: {e}") from None
+    vals: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _PROM.match(line)
+        if m:
+            vals[m.group(1)] = vals.get(m.group(1), 0.0) + float(m.group(3))
+    if "vllm:spec_decode_num_drafts_total" not in vals:
+        return {"source": None}
+    return {"source": "vllm:/metrics", "drafts": vals["vllm:spec_decode_num_drafts_total"],
+            "accepted": vals.get("vllm:spec_decode_num_accepted_tokens_total", 0.0),
+            "draft_tokens": vals.get("vllm:spec_decode_num_draft_tokens_total", float("nan"))}
 
 
 _PROM = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfINFNaN]+)')
-
-
-def _get(url: str, timeout: float = 10.0) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode()
-
-
-def read_counters(base_url: str, kind: str = "auto") -> dict:
-    """Cumulative spec-decode counters of the server (summed over label sets)."""
-    out: dict = {"source": None}
-    if kind in ("auto", "vllm"):
-        try:
-            text = _get(base_url.rstrip("/") + "/metrics")
-            vals: dict[str, float] = {}
-            for line in text.splitlines():
-                m = _PROM.match(line)
-                if m:
-                    vals[m.group(1)] = vals.get(m.group(1), 0.0) + float(m.group(3))
-            if "vllm:spec_decode_num_drafts_total" in vals:
-                return {"source": "vllm:/metrics", "drafts": vals["vllm:spec_decode_num_drafts_total"],
-                        "accepted": vals.get("vllm:spec_decode_num_accepted_tokens_total", 0.0),
-                        "draft_tokens": vals.get("vllm:spec_decode_num_draft_tokens_total", float("nan"))}
-        except (urllib.error.URLError, OSError, ValueError):
-            pass
-    if kind in ("auto", "sglang"):
-        try:
-            info = json.loads(_get(base_url.rstrip("/") + "/get_server_info"))
-            st = (info.get("internal_states") or [{}])[0]
-            if "spec_num_verify_ct_total" in st:
-                return {"source": "sglang:/get_server_info", "drafts": float(st["spec_num_verify_ct_total"]),
-                        "accepted": float(st["spec_num_accepted_tokens_total"])}
-            if "avg_spec_accept_length" in st:
-                return {"source": "sglang:/get_server_info (average only: not usable as a delta)"}
-        except (urllib.error.URLError, OSError, ValueError):
-            pass
-    return out
 
 
 def acceptance_from_deltas(before: dict, after: dict) -> float:
@@ -148,151 +226,244 @@ def acceptance_from_deltas(before: dict, after: dict) -> float:
     return 1.0 + a / d if d > 0 else float("nan")
 
 
-def run_batch(base_url: str, prompts: list, max_tokens: int, *, model: str | None = None, temperature: float = 0.0,
-              timeout: float = 300.0) -> list[HttpRequestResult]:
-    """``len(prompts)`` concurrent streaming requests (static batch); returns when all finished."""
-    url = base_url.rstrip("/") + "/v1/completions"
+# ---- one streamed request ----------------------------------------------------------------------------
+def _request(kind: str, ids: list[int], max_tokens: int, temperature: float, model: str) -> tuple[str, dict]:
+    if kind == "sglang":
+        return "/generate", {"input_ids": ids, "stream": True,
+                             "sampling_params": {"max_new_tokens": max_tokens, "temperature": temperature,
+                                                 "ignore_eos": True}}
+    return "/v1/completions", {"model": model, "prompt": ids, "max_tokens": max_tokens, "temperature": temperature,
+                               "stream": True, "ignore_eos": True, "return_token_ids": True,
+                               "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+
+
+def _count_vllm(msg: dict, r: HttpRequestResult, st: dict) -> int:
+    usage = msg.get("usage") or {}
+    n = None
+    for ch in msg.get("choices") or []:
+        if ch.get("token_ids") is not None:
+            n = (n or 0) + len(ch["token_ids"])
+            r.count_method = "token_ids"
+    if usage.get("prompt_tokens") is not None:
+        r.prompt_tokens = int(usage["prompt_tokens"])
+    if usage.get("completion_tokens") is not None:
+        total = int(usage["completion_tokens"])
+        if n is None and r.count_method in ("", "usage_deltas"):
+            n = total - st["usage"]
+            r.count_method = "usage_deltas"
+        st["usage"] = total
+    if n is None and any(ch.get("text") for ch in msg.get("choices") or []):
+        raise ValueError("the stream carries text without token ids or usage deltas: tokens cannot be counted "
+                         "(ask the server for return_token_ids or continuous_usage_stats)")
+    return n or 0
+
+
+def _count_sglang(msg: dict, r: HttpRequestResult, st: dict) -> int:
+    meta = msg.get("meta_info")
+    if not isinstance(meta, dict) or "completion_tokens" not in meta:
+        if msg.get("text"):
+            raise ValueError("sglang chunk without meta_info.completion_tokens: tokens cannot be counted")
+        return 0
+    total = int(meta["completion_tokens"])
+    n, st["usage"] = total - st["usage"], total
+    r.count_method = "meta_info.completion_tokens"
+    r.prompt_tokens = int(meta.get("prompt_tokens") or r.prompt_tokens)
+    if meta.get("spec_verify_ct") is not None:
+        r.spec_verify_ct = int(meta["spec_verify_ct"])
+    return n
+
+
+def stream_one(client: httpx.Client, url: str, kind: str, ids: list[int], max_tokens: int, *, model: str,
+               temperature: float, timeouts: Timeouts) -> HttpRequestResult:
+    path, payload = _request(kind, ids, max_tokens, temperature, model)
+    count = _count_sglang if kind == "sglang" else _count_vllm
+    r = HttpRequestResult(prompt_tokens=len(ids))
+    st = {"usage": 0}
+    t0 = time.perf_counter()
+    r.start = t0
+    try:
+        with client.stream("POST", url + path, json=payload, timeout=timeouts.httpx()) as resp:
+            if resp.status_code != 200:
+                resp.read()
+                raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
+            for line in resp.iter_lines():
+                now = time.perf_counter() - t0
+                if now > timeouts.request_s:
+                    raise TimeoutError(f"request exceeded {timeouts.request_s:g} s")
+                line = line.strip()
+                if not line.startswith("data:"):
+                    continue
+                body = line[5:].strip()
+                if body == "[DONE]":
+                    break
+                msg = json.loads(body)
+                if "error" in msg:
+                    raise ValueError(f"server error: {msg['error']}")
+                n = count(msg, r, st)
+                if n < 0:
+                    raise ValueError("the server's token count went backwards")
+                r.token_times += [now] * n
+        if not r.token_times:
+            raise ValueError("stream ended without a token")
+        if len(r.token_times) != max_tokens:
+            raise ValueError(f"{len(r.token_times)} tokens streamed, {max_tokens} asked (ignore_eos is set)")
+        r.ok = True
+    except httpx.TimeoutException as e:
+        r.error = f"no data within {timeouts.request_s:g} s ({type(e).__name__})"
+    except (httpx.HTTPError, ValueError, TimeoutError) as e:
+        r.error = f"{type(e).__name__}: {e}"
+    return r
+
+
+def run_batch(client: httpx.Client, url: str, kind: str, prompts: list[list[int]], max_tokens: int, *, model: str,
+              temperature: float, timeouts: Timeouts) -> list[HttpRequestResult]:
+    """``len(prompts)`` concurrent streaming requests; returns when all finished or timed out."""
     results: list[HttpRequestResult | None] = [None] * len(prompts)
 
     def one(i):
-        payload = {"prompt": prompts[i], "max_tokens": max_tokens, "temperature": temperature, "stream": True,
-                   "ignore_eos": True, "return_token_ids": True,
-                   "stream_options": {"include_usage": True, "continuous_usage_stats": False}}
-        if model:
-            payload["model"] = model
-        results[i] = _post_stream(url, payload, timeout)
+        results[i] = stream_one(client, url, kind, prompts[i], max_tokens, model=model, temperature=temperature,
+                                timeouts=timeouts)
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(prompts))]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + timeout + 5
+    deadline = time.monotonic() + timeouts.request_s + timeouts.connect_s + 5
     for t in threads:
         t.join(timeout=max(0.0, deadline - time.monotonic()))
-    return [r if r is not None else HttpRequestResult(ok=False, error="request thread did not finish") for r in results]
+    return [r if r is not None else HttpRequestResult(error="request thread did not finish") for r in results]
 
 
-def run_http_point(base_url: str, prompts: list, batch: int, max_tokens: int, *, kind="auto", model=None,
-                   temperature=0.0, timeout=300.0) -> dict:
-    before = read_counters(base_url, kind)
-    t0 = time.perf_counter()
+def run_point(client: httpx.Client, url: str, kind: str, prompts: list[list[int]], batch: int, max_tokens: int, *,
+              model: str, temperature: float, timeouts: Timeouts) -> dict:
+    """One measured run of a static batch; a failed request makes the run an error."""
+    before = read_counters(client, url) if kind == "vllm" else {}
     sel = [prompts[i % len(prompts)] for i in range(batch)]
-    res = run_batch(base_url, sel, max_tokens, model=model, temperature=temperature, timeout=timeout)
-    wall = time.perf_counter() - t0
-    after = read_counters(base_url, kind)
-    ok = [r for r in res if r.ok]
-    return {"results": res, "wall_s": wall, "failures": len(res) - len(ok),
-            "tokens_per_s": sum(r.output_tokens for r in ok) / wall if wall > 0 else float("nan"),
-            "acceptance_length": acceptance_from_deltas(before, after),
-            "counter_source": after.get("source") or "none"}
-
-
-def run_http_phases(base_url: str, prompts: list, phases, max_tokens: int, *, kind="auto", model=None,
-                    temperature=0.0, timeout=300.0, max_requests: int = 10_000) -> dict:
-    """Batch profile over time: for each phase, ``concurrency`` workers each issue requests back to
-    back until the phase's ``duration_s`` has elapsed (a request started in a phase finishes even
-    past its end). Bounded by ``max_requests`` in all."""
-    before = read_counters(base_url, kind)
     t0 = time.perf_counter()
-    results: list[tuple[int, HttpRequestResult]] = []
-    lock = threading.Lock()
-    issued = [0]
-
-    def worker(phase_idx, deadline, wid):
-        k = wid
-        while time.perf_counter() < deadline:
-            with lock:
-                if issued[0] >= max_requests:
-                    return
-                issued[0] += 1
-            (r,) = run_batch(base_url, [prompts[k % len(prompts)]], max_tokens, model=model,
-                             temperature=temperature, timeout=timeout)
-            with lock:
-                results.append((phase_idx, r))
-            k += len(prompts) // 2 + 1
-
-    for i, ph in enumerate(phases):
-        deadline = time.perf_counter() + float(ph.duration_s)
-        ts = [threading.Thread(target=worker, args=(i, deadline, w), daemon=True) for w in range(ph.concurrency)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join(timeout=float(ph.duration_s) + timeout + 5)
+    res = run_batch(client, url, kind, sel, max_tokens, model=model, temperature=temperature, timeouts=timeouts)
     wall = time.perf_counter() - t0
-    after = read_counters(base_url, kind)
-    ok = [r for _, r in results if r.ok]
-    return {"results": [r for _, r in results], "phases": [i for i, _ in results], "wall_s": wall,
-            "failures": len(results) - len(ok),
-            "tokens_per_s": sum(r.output_tokens for r in ok) / wall if wall > 0 else float("nan"),
-            "acceptance_length": acceptance_from_deltas(before, after),
-            "counter_source": after.get("source") or "none"}
+    bad = [r for r in res if not r.ok]
+    if bad:
+        raise HttpBenchError(f"{url}: {len(bad)} of {len(res)} requests failed (first: {bad[0].error}); "
+                             "a run with failed requests is not a measurement")
+    if kind == "vllm":
+        acc, source = acceptance_from_deltas(before, read_counters(client, url)), "vllm:/metrics deltas"
+    else:
+        verify = [r.spec_verify_ct for r in res]
+        if any(v is None for v in verify):
+            acc, source = float("nan"), "unavailable (no meta_info.spec_verify_ct)"
+        else:
+            acc = sum(r.output_tokens for r in res) / max(1, sum(verify))
+            source = "sglang meta_info.spec_verify_ct"
+    return {"results": res, "wall_s": wall, "tokens_per_s": sum(r.output_tokens for r in res) / wall,
+            "acceptance_length": acc, "acceptance_source": source}
 
 
-def run_http_contract(contract, base_url: str, out_dir, *, model=None, kind="auto", points=None, runs=None,
-                      prefix="http", timeout=300.0) -> dict:
-    """Every operating point (or ``points``), ``runs`` runs each, against a live server; CSV + summary."""
-    import csv
-    import datetime as _dt
+# ---- the contract --------------------------------------------------------------------------------------
+RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "request_index", "prompt_tokens",
+              "output_tokens", "ttft_s", "itl_p50_s", "itl_p99_s", "tpot_s", "e2e_s", "tokens_per_s",
+              "acceptance_length", "itl_s", "count_method", "kind", "url", "model", "device", "model_device",
+              "spec_config", "provenance", "timestamp"]
+RUN_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "wall_s", "output_tokens",
+              "tokens_per_s", "mean_acceptance_length", "acceptance_source", "kind", "url", "model", "device",
+              "spec_config", "provenance", "timestamp"]
 
+
+def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
+    if not rows:
+        raise HttpBenchError(f"refusing to write an empty results file {path}")
+    with atomic.atomic_open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def contract_timeouts(contract, request_s: float | None = None, connect_s: float | None = None) -> Timeouts:
+    h = contract.http
+    return Timeouts(float(request_s or h.request_timeout_s), float(connect_s or h.connect_timeout_s))
+
+
+def run_http_contract(contract, url: str, out_dir, *, kind: str, model: str | None = None, points=None,
+                      runs: int | None = None, prefix: str = "http", timeouts: Timeouts | None = None) -> dict:
+    """Every operating point (or ``points``), ``runs`` runs each, against a live server."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    if contract.batch_profile.mode != "static":
+        raise HttpBenchError("the HTTP client runs static batches only (batch_profile.mode = 'static')")
+    url = url.rstrip("/")
+    timeouts = timeouts or contract_timeouts(contract)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    texts = [p["text"] for p in contract.load_prompts()]
     n_out = contract.prompts.output_tokens
-    temp = contract.decode.temperatures[0]
+    temps = list(contract.decode.temperatures)
+    if len(set(temps)) != 1:
+        raise HttpBenchError("the HTTP client sends one temperature to every request; the contract cycles several")
     pts = [contract.operating_point(p) for p in points] if points else list(contract.operating_points)
-    phased = contract.batch_profile.mode == "phases"
-    if phased:  # one pseudo operating point: the profile over time
-        from types import SimpleNamespace
-
-        pts = [SimpleNamespace(name="profile", batch=max(ph.concurrency for ph in contract.batch_profile.phases))]
     n_runs = runs or contract.runs.runs
-    rows, runrows = [], []
-    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    for p in pts:
-        def once(p=p):
-            if phased:
-                return run_http_phases(base_url, texts, contract.batch_profile.phases, n_out, kind=kind, model=model,
-                                       temperature=temp, timeout=timeout)
-            return run_http_point(base_url, texts, p.batch, n_out, kind=kind, model=model, temperature=temp,
-                                  timeout=timeout)
+    with httpx.Client(timeout=timeouts.httpx(), limits=httpx.Limits(max_connections=None)) as client:
+        served = probe(client, url)
+        model = model or served
+        spec = read_spec_config(client, url, kind)
+        mismatches = check_spec_config(spec, contract)
+        stamp = "" if mismatches else contract.sha256
+        spec_txt = json.dumps(spec, sort_keys=True) if spec else "unavailable"
+        prompts = [tokenize(client, url, kind, model, p["text"])[: contract.prompts.prompt_tokens]
+                   for p in contract.load_prompts()]
+        rows, runrows = [], []
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        device = f"{kind} server {url}"
+        common = {"contract_sha256": stamp, "contract_name": contract.contract.name, "kind": kind, "url": url,
+                  "model": model, "device": device, "spec_config": spec_txt, "provenance": "measured",
+                  "timestamp": now}
+        for p in pts:
+            def once(p=p):
+                return run_point(client, url, kind, prompts, p.batch, n_out, model=model, temperature=temps[0],
+                                 timeouts=timeouts)
 
-        for _ in range(contract.runs.warmup):
-            once()
-        for i in range(n_runs):
-            res = once()
-            runrows.append({"contract_sha256": contract.sha256, "point": p.name, "batch": p.batch, "run_index": i,
-                            "wall_s": res["wall_s"], "tokens_per_s": res["tokens_per_s"], "failures": res["failures"],
-                            "acceptance_length": res["acceptance_length"], "counter_source": res["counter_source"],
-                            "url": base_url, "provenance": "measured", "timestamp": now})
-            for j, r in enumerate(res["results"]):
-                itl = r.itl()
-                rows.append({"contract_sha256": contract.sha256, "point": p.name, "batch": p.batch, "run_index": i,
-                             "request_index": j, "ok": r.ok, "error": r.error, "output_tokens": r.output_tokens,
-                             "ttft_s": r.ttft, "tpot_s": r.tpot, "e2e_s": r.e2e,
-                             "itl_p50_s": stats.percentile(itl, 50), "itl_p99_s": stats.percentile(itl, 99),
-                             "itl_s": ";".join(f"{x:.6g}" for x in itl), "count_method": r.count_method,
-                             "url": base_url, "provenance": "measured", "timestamp": now})
+            for _ in range(contract.runs.warmup):
+                once()
+            for i in range(n_runs):
+                res = once()
+                runrows.append({**common, "point": p.name, "batch": p.batch, "run_index": i, "wall_s": res["wall_s"],
+                                "output_tokens": sum(r.output_tokens for r in res["results"]),
+                                "tokens_per_s": res["tokens_per_s"], "mean_acceptance_length": res["acceptance_length"],
+                                "acceptance_source": res["acceptance_source"]})
+                for j, r in enumerate(res["results"]):
+                    itl = r.itl()
+                    rows.append({**common, "point": p.name, "batch": p.batch, "run_index": i, "request_index": j,
+                                 "prompt_tokens": r.prompt_tokens, "output_tokens": r.output_tokens, "ttft_s": r.ttft,
+                                 "itl_p50_s": stats.percentile(itl, 50), "itl_p99_s": stats.percentile(itl, 99),
+                                 "tpot_s": r.tpot, "e2e_s": r.e2e, "tokens_per_s": r.output_tokens / r.e2e,
+                                 "acceptance_length": (r.acceptance_length if kind == "sglang"
+                                                       else res["acceptance_length"]),
+                                 "itl_s": ";".join(f"{x:.6g}" for x in itl), "model_device": device,
+                                 "count_method": r.count_method})
+    out.mkdir(parents=True, exist_ok=True)
     paths = {"raw": out / f"{prefix}_raw.csv", "runs": out / f"{prefix}_runs.csv", "summary": out / f"{prefix}_summary.md"}
-    for path, rr in ((paths["raw"], rows), (paths["runs"], runrows)):
-        if not rr:
-            raise RuntimeError(f"refusing to write an empty results file {path}")
-        with atomic.atomic_open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rr[0]))
-            w.writeheader()
-            w.writerows(rr)
-    L = [f"# HTTP benchmark of {base_url}", "", f"* contract sha256: `{contract.sha256}`", "",
-         "| point | batch | runs | failures | TTFT p50 (ms) | TTFT p99 (ms) | ITL p50 (ms) | ITL p99 (ms) | TPOT mean (ms) | tokens/s | acceptance (counter deltas) |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    _write_csv(paths["raw"], RAW_FIELDS, rows)
+    _write_csv(paths["runs"], RUN_FIELDS, runrows)
+    atomic.write_text(paths["summary"], _summary(contract, url, kind, model, spec_txt, mismatches, pts, rows, runrows))
+    return {"paths": paths, "rows": rows, "runs": runrows, "mismatches": mismatches, "contract_sha256": stamp}
+
+
+def _summary(contract, url, kind, model, spec_txt, mismatches, pts, rows, runrows) -> str:
+    L = [f"# HTTP benchmark of {url} ({kind})", "", f"* model: `{model}`", f"* server speculative config: `{spec_txt}`"]
+    if mismatches:
+        L += ["* **not a measurement of the contract** (no contract hash stamped):",
+              *[f"  * {m}" for m in mismatches]]
+    else:
+        L.append(f"* contract `{contract.contract.name}` sha256 `{contract.sha256}` (speculative config matches)")
+    L += ["", "| point | batch | runs | TTFT p50 (ms) | TTFT p99 (ms) | ITL p50 (ms) | ITL p99 (ms) | TPOT mean (ms) | "
+          "tokens/s | acceptance |", "|---|---|---|---|---|---|---|---|---|---|"]
     for p in pts:
-        rr = [r for r in rows if r["point"] == p.name and r["ok"]]
+        rr = [r for r in rows if r["point"] == p.name]
         ru = [r for r in runrows if r["point"] == p.name]
         itl = [float(x) for r in rr for x in r["itl_s"].split(";") if x]
         ttft = [r["ttft_s"] for r in rr]
         pc = lambda x, q: stats.percentile(x, q) * 1e3  # noqa: E731
-        acc = [r["acceptance_length"] for r in ru if np.isfinite(r["acceptance_length"])]
-        L.append(f"| {p.name} | {p.batch} | {len(ru)} | {sum(r['failures'] for r in ru)} | {pc(ttft, 50):.2f} | "
-                 f"{pc(ttft, 99):.2f} | {pc(itl, 50):.3f} | {pc(itl, 99):.3f} | "
-                 f"{np.nanmean([r['tpot_s'] for r in rr]) * 1e3 if rr else float('nan'):.3f} | "
+        acc = [r["mean_acceptance_length"] for r in ru if np.isfinite(r["mean_acceptance_length"])]
+        acc_txt = f"{np.mean(acc):.3f} ({ru[0]['acceptance_source']})" if acc else "unavailable"
+        L.append(f"| {p.name} | {p.batch} | {len(ru)} | {pc(ttft, 50):.2f} | {pc(ttft, 99):.2f} | {pc(itl, 50):.3f} | "
+                 f"{pc(itl, 99):.3f} | {np.nanmean([r['tpot_s'] for r in rr]) * 1e3:.3f} | "
                  f"{np.mean([r['tokens_per_s'] for r in ru]):.1f} | "
-                 f"{(f'{np.mean(acc):.3f}' if acc else 'unavailable')} |")
-    atomic.write_text(paths["summary"], "\n".join(L) + "\n")
-    return {"paths": paths, "rows": rows, "runs": runrows}
+                 f"{acc_txt} |")
+    return "\n".join(L) + "\n"

@@ -1,19 +1,28 @@
-"""A minimal OpenAI-compatible streaming server around the local engine (stdlib ``http.server``).
+"""A minimal streaming server around the local engine (stdlib ``http.server``) that speaks the two
+serving dialects the HTTP client measures, so the client is tested against real HTTP, real streaming
+and real speculative decoding. ``EngineServer(engine, dialect="vllm" | "sglang")``.
 
-Endpoints:
-* ``POST /v1/completions`` (``stream`` true/false; ``prompt`` text or token ids; ``max_tokens``;
-  ``temperature``; ``stream_options.include_usage``; ``return_token_ids``): each streamed chunk
-  carries every token one verify step committed (so one chunk may hold several tokens) with
-  ``choices[0].token_ids``, and the final usage chunk carries the token counts;
-* ``GET /metrics``: Prometheus text with vLLM's counter names
-  (``vllm:spec_decode_num_drafts_total``, ``vllm:spec_decode_num_draft_tokens_total``,
-  ``vllm:spec_decode_num_accepted_tokens_total``, ``vllm:generation_tokens_total``,
-  ``vllm:prompt_tokens_total``, ``vllm:request_success_total``);
-* ``GET /get_server_info``: sglang-style info with the same cumulative counters;
+Both dialects:
+* ``POST /v1/completions`` (OpenAI; ``stream``; ``prompt`` text or token ids; ``max_tokens``;
+  ``temperature``; ``stream_options.include_usage`` / ``continuous_usage_stats``; ``return_token_ids``):
+  a streamed chunk carries every token one verify step committed (several tokens per chunk);
 * ``GET /v1/models``, ``GET /health``.
 
-Requests that arrive while a batch runs wait for the next batch (static batching); a batch takes
-every waiting request (up to ``max_batch``). Bound to 127.0.0.1 on an ephemeral port by default.
+vLLM dialect: ``POST /tokenize`` (``{"tokens", "count", "max_model_len"}``); ``GET /metrics``
+(Prometheus, vLLM's counter names ``vllm:spec_decode_num_drafts_total``,
+``vllm:spec_decode_num_draft_tokens_total``, ``vllm:spec_decode_num_accepted_tokens_total``, ...);
+``GET /server_info`` (``{"vllm_config": "... speculative_config=SpeculativeConfig(method=...,
+num_spec_tokens=...) ..."}``, as vLLM serves it in dev mode).
+
+sglang dialect: ``POST /generate`` (``input_ids`` or ``text``, ``sampling_params.max_new_tokens``,
+``stream``): cumulative ``text`` and ``meta_info`` (``prompt_tokens``, ``completion_tokens``,
+``spec_verify_ct``, ``finish_reason``) per chunk; ``POST /v1/tokenize``; ``GET /server_info`` and
+``GET /get_server_info`` (server arguments ``speculative_algorithm``, ``speculative_num_steps``,
+``speculative_eagle_topk``, ``speculative_num_draft_tokens``, and ``internal_states``).
+
+The advertised speculative configuration is the engine's own (``DecodeParams``) unless ``advertise``
+overrides fields (tests of the client's configuration check). Requests that arrive while a batch runs
+wait for the next batch (static batching). Bound to 127.0.0.1 on an ephemeral port by default.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ class _Req:
     def __init__(self, ids, max_tokens, temperature):
         self.ids, self.max_tokens, self.temperature = ids, max_tokens, temperature
         self.q: queue.Queue = queue.Queue()
+        self.chunks = 0  # streamed steps: the prefill's token, then one per verify step
 
 
 class EngineWorker(threading.Thread):
@@ -74,7 +84,8 @@ class EngineWorker(threading.Thread):
                 keep = toks[: max(0, r.max_tokens - sent[i])]
                 if keep:
                     sent[i] += len(keep)
-                    r.q.put(("tokens", keep))
+                    r.chunks += 1
+                    r.q.put(("tokens", keep, max(0, r.chunks - 1)))  # verify steps so far (sglang's spec_verify_ct)
 
         self.running = len(batch)
         self.seed += 1
@@ -85,7 +96,7 @@ class EngineWorker(threading.Thread):
             with self.lock:
                 self.counters["request_failure"] += len(batch)
             for r in batch:
-                r.q.put(("error", repr(e)))
+                r.q.put(("error", repr(e), 0))
             self.running = 0
             return
         S = self.engine.params.S
@@ -99,7 +110,7 @@ class EngineWorker(threading.Thread):
                 self.counters["prompt_tokens"] += len(r.ids)
                 self.counters["request_success"] += 1
         for r in batch:
-            r.q.put(("done", None))
+            r.q.put(("done", None, max(0, r.chunks - 1)))
         self.running = 0
 
     def metrics_text(self) -> str:
@@ -114,7 +125,17 @@ class EngineWorker(threading.Thread):
         return "\n".join(lines) + "\n"
 
 
-def make_handler(worker: EngineWorker, tokenizer):
+def spec_config_of(engine, advertise: dict | None = None) -> dict:
+    """What the server advertises: the engine's own tree parameters unless overridden."""
+    p = engine.params
+    cfg = {"algorithm": "EAGLE", "num_steps": p.tree_depth, "topk": p.node_top_k, "num_draft_tokens": p.verify_num}
+    return {**cfg, **(advertise or {})}
+
+
+def make_handler(worker: EngineWorker, tokenizer, dialect: str, spec: dict, max_model_len: int):
+    if dialect not in ("vllm", "sglang"):
+        raise ValueError(f"dialect must be 'vllm' or 'sglang', not {dialect!r}")
+
     class H(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -129,99 +150,172 @@ def make_handler(worker: EngineWorker, tokenizer):
             self.end_headers()
             self.wfile.write(body)
 
+        def _server_info(self):
+            if dialect == "vllm":  # vLLM (dev mode) returns its config as one string
+                return {"vllm_config": (f"model='{MODEL_NAME}', speculative_config=SpeculativeConfig("
+                                        f"method='{str(spec['algorithm']).lower()}', model='{MODEL_NAME}-draft', "
+                                        f"num_spec_tokens={spec['num_steps']}), seed=0")}
+            with worker.lock:
+                c = dict(worker.counters)
+            return {"model_path": MODEL_NAME, "tokenizer_path": MODEL_NAME, "speculative_algorithm": spec["algorithm"],
+                    "speculative_num_steps": spec["num_steps"], "speculative_eagle_topk": spec["topk"],
+                    "speculative_num_draft_tokens": spec["num_draft_tokens"],
+                    "internal_states": [{"avg_spec_accept_length": (
+                        1 + c["spec_decode_num_accepted_tokens"] / c["spec_decode_num_drafts"]
+                        if c["spec_decode_num_drafts"] else None)}]}
+
         def do_GET(self):
-            if self.path.startswith("/metrics"):
+            path = self.path.split("?")[0]
+            if path == "/metrics" and dialect == "vllm":
                 body = worker.metrics_text().encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
-            elif self.path.startswith("/get_server_info"):
-                with worker.lock:
-                    c = dict(worker.counters)
-                self._json(200, {"model_path": MODEL_NAME, "speculative_algorithm": "EAGLE",
-                                 "internal_states": [{"spec_num_verify_ct_total": c["spec_decode_num_drafts"],
-                                                      "spec_num_accepted_tokens_total": c["spec_decode_num_accepted_tokens"]}]})
-            elif self.path.startswith("/v1/models"):
-                self._json(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model"}]})
-            elif self.path.startswith("/health"):
+            elif path == "/server_info" or (path == "/get_server_info" and dialect == "sglang"):
+                self._json(200, self._server_info())
+            elif path == "/v1/models":
+                self._json(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model",
+                                                             "max_model_len": max_model_len}]})
+            elif path == "/health":
                 self._json(200, {"status": "ok"})
             else:
                 self._json(404, {"error": f"no route {self.path}"})
 
+        def _body(self) -> dict:
+            n = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(n) or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("request body must be a JSON object")
+            return body
+
         def do_POST(self):
-            if not self.path.startswith("/v1/completions"):
-                self._json(404, {"error": f"no route {self.path}"})
-                return
+            path = self.path.split("?")[0]
+            tok_path = "/tokenize" if dialect == "vllm" else "/v1/tokenize"
             try:
-                n = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(n) or b"{}")
-                prompt = body.get("prompt", "")
-                ids = list(prompt) if isinstance(prompt, list) else tokenizer.encode(str(prompt))
-                max_tokens = int(body.get("max_tokens", 16))
-                temp = float(body.get("temperature", 0.0))
-                if max_tokens < 1 or not ids:
-                    raise ValueError("max_tokens must be >= 1 and the prompt non-empty")
+                body = self._body()
+                if path == tok_path:
+                    ids = tokenizer.encode(str(body.get("prompt", "")), bos=bool(body.get("add_special_tokens", True)))
+                    self._json(200, {"tokens": ids, "count": len(ids), "max_model_len": max_model_len})
+                    return
+                if path == "/v1/completions":
+                    prompt = body.get("prompt", "")
+                    ids = list(prompt) if isinstance(prompt, list) else tokenizer.encode(str(prompt))
+                    max_tokens, temp = int(body.get("max_tokens", 16)), float(body.get("temperature", 0.0))
+                elif path == "/generate" and dialect == "sglang":
+                    ids = body.get("input_ids") or tokenizer.encode(str(body.get("text", "")))
+                    sp = body.get("sampling_params") or {}
+                    max_tokens, temp = int(sp.get("max_new_tokens", 16)), float(sp.get("temperature", 0.0))
+                else:
+                    self._json(404, {"error": f"no route {self.path}"})
+                    return
+                if max_tokens < 1 or not ids or not all(isinstance(t, int) and 0 <= t < tokenizer.vocab_size for t in ids):
+                    raise ValueError("max_tokens must be >= 1 and the prompt non-empty valid token ids")
             except (ValueError, TypeError, json.JSONDecodeError) as e:
                 self._json(400, {"error": str(e)})
                 return
-            req = _Req(ids, max_tokens, temp)
+            req = _Req([int(t) for t in ids], max_tokens, temp)
             worker.submit(req)
-            rid = "cmpl-" + uuid.uuid4().hex[:16]
-            created = int(time.time())
-            usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
-            if not body.get("stream"):
-                toks, err = [], None
-                while True:
-                    kind, val = req.q.get()
-                    if kind == "tokens":
-                        toks += val
-                    elif kind == "error":
-                        err = val
-                        break
-                    else:
-                        break
-                if err:
-                    self._json(500, {"error": err})
+            if path == "/generate":
+                self._stream_sglang(req, bool(body.get("stream")))
+            else:
+                self._completions(req, body)
+
+        def _events(self, req):
+            while True:
+                kind, val, verify_ct = req.q.get()
+                yield kind, val, verify_ct
+                if kind != "tokens":
                     return
-                self._json(200, {"id": rid, "object": "text_completion", "created": created, "model": MODEL_NAME,
-                                 "choices": [{"index": 0, "text": tokenizer.decode(toks), "token_ids": toks,
-                                              "finish_reason": "length"}],
-                                 "usage": {"prompt_tokens": len(ids), "completion_tokens": len(toks),
-                                           "total_tokens": len(ids) + len(toks)}})
-                return
+
+        def _sse_start(self):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            sent = 0
 
-            def chunk(obj):
-                self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
-                self.wfile.flush()
+        def _chunk(self, obj):
+            self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+            self.wfile.flush()
 
+        def _stream_sglang(self, req, stream: bool):
+            rid = uuid.uuid4().hex
+            toks: list[int] = []
+
+            def msg(verify_ct, finish):
+                return {"text": tokenizer.decode(toks), "output_ids": list(toks),
+                        "meta_info": {"id": rid, "prompt_tokens": len(req.ids), "completion_tokens": len(toks),
+                                      "spec_verify_ct": verify_ct, "finish_reason": finish}}
+
+            if not stream:
+                for kind, val, vc in self._events(req):
+                    if kind == "tokens":
+                        toks.extend(val)
+                    elif kind == "error":
+                        self._json(500, {"error": val})
+                        return
+                    else:
+                        self._json(200, msg(vc, {"type": "length", "length": len(toks)}))
+                return
+            self._sse_start()
             try:
-                while True:
-                    kind, val = req.q.get()
+                for kind, val, vc in self._events(req):
+                    if kind == "tokens":
+                        toks.extend(val)
+                        self._chunk(msg(vc, None))
+                    elif kind == "error":
+                        self._chunk({"error": {"message": val}})
+                    else:
+                        self._chunk(msg(vc, {"type": "length", "length": len(toks)}))
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def _completions(self, req, body):
+            rid = "cmpl-" + uuid.uuid4().hex[:16]
+            created = int(time.time())
+            so = body.get("stream_options") or {}
+            usage_wanted, continuous = bool(so.get("include_usage")), bool(so.get("continuous_usage_stats"))
+            with_ids = bool(body.get("return_token_ids"))
+            n_prompt = len(req.ids)
+
+            def choice(val, finish):
+                c = {"index": 0, "text": tokenizer.decode(val), "finish_reason": finish}
+                if with_ids:
+                    c["token_ids"] = list(val)
+                return c
+
+            def usage(n):
+                return {"prompt_tokens": n_prompt, "completion_tokens": n, "total_tokens": n_prompt + n}
+
+            head = {"id": rid, "object": "text_completion", "created": created, "model": MODEL_NAME}
+            if not body.get("stream"):
+                toks = []
+                for kind, val, _ in self._events(req):
+                    if kind == "tokens":
+                        toks += val
+                    elif kind == "error":
+                        self._json(500, {"error": val})
+                        return
+                self._json(200, {**head, "choices": [choice(toks, "length")], "usage": usage(len(toks))})
+                return
+            self._sse_start()
+            sent = 0
+            try:
+                for kind, val, _ in self._events(req):
                     if kind == "tokens":
                         sent += len(val)
-                        chunk({"id": rid, "object": "text_completion", "created": created, "model": MODEL_NAME,
-                               "choices": [{"index": 0, "text": tokenizer.decode(val), "token_ids": val,
-                                            "finish_reason": None}]})
+                        self._chunk({**head, "choices": [choice(val, None)], **({"usage": usage(sent)} if continuous else {})})
                     elif kind == "error":
-                        chunk({"error": {"message": val}})
-                        break
+                        self._chunk({"error": {"message": val}})
                     else:
-                        chunk({"id": rid, "object": "text_completion", "created": created, "model": MODEL_NAME,
-                               "choices": [{"index": 0, "text": "", "token_ids": [], "finish_reason": "length"}]})
+                        self._chunk({**head, "choices": [choice([], "length")]})
                         if usage_wanted:
-                            chunk({"id": rid, "object": "text_completion", "created": created, "model": MODEL_NAME,
-                                   "choices": [], "usage": {"prompt_tokens": len(ids), "completion_tokens": sent,
-                                                            "total_tokens": len(ids) + sent}})
-                        break
+                            self._chunk({**head, "choices": [], "usage": usage(sent)})
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
@@ -233,9 +327,14 @@ def make_handler(worker: EngineWorker, tokenizer):
 class EngineServer:
     """``with EngineServer(engine) as s: s.url``: serves on 127.0.0.1, ephemeral port."""
 
-    def __init__(self, engine, host: str = "127.0.0.1", port: int = 0, max_batch: int = 128):
+    def __init__(self, engine, host: str = "127.0.0.1", port: int = 0, max_batch: int = 128, *,
+                 dialect: str = "vllm", advertise: dict | None = None):
         self.worker = EngineWorker(engine, max_batch=max_batch)
-        self.httpd = ThreadingHTTPServer((host, port), make_handler(self.worker, engine.tokenizer))
+        self.dialect = dialect
+        self.spec = spec_config_of(engine, advertise)
+        handler = make_handler(self.worker, engine.tokenizer, dialect, self.spec,
+                               engine.target.config.max_position_embeddings)
+        self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
@@ -263,12 +362,12 @@ class EngineServer:
         self.stop()
 
 
-def serve_forever(contract, backend="ref", host="127.0.0.1", port=0, device="cpu"):
+def serve_forever(contract, backend="ref", host="127.0.0.1", port=0, device="cpu", dialect="vllm"):
     from eagle4.workload.engine import LocalEngine
 
     eng = LocalEngine.from_contract(contract, backend, device=device)
-    srv = EngineServer(eng, host, port).start()
-    print(f"serving {MODEL_NAME} on {srv.url} (Ctrl-C stops)", flush=True)
+    srv = EngineServer(eng, host, port, dialect=dialect).start()
+    print(f"serving {MODEL_NAME} on {srv.url} ({dialect} dialect; Ctrl-C stops)", flush=True)
     try:
         while True:
             time.sleep(3600)
