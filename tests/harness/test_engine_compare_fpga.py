@@ -1,5 +1,7 @@
-"""FPGA-vs-H100 comparison scaffolding: the gate accepts only measured FPGA rows of the same
-contract; modelled numbers are reported separately; a gap report names the top-2 bottlenecks."""
+"""FPGA-vs-H100 comparison, like for like: the gate accepts only measured FPGA rows of the same contract
+and approximations, against H100 points that pass the contract's run rule; modelled numbers are reported
+separately and only against an H100 that ran the same model shape; a gap report names the top-2
+bottlenecks."""
 
 from __future__ import annotations
 
@@ -23,17 +25,21 @@ def _write(path, fields, rows):
         w.writerows(rows)
 
 
-def _rows(sha, itl, tps, acc, provenance="measured", device="NVIDIA H100"):
+def _rows(sha, itl, tps, acc, provenance="measured", device="NVIDIA H100", n_runs=5, spread=0.0, **extra):
     raw, runs = [], []
-    for i in range(5):
+    for i in range(n_runs):
+        t = tps * (1 + spread * (i - (n_runs - 1) / 2))
         for j in range(2):
             raw.append({"contract_sha256": sha, "point": "b1", "batch": 1, "run_index": i, "request_index": j,
-                        "output_tokens": 64, "ttft_s": 0.01, "e2e_s": 64 / tps, "itl_s": ";".join([str(itl)] * 63),
+                        "output_tokens": 64, "ttft_s": 0.01, "e2e_s": 64 / t, "itl_s": ";".join([str(itl)] * 63),
                         "itl_p99_s": itl, "acceptance_length": acc, "provenance": provenance, "device": device,
-                        "model_device": device})
-        runs.append({"contract_sha256": sha, "point": "b1", "batch": 1, "run_index": i, "tokens_per_s": tps,
+                        "model_device": device, **extra})
+        runs.append({"contract_sha256": sha, "point": "b1", "batch": 1, "run_index": i, "tokens_per_s": t,
                      "mean_acceptance_length": acc, "provenance": provenance})
     return raw, runs
+
+
+FIELDS_X = RAW_FIELDS + ["approximations", "model_hidden_size", "model_vocab_size"]
 
 
 @pytest.fixture()
@@ -61,8 +67,8 @@ def test_no_measured_fpga_means_no_signoff(setup):
 
 def test_modelled_rows_never_sign_off(setup):
     c, d = setup
-    raw, _ = _rows(c.sha256, 0.0001, 5000.0, 3.0, provenance="model", device="budget model")
-    _write(d / "fpga.csv", RAW_FIELDS, raw)
+    raw, _ = _rows(c.sha256, 0.0001, 5000.0, 3.0, provenance="model", device="budget model", approximations="exact")
+    _write(d / "fpga.csv", FIELDS_X, raw)
     res = compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
     assert not res["signed_off"]
     assert "10 non-measured rows ignored" in (d / "fpga_vs_h100_summary.md").read_text()
@@ -70,13 +76,13 @@ def test_modelled_rows_never_sign_off(setup):
 
 def test_measured_fpga_gate(setup):
     c, d = setup
-    raw, _ = _rows(c.sha256, 0.001, 400.0, 3.0, device="xcv80")   # better ITL p99
-    _write(d / "fpga.csv", RAW_FIELDS, raw)
+    raw, _ = _rows(c.sha256, 0.001, 400.0, 3.0, device="xcv80", approximations="exact")   # better ITL p99
+    _write(d / "fpga.csv", FIELDS_X, raw)
     res = compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
     assert "| PASS |" in (d / "fpga_vs_h100_summary.md").read_text()
     assert not res["signed_off"]  # csim leg not run: still no sign-off
-    raw, _ = _rows(c.sha256, 0.003, 200.0, 3.0, device="xcv80")   # worse ITL, lower tok/s
-    _write(d / "fpga.csv", RAW_FIELDS, raw)
+    raw, _ = _rows(c.sha256, 0.003, 200.0, 3.0, device="xcv80", approximations="exact")   # worse ITL, lower tok/s
+    _write(d / "fpga.csv", FIELDS_X, raw)
     compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
     assert "| SHORT |" in (d / "fpga_vs_h100_summary.md").read_text()
 
@@ -95,8 +101,7 @@ def test_missing_baseline_is_a_clear_error(setup):
         compare(c, d / "nope.csv", d, run_csim=False)
 
 
-def test_modelled_leg_is_labelled_model(setup):
-    c, d = setup
+def _sheet(c, d):
     from eagle4.budget.config import fpga_section
     from eagle4.budget.model import DRAFT_STAGES, VERIFY_STAGES
 
@@ -104,10 +109,88 @@ def test_modelled_leg_is_labelled_model(setup):
     rows = [{"contract_sha256": c.sha256, "backend": "fused", "stage": st, "batch": 1, "fclk_mhz": fclk, "T_us": 10.0}
             for st in DRAFT_STAGES + VERIFY_STAGES]
     _write(d / "sheet.csv", ["contract_sha256", "backend", "stage", "batch", "fclk_mhz", "T_us"], rows)
+    return len(DRAFT_STAGES + VERIFY_STAGES) - 1  # draft LM head excluded
+
+
+def test_modelled_leg_needs_an_h100_at_deployment_shape_with_the_same_approximations(setup):
+    from eagle4.budget.config import fpga_section
+    from eagle4.workload.compare_fpga import fused_approximations
+
+    c, d = setup
+    n_stages = _sheet(c, d)
+    m = fpga_section(c).model
+    raw, runs = _rows(c.sha256, 0.002, 500.0, 3.0, approximations=fused_approximations(c),
+                      model_hidden_size=m.hidden_size, model_vocab_size=m.vocab_size)
+    _write(d / "h100_baseline_raw.csv", FIELDS_X, raw)
+    _write(d / "h100_baseline_runs.csv", RUN_FIELDS, runs)
     res = compare(c, d / "h100_baseline_raw.csv", d, budget_sheet=d / "sheet.csv", run_csim=False)
     model = [r for r in res["raw"] if r["provenance"] == "model"]
-    assert len(model) == 1 and model[0]["side"] == "fpga"
-    n_stages = len(DRAFT_STAGES + VERIFY_STAGES) - 1  # draft LM head excluded
+    assert len(model) == 1 and model[0]["side"] == "fpga" and model[0]["approximations"] == fused_approximations(c)
     # ITL_h100 * (1 - share(K*, host_*)) + T / acceptance = 2 ms * 0.6 + n*10 us / 3
     assert model[0]["value"] == pytest.approx(0.002 * 0.6 + n_stages * 10e-6 / 3.0)
     assert not res["signed_off"]
+    # the same H100 rows without the approximations (the exact draft): not like for like
+    raw, _ = _rows(c.sha256, 0.002, 500.0, 3.0, model_hidden_size=m.hidden_size, model_vocab_size=m.vocab_size)
+    _write(d / "h100_baseline_raw.csv", FIELDS_X, raw)
+    res = compare(c, d / "h100_baseline_raw.csv", d, budget_sheet=d / "sheet.csv", run_csim=False)
+    assert not [r for r in res["raw"] if r["provenance"] == "model"]
+    assert "approximations differ" in (d / "fpga_vs_h100_summary.md").read_text()
+
+
+def test_modelled_fpga_never_combined_with_the_toy_model(setup):
+    """The default contract's H100 ran the embedded pair: the deployment-shape budget model is not
+    combined with it."""
+    c, d = setup
+    _sheet(c, d)
+    res = compare(c, d / "h100_baseline_raw.csv", d, budget_sheet=d / "sheet.csv", run_csim=False)
+    assert not [r for r in res["raw"] if r["provenance"] == "model"]
+    assert "never combined with a toy-model H100 number" in (d / "fpga_vs_h100_summary.md").read_text()
+
+
+@pytest.mark.parametrize("n_runs, spread, why", [(5, 0.05, "CoV .* over the contract.s limit"), (4, 0.0, r"4 run\(s\)")])
+def test_only_baseline_points_that_pass_the_run_rule(setup, n_runs, spread, why):
+    c, d = setup
+    raw, runs = _rows(c.sha256, 0.002, 500.0, 3.0, n_runs=n_runs, spread=spread)
+    _write(d / "h100_baseline_raw.csv", RAW_FIELDS, raw)
+    _write(d / "h100_baseline_runs.csv", RUN_FIELDS, runs)
+    fraw, _ = _rows(c.sha256, 0.0001, 5000.0, 3.0, device="xcv80", approximations="exact")
+    _write(d / "fpga.csv", FIELDS_X, fraw)
+    with pytest.raises(RuntimeError, match=why):
+        compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
+    assert not (d / "fpga_vs_h100_raw.csv").exists(), "nothing written from a noisy baseline"
+
+
+def test_different_approximations_are_not_compared(setup):
+    c, d = setup
+    fraw, _ = _rows(c.sha256, 0.0001, 5000.0, 3.0, device="xcv80", approximations="hot_vocab+int8_lm_head")
+    _write(d / "fpga.csv", FIELDS_X, fraw)
+    res = compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
+    md = (d / "fpga_vs_h100_summary.md").read_text()
+    assert "NOT COMPARABLE" in md and "| PASS |" not in md and not res["signed_off"]
+    assert "different approximations" in res["verdict"]
+    # an H100 with the same approximations (FR-spec hot vocabulary, int8 head) is compared
+    raw, runs = _rows(c.sha256, 0.002, 500.0, 3.0, approximations="int8_lm_head+hot_vocab")
+    _write(d / "h100_baseline_raw.csv", FIELDS_X, raw)
+    compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
+    assert "| PASS |" in (d / "fpga_vs_h100_summary.md").read_text()
+
+
+def test_measured_fpga_rows_must_name_their_approximations(setup):
+    c, d = setup
+    fraw, _ = _rows(c.sha256, 0.001, 400.0, 3.0, device="xcv80")
+    _write(d / "fpga.csv", RAW_FIELDS, fraw)
+    with pytest.raises(ValueError, match="approximations"):
+        compare(c, d / "h100_baseline_raw.csv", d, fpga_measured=d / "fpga.csv", run_csim=False)
+
+
+def test_reads_the_http_client_output(setup):
+    """A baseline measured through `eagle4 workload http` (its CSV columns) is a valid input."""
+    from eagle4.workload import http_client as H
+
+    c, d = setup
+    raw, runs = _rows(c.sha256, 0.002, 500.0, 3.0, device="sglang server http://h100:30000")
+    _write(d / "http_raw.csv", H.RAW_FIELDS, raw)
+    _write(d / "http_runs.csv", H.RUN_FIELDS, runs)
+    res = compare(c, d / "http_raw.csv", d, run_csim=False)
+    h = {r["metric"]: r["value"] for r in res["raw"] if r["side"] == "h100"}
+    assert h["tokens_per_s"] == pytest.approx(500.0) and h["itl_p99_s"] == pytest.approx(0.002)

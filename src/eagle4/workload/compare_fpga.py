@@ -1,20 +1,36 @@
-"""FPGA-vs-H100 comparison on the same workload (the benchmark contract).
+"""FPGA-vs-H100 comparison on the same workload (the benchmark contract), like for like.
 
-Three separate things, never mixed:
+What is compared, and what is refused:
+
+* **Baseline points.** Only H100 points that pass the contract's run rule count: at least
+  ``[runs] runs`` (>= 5) independent runs and CoV of tokens/s <= ``[runs] cov_max``. A point that fails
+  is listed as excluded and cannot sign off.
+* **Same contract** on both sides (contract hash of every row).
+* **Same approximations** on both sides. Each side declares what its draft LM head and drafter
+  use (``approximations`` column: ``exact`` or a ``+``-joined subset of ``hot_vocab``, ``int8_lm_head``,
+  ``int8_drafter``; an H100 may use the hot vocabulary too, sglang's FR-spec). H100 rows without the
+  column ran the exact draft; measured FPGA rows must say; the modelled FPGA design is ``[fpga.fused]``
+  of the contract. A point whose sides differ is not compared.
+* **Same model.** The modelled FPGA figure (budget model of ``eagle4.budget`` at ``[fpga.model]``, the
+  deployment shape) is combined with an H100 figure only when the H100 ran that shape too
+  (``model_hidden_size`` / ``model_vocab_size`` columns, else the contract's local target config). A
+  toy-model H100 number and a deployment-shape model are never combined.
+
+Three legs, never mixed:
 1. **Correctness (csim)**: the contract's workload (a few prompts, short outputs) runs with the
    kernels on the ``csim`` backend (kernels csim lacks fall back to ref and are named) and must give
    token-for-token the same output as the ref kernels.
 2. **Modelled comparison** (provenance ``model``): FPGA kernel latency per decode cycle from the
-   budget model of ``eagle4.budget`` (``budget_sheet.csv``: fused backend, public-estimate clock,
-   K1-K7 stages and glue, the draft LM head excluded), substituted for the H100's measured kernel
-   and host-glue time inside the loop: ``ITL_model = ITL_h100 * (1 - share_h100(K*, host_*)) +
-   T_fpga_per_cycle / tokens_per_cycle``. Reported, never used for sign-off.
+   budget sheet (fused backend, public-estimate clock, K1-K7 stages and glue, the draft LM head
+   excluded), substituted for the H100's measured kernel and host-glue time inside the loop:
+   ``ITL_model = ITL_h100 * (1 - share_h100(K*, host_*)) + T_fpga_per_cycle / tokens_per_cycle``.
+   Reported, never used for sign-off.
 3. **Competition gate** (sign-off): accepts only FPGA rows with provenance ``measured`` under the
-   same contract hash. Pass when the FPGA's ITL p99 is below the H100's, or its tokens/s is higher at
-   the same acceptance length (within 2 %). When short (or when no measured FPGA rows exist), a gap
-   report names the top-2 bottlenecks.
+   same contract hash and approximations. Pass when the FPGA's ITL p99 is below the H100's, or its
+   tokens/s is higher at the same acceptance length (within 2 %). When short (or when no measured
+   FPGA rows exist), a gap report names the top-2 bottlenecks.
 
-Writes ``fpga_vs_h100_raw.csv`` and ``fpga_vs_h100_summary.md``.
+Writes ``fpga_vs_h100_raw.csv`` and ``fpga_vs_h100_summary.md`` (atomically).
 """
 
 from __future__ import annotations
@@ -28,8 +44,100 @@ from eagle4 import stats
 from eagle4.contract import ContractMismatch, ensure_same_contract
 from eagle4.report import atomic
 
-RAW_FIELDS = ["contract_sha256", "point", "batch", "side", "metric", "value", "unit", "provenance", "device", "source"]
+RAW_FIELDS = ["contract_sha256", "point", "batch", "side", "metric", "value", "unit", "provenance", "device",
+              "approximations", "source"]
 ACCEPT_TOL = 0.02
+APPROXIMATIONS = ("hot_vocab", "int8_lm_head", "int8_drafter")
+
+
+def approximations_label(parts) -> str:
+    """Canonical label of a set of draft approximations (``exact`` when none)."""
+    parts = sorted(set(parts))
+    unknown = [x for x in parts if x not in APPROXIMATIONS]
+    if unknown:
+        raise ValueError(f"unknown approximation(s) {unknown}; known: {list(APPROXIMATIONS)}")
+    return "+".join(parts) or "exact"
+
+
+def parse_approximations(label: str) -> str:
+    label = (label or "").strip()
+    if label in ("", "exact"):
+        return "exact"
+    return approximations_label(label.split("+"))
+
+
+def fused_approximations(contract) -> str:
+    """The approximations of the fused FPGA design (``[fpga.fused]``)."""
+    from eagle4.contract import fpga_section
+
+    f = fpga_section(contract).fused
+    return approximations_label([n for n, on in (("hot_vocab", f.lm_head_vocab == "hot"),
+                                                 ("int8_lm_head", f.lm_head_dtype == "int8"),
+                                                 ("int8_drafter", f.drafter_dtype == "int8")) if on])
+
+
+def _side_approximations(rows: list[dict], side: str, default: str | None) -> str:
+    labels = {parse_approximations(r["approximations"]) for r in rows if r.get("approximations") not in (None, "")}
+    if any(r.get("approximations") in (None, "") for r in rows):
+        if default is None:
+            raise ValueError(f"{side} rows do not say which approximations they ran (column 'approximations')")
+        labels.add(default)
+    if len(labels) != 1:
+        raise ValueError(f"{side} rows mix approximations {sorted(labels)}")
+    return labels.pop()
+
+
+def baseline_validity(contract, raw: list[dict], runs: list[dict] | None, point: str) -> tuple[bool, str]:
+    """The contract's run rule (:mod:`eagle4.validity`) on one H100 point, from its per-run rows (or the
+    per-request rows grouped by run)."""
+    from eagle4.validity import RunRule, summarize_runs
+
+    if runs:
+        per_run = [r for r in runs if r["point"] == point]
+    else:
+        by_run: dict = {}
+        for r in raw:
+            if r["point"] == point:
+                by_run.setdefault(r["run_index"], []).append(r)
+        per_run = [{"tokens_per_s": sum(float(x["output_tokens"]) for x in v) / max(float(x["e2e_s"]) for x in v),
+                    "provenance": v[0].get("provenance", ""), "contract_sha256": v[0].get("contract_sha256")}
+                   for v in by_run.values()]
+    s = summarize_runs(per_run, value="tokens_per_s", metric=f"tokens/s at {point}", rule=RunRule.from_contract(contract),
+                       duration="wall_s" if per_run and "wall_s" in per_run[0] else None,
+                       contract_sha256=contract.sha256)
+    return s.valid, ("; ".join(s.reasons) if s.reasons else f"{s.n_runs} runs, CoV {s.cov:.1%}")
+
+
+def _model_leg_refusal(shape, deploy, h_approx: str, model_approx: str) -> str:
+    """Why the modelled FPGA figure may not be combined with this H100 baseline ("" when it may)."""
+    if shape is None:
+        return "the H100 model shape is unknown (no model_hidden_size/model_vocab_size columns, no local target)"
+    if tuple(shape) != tuple(deploy):
+        return (f"the H100 ran a model of hidden {shape[0]}, vocab {shape[1]}; the budget model describes "
+                f"[fpga.model] (hidden {deploy[0]}, vocab {deploy[1]}): a modelled FPGA figure is never combined "
+                "with a toy-model H100 number")
+    if h_approx != model_approx:
+        return f"approximations differ: H100 {h_approx}, modelled fused design {model_approx}"
+    return ""
+
+
+def h100_model_shape(contract, raw: list[dict]) -> tuple[int, int] | None:
+    """(hidden, vocab) of the model the H100 ran: the rows' columns, else the contract's model (a dummy
+    load's architecture or the local target's config.json)."""
+    import json
+
+    cols = {(r.get("model_hidden_size"), r.get("model_vocab_size")) for r in raw}
+    if all(h not in (None, "") and v not in (None, "") for h, v in cols) and len(cols) == 1:
+        h, v = cols.pop()
+        return int(h), int(v)
+    if contract.model.load == "dummy":  # deployment shape generated on the device
+        a = contract.model.target_arch
+        return a.hidden_size, a.vocab_size
+    cfg = contract.resolve(contract.model.target) / "config.json"
+    if cfg.is_file():
+        d = json.loads(cfg.read_text())
+        return int(d["hidden_size"]), int(d["vocab_size"])
+    return None
 
 
 def _read(path) -> list[dict]:
@@ -125,6 +233,8 @@ def budget_model(contract, sheet_path: Path) -> dict:
 
 def compare(contract, h100_csv, out_dir="reports", *, fpga_measured=None, points=None, budget_sheet=None,
             run_csim: bool = True) -> dict:
+    from eagle4.contract import fpga_section
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     h100_csv = Path(h100_csv)
@@ -134,27 +244,36 @@ def compare(contract, h100_csv, out_dir="reports", *, fpga_measured=None, points
     ensure_same_contract(h_raw, expected=contract.sha256)
     base = str(h100_csv).removesuffix("_raw.csv")
     h_runs = _read(base + "_runs.csv") if Path(base + "_runs.csv").exists() else None
+    if h_runs:
+        ensure_same_contract(h_runs, expected=contract.sha256)
     h_prof = _read(base + "_profile.csv") if Path(base + "_profile.csv").exists() else []
-    f_rows = []
+    h_approx = _side_approximations(h_raw, f"H100 baseline {h100_csv}", default="exact")
+    f_rows, f_approx, dropped = [], None, 0
     if fpga_measured:
         f_all = _read(fpga_measured)
         f_rows = [r for r in f_all if r.get("provenance") == "measured"]
         dropped = len(f_all) - len(f_rows)
         if f_rows:
             ensure_same_contract(f_rows + h_raw)
-    else:
-        dropped = 0
+            f_approx = _side_approximations(f_rows, f"measured FPGA rows {fpga_measured}", default=None)
+    model_approx = fused_approximations(contract)
+    fm = fpga_section(contract).model
+    shape = h100_model_shape(contract, h_raw)
+    model_why = _model_leg_refusal(shape, (fm.hidden_size, fm.vocab_size), h_approx, model_approx)
+    model_ok = not model_why
     pts = points or list(dict.fromkeys(r["point"] for r in h_raw))
-    sheet = budget_model(contract, Path(budget_sheet) if budget_sheet else out / "budget_sheet.csv")
+    sheet = budget_model(contract, Path(budget_sheet) if budget_sheet else out / "budget_sheet.csv") if model_ok else {}
     csim = csim_parity(contract) if run_csim else {"status": "not run", "detail": "run_csim=False"}
     raw: list[dict] = []
     lines = ["# FPGA vs H100 on the same workload", "", f"* contract sha256: `{contract.sha256}`",
-             f"* H100 baseline: `{h100_csv}`", f"* csim correctness: **{csim['status']}** ({csim.get('detail', '')})"]
+             f"* H100 baseline: `{h100_csv}` (approximations: {h_approx}; model "
+             f"{f'hidden {shape[0]}, vocab {shape[1]}' if shape else 'unknown'})",
+             f"* csim correctness: **{csim['status']}** ({csim.get('detail', '')})"]
     if csim.get("used"):
         lines.append("  * kernels per backend: " + ", ".join(f"{k}={v}" for k, v in sorted(csim["used"].items())))
-    lines += [f"* measured FPGA rows: {len(f_rows)}" + (f" ({dropped} non-measured rows ignored for sign-off)" if dropped else ""),
-              ""]
-    verdicts = []
+    lines += [f"* measured FPGA rows: {len(f_rows)}" + (f" (approximations: {f_approx})" if f_rows else "")
+              + (f" ({dropped} non-measured rows ignored for sign-off)" if dropped else ""), ""]
+    verdicts, excluded = [], []
     gate_rows = ["| point | H100 ITL p99 (ms) | FPGA ITL p99 (ms) | H100 tok/s | FPGA tok/s | H100 acc | FPGA acc | result |",
                  "|---|---|---|---|---|---|---|---|"]
     model_rows = ["| point | H100 ITL p50 (ms) | H100 kernel+glue share | FPGA kernels+glue / cycle (us, model) | ITL p50 with FPGA kernels (ms, model) |",
@@ -164,31 +283,44 @@ def compare(contract, h100_csv, out_dir="reports", *, fpga_measured=None, points
         h = _point_stats(h_raw, h_runs, p)
         if not h:
             continue
+        valid, why = baseline_validity(contract, h_raw, h_runs, p)
+        if not valid:
+            excluded.append(f"* {p}: {why}: not a baseline point (the contract's run rule)")
+            verdicts.append(False)
+            continue
+        common = {"contract_sha256": contract.sha256, "point": p, "batch": h["batch"]}
         for m, unit in (("itl_p50_s", "s"), ("itl_p99_s", "s"), ("ttft_p50_s", "s"), ("tokens_per_s", "tok/s"),
                         ("acceptance_length", "tokens/step")):
-            raw.append({"contract_sha256": contract.sha256, "point": p, "batch": h["batch"], "side": "h100", "metric": m,
-                        "value": h[m], "unit": unit, "provenance": "measured", "device": h["device"], "source": str(h100_csv)})
+            raw.append({**common, "side": "h100", "metric": m, "value": h[m], "unit": unit, "provenance": "measured",
+                        "device": h["device"], "approximations": h_approx, "source": str(h100_csv)})
         shares = _profile_shares(h_prof, p)
         kshare = sum(v for k, v in shares.items() if k.startswith(("K", "host_")))
-        # modelled leg
+        # modelled leg: only like for like (same model shape, same approximations)
         t_cyc = sheet.get(h["batch"])
-        if t_cyc is not None and shares:
+        if model_ok and t_cyc is not None and shares:
             tok_per_cycle = h["acceptance_length"]  # per request; the cycle serves the batch in parallel
             itl_model = h["itl_p50_s"] * (1 - kshare) + t_cyc / max(tok_per_cycle, 1e-9)
-            raw.append({"contract_sha256": contract.sha256, "point": p, "batch": h["batch"], "side": "fpga",
-                        "metric": "itl_p50_s", "value": itl_model, "unit": "s", "provenance": "model",
-                        "device": f"budget model @ {sheet['_fclk_mhz']} MHz", "source": "budget_sheet.csv"})
+            raw.append({**common, "side": "fpga", "metric": "itl_p50_s", "value": itl_model, "unit": "s",
+                        "provenance": "model", "device": f"budget model @ {sheet['_fclk_mhz']} MHz",
+                        "approximations": model_approx, "source": "budget_sheet.csv"})
             model_rows.append(f"| {p} | {h['itl_p50_s'] * 1e3:.3f} | {kshare:.1%} | {t_cyc * 1e6:.1f} | {itl_model * 1e3:.3f} |")
         else:
-            why = sheet.get("_reason") or (f"no budget row for batch {h['batch']}" if shares else "no H100 profile CSV")
+            why = model_why or sheet.get("_reason") or (f"no budget row for batch {h['batch']}" if shares
+                                                        else "no H100 profile CSV")
             model_rows.append(f"| {p} | {h['itl_p50_s'] * 1e3:.3f} | {kshare:.1%} | n/a | n/a ({why}) |")
-        # sign-off leg: measured FPGA only
+        # sign-off leg: measured FPGA only, same approximations
         fr = [r for r in f_rows if r["point"] == p]
-        if fr:
+        if fr and f_approx != h_approx:
+            gate_rows.append(f"| {p} | {h['itl_p99_s'] * 1e3:.3f} | - | {h['tokens_per_s']:.1f} | - | "
+                             f"{h['acceptance_length']:.3f} | - | NOT COMPARABLE (approximations: H100 {h_approx}, "
+                             f"FPGA {f_approx}) |")
+            verdicts.append(False)
+            gaps.append((p, shares))
+        elif fr:
             f = _point_stats(fr, None, p)
             for m, unit in (("itl_p99_s", "s"), ("tokens_per_s", "tok/s"), ("acceptance_length", "tokens/step")):
-                raw.append({"contract_sha256": contract.sha256, "point": p, "batch": f["batch"], "side": "fpga",
-                            "metric": m, "value": f[m], "unit": unit, "provenance": "measured", "device": f["device"],
+                raw.append({**common, "batch": f["batch"], "side": "fpga", "metric": m, "value": f[m], "unit": unit,
+                            "provenance": "measured", "device": f["device"], "approximations": f_approx,
                             "source": str(fpga_measured)})
             same_acc = abs(f["acceptance_length"] - h["acceptance_length"]) <= ACCEPT_TOL * h["acceptance_length"]
             win = f["itl_p99_s"] < h["itl_p99_s"] or (f["tokens_per_s"] > h["tokens_per_s"] and same_acc)
@@ -204,16 +336,26 @@ def compare(contract, h100_csv, out_dir="reports", *, fpga_measured=None, points
             verdicts.append(False)
             gaps.append((p, shares))
     if not raw:
-        raise RuntimeError("refusing to write an empty comparison: no H100 rows for the requested points")
+        raise RuntimeError("refusing to write an empty comparison: no H100 point of the requested ones passes the "
+                           "contract's run rule" + (f" ({'; '.join(x[2:] for x in excluded)})" if excluded else ""))
     signed = bool(verdicts) and all(verdicts) and csim["status"] == "pass"
+    reasons = []
+    if csim["status"] != "pass":
+        reasons.append("csim correctness did not pass")
+    if excluded:
+        reasons.append(f"{len(excluded)} H100 point(s) fail the run rule")
+    if not f_rows:
+        reasons.append("no measured FPGA numbers (modelled numbers never sign off)")
+    elif f_approx != h_approx:
+        reasons.append(f"the sides ran different approximations (H100 {h_approx}, FPGA {f_approx})")
+    elif not signed:
+        reasons.append("the measured FPGA is short of the H100 at some point")
     verdict = ("SIGN-OFF: the FPGA beats the H100 at every point (measured)" if signed else
-               "NO SIGN-OFF: " + ("csim correctness did not pass; " if csim["status"] != "pass" else "") +
-               ("no measured FPGA numbers (modelled numbers never sign off)" if not f_rows else
-                "the measured FPGA is short of the H100 at some point"))
+               "NO SIGN-OFF: " + "; ".join(reasons))
+    if excluded:
+        lines += ["## Excluded baseline points", "", *excluded, ""]
     lines += ["## Competition gate (sign-off: measured FPGA only)", "", *gate_rows, "", f"**{verdict}**", "",
-              "## Modelled comparison (provenance model, not for sign-off)", "", *model_rows, "",
-              "The budget model's stage sizes come from `[fpga.model]` of the contract (the deployment model), not",
-              "from the embedded toy pair the H100 ran; read the modelled ITL as the kernels' contribution only.", ""]
+              "## Modelled comparison (provenance model, not for sign-off)", "", *model_rows, ""]
     if gaps:
         lines += ["## Gap report (top-2 bottlenecks)", ""]
         for p, shares in gaps:
@@ -242,4 +384,4 @@ def compare(contract, h100_csv, out_dir="reports", *, fpga_measured=None, points
         w.writeheader()
         w.writerows(raw)
     atomic.write_text(paths["summary"], "\n".join(lines).rstrip() + "\n")
-    return {"verdict": verdict, "signed_off": signed, "paths": paths, "csim": csim, "raw": raw}
+    return {"verdict": verdict, "signed_off": signed, "paths": paths, "csim": csim, "raw": raw, "excluded": excluded}
