@@ -47,9 +47,9 @@ def test_hash_is_stable_and_content_sensitive(tmp_path):
     b = load_contract(p, verify_files=False)
     assert a.sha256 == b.sha256  # location does not matter
     # comments and whitespace do not matter
-    p.write_text("# another comment\n" + DEFAULT.read_text().replace("batch = 8", "batch   =   8"))
+    p.write_text("# another comment\n" + DEFAULT.read_text().replace("batch = 4", "batch   =   4"))
     assert load_contract(p, verify_files=False).sha256 == a.sha256
-    p.write_text(DEFAULT.read_text().replace("output_tokens = 64", "output_tokens = 65"))
+    p.write_text(DEFAULT.read_text().replace("output_tokens = 32", "output_tokens = 33"))
     assert load_contract(p, verify_files=False).sha256 != a.sha256
 
 
@@ -59,8 +59,8 @@ def test_hash_is_stable_and_content_sensitive(tmp_path):
     ("max_tree_width = 4 ", "max_tree_width = 8 ", "decode"),
     ("verify_num = 16", "verify_num = 64", "decode"),
     ("temperatures = [0.0]", "temperatures = [-1.0]", "decode.temperatures"),
-    ("name = \"b8\"", "name = \"b1\"", "operating_points"),
-    ("batch = 128", "batch = 129", "operating_points[3].batch"),
+    ("name = \"b4\"", "name = \"b1\"", "operating_points"),
+    ("batch = 16", "batch = 129", "operating_points[2].batch"),
     ("stop_on_eos = false", "stop_on_eos = false\nbogus = 1", "decode.bogus"),
 ])
 def test_invalid_fields_are_named(tmp_path, old, new, field):
