@@ -84,7 +84,7 @@ def test_prompts_cut_with_the_servers_tokenizer(client, vllm, sglang, engine, co
 def test_vllm_counts_tokens_not_chunks_and_acceptance_from_counter_deltas(client, vllm, contract):
     prompts = _prompts(client, vllm, "vllm", contract)
     before = read_counters(client, vllm.url)
-    res = run_point(client, vllm.url, "vllm", prompts, 2, 24, model=MODEL_NAME, temperature=0.0, timeouts=T)
+    res = run_point(client, vllm.url, "vllm", prompts, 2, 24, model=MODEL_NAME, temperatures=[0.0], timeouts=T)
     after = read_counters(client, vllm.url)
     for r in res["results"]:
         assert r.ok and r.output_tokens == 24 and r.count_method == "token_ids"
@@ -100,7 +100,7 @@ def test_vllm_counts_tokens_not_chunks_and_acceptance_from_counter_deltas(client
 
 def test_sglang_acceptance_from_per_request_spec_verify_ct(client, sglang, contract):
     prompts = _prompts(client, sglang, "sglang", contract)
-    res = run_point(client, sglang.url, "sglang", prompts, 2, 24, model=MODEL_NAME, temperature=0.0, timeouts=T)
+    res = run_point(client, sglang.url, "sglang", prompts, 2, 24, model=MODEL_NAME, temperatures=[0.0], timeouts=T)
     for r in res["results"]:
         assert r.ok and r.output_tokens == 24 and r.count_method == "meta_info.completion_tokens"
         # one streamed chunk per step: the prefill's token, then one per verify step

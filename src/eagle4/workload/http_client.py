@@ -316,13 +316,14 @@ def stream_one(client: httpx.Client, url: str, kind: str, ids: list[int], max_to
 
 
 def run_batch(client: httpx.Client, url: str, kind: str, prompts: list[list[int]], max_tokens: int, *, model: str,
-              temperature: float, timeouts: Timeouts) -> list[HttpRequestResult]:
-    """``len(prompts)`` concurrent streaming requests; returns when all finished or timed out."""
+              temperatures: list[float], timeouts: Timeouts) -> list[HttpRequestResult]:
+    """``len(prompts)`` concurrent streaming requests (temperatures cycled over them, as the local engine
+    does); returns when all finished or timed out."""
     results: list[HttpRequestResult | None] = [None] * len(prompts)
 
     def one(i):
-        results[i] = stream_one(client, url, kind, prompts[i], max_tokens, model=model, temperature=temperature,
-                                timeouts=timeouts)
+        results[i] = stream_one(client, url, kind, prompts[i], max_tokens, model=model,
+                                temperature=temperatures[i % len(temperatures)], timeouts=timeouts)
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(prompts))]
     for t in threads:
@@ -334,12 +335,12 @@ def run_batch(client: httpx.Client, url: str, kind: str, prompts: list[list[int]
 
 
 def run_point(client: httpx.Client, url: str, kind: str, prompts: list[list[int]], batch: int, max_tokens: int, *,
-              model: str, temperature: float, timeouts: Timeouts) -> dict:
+              model: str, temperatures: list[float], timeouts: Timeouts) -> dict:
     """One measured run of a static batch; a failed request makes the run an error."""
     before = read_counters(client, url) if kind == "vllm" else {}
     sel = [prompts[i % len(prompts)] for i in range(batch)]
     t0 = time.perf_counter()
-    res = run_batch(client, url, kind, sel, max_tokens, model=model, temperature=temperature, timeouts=timeouts)
+    res = run_batch(client, url, kind, sel, max_tokens, model=model, temperatures=temperatures, timeouts=timeouts)
     wall = time.perf_counter() - t0
     bad = [r for r in res if not r.ok]
     if bad:
@@ -395,8 +396,6 @@ def run_http_contract(contract, url: str, out_dir, *, kind: str, model: str | No
     out = Path(out_dir)
     n_out = contract.prompts.output_tokens
     temps = list(contract.decode.temperatures)
-    if len(set(temps)) != 1:
-        raise HttpBenchError("the HTTP client sends one temperature to every request; the contract cycles several")
     pts = [contract.operating_point(p) for p in points] if points else list(contract.operating_points)
     n_runs = runs or contract.runs.runs
     with httpx.Client(timeout=timeouts.httpx(), limits=httpx.Limits(max_connections=None)) as client:
@@ -416,7 +415,7 @@ def run_http_contract(contract, url: str, out_dir, *, kind: str, model: str | No
                   "timestamp": now}
         for p in pts:
             def once(p=p):
-                return run_point(client, url, kind, prompts, p.batch, n_out, model=model, temperature=temps[0],
+                return run_point(client, url, kind, prompts, p.batch, n_out, model=model, temperatures=temps,
                                  timeouts=timeouts)
 
             for _ in range(contract.runs.warmup):
