@@ -60,7 +60,7 @@ def test_hash_is_stable_and_content_sensitive(tmp_path):
     ("verify_num = 16", "verify_num = 64", "decode"),
     ("temperatures = [0.0]", "temperatures = [-1.0]", "decode.temperatures"),
     ("name = \"b4\"", "name = \"b1\"", "operating_points"),
-    ("batch = 16", "batch = 129", "operating_points[2].batch"),
+    ("batch = 8", "batch = 129", "operating_points[2].batch"),
     ("stop_on_eos = false", "stop_on_eos = false\nbogus = 1", "decode.bogus"),
 ])
 def test_invalid_fields_are_named(tmp_path, old, new, field):

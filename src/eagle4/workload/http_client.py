@@ -48,7 +48,7 @@ from eagle4.report import atomic
 from eagle4.workload.serving_metrics import TokenTimes
 
 KINDS = ("sglang", "vllm")
-DEFAULT_REQUEST_TIMEOUT_S = 120.0  # a 2-core CI runner serving the embedded pair at b16 stays well inside
+DEFAULT_REQUEST_TIMEOUT_S = 120.0  # a 2-core CI runner serving the embedded pair at b8 stays well inside
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 EAGLE_METHODS = {"eagle", "eagle3", "eagle-3", "eagle_3", "mtp"}
 
