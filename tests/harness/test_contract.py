@@ -58,7 +58,7 @@ def test_hash_is_stable_and_content_sensitive(tmp_path):
     ("runs = 5", "runs = 3", "runs.runs"),
     ("max_tree_width = 4 ", "max_tree_width = 8 ", "decode"),
     ("verify_num = 16", "verify_num = 64", "decode"),
-    ("temperatures = [0.0]", "temperatures = [-1.0]", "decode.temperatures"),
+    ("temperatures = [0.0, 1.0]", "temperatures = [0.0, -1.0]", "decode.temperatures"),
     ("name = \"b4\"", "name = \"b1\"", "operating_points"),
     ("batch = 8", "batch = 129", "operating_points[2].batch"),
     ("stop_on_eos = false", "stop_on_eos = false\nbogus = 1", "decode.bogus"),

@@ -3,6 +3,7 @@ commit; markdown summary rendered from them; the CLI subcommands."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,7 @@ def small_contract(tmp_path: Path, output_tokens: int = 12):
     text = (ROOT / "contracts" / "default.toml").read_text()
     text = text.replace('"models/default/target"', f'"{ROOT}/models/default/target"')
     text = text.replace('"models/default/draft"', f'"{ROOT}/models/default/draft"')
-    text = text.replace("output_tokens = 64", f"output_tokens = {output_tokens}")
+    text = re.sub(r"^output_tokens = \d+", f"output_tokens = {output_tokens}", text, count=1, flags=re.M)
     text = text.replace("min_duration_s = 3.0", "min_duration_s = 0.0")  # one generation per run: fast tests
     (tmp_path / "contracts").mkdir()
     p = tmp_path / "contracts" / "small.toml"
