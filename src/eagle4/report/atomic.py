@@ -68,3 +68,18 @@ def append_text(path: str | os.PathLike, text: str, *, header: str = "") -> Path
     if old and not old.endswith("\n"):
         old += "\n"
     return write_text(path, (old or header) + text)
+
+
+def write_csv(path: str | os.PathLike, fields: list[str], rows: list[dict]) -> Path:
+    """Rows as CSV (``fields`` in order, extra keys ignored, floats as ``%.9g``); an empty result is
+    refused, never written as a header-only file."""
+    import csv
+
+    if not rows:
+        raise RuntimeError(f"refusing to write an empty results file {path}")
+    with atomic_open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in r.items()})
+    return Path(path)

@@ -31,7 +31,6 @@ reads), ``<prefix>_runs.csv`` (one row per run), ``<prefix>_summary.md``.
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import json
 import re
@@ -369,16 +368,6 @@ RUN_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index",
               "spec_config", "provenance", "timestamp"]
 
 
-def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
-    if not rows:
-        raise HttpBenchError(f"refusing to write an empty results file {path}")
-    with atomic.atomic_open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in r.items()})
-
-
 def contract_timeouts(contract, request_s: float | None = None, connect_s: float | None = None) -> Timeouts:
     h = contract.http
     return Timeouts(float(request_s or h.request_timeout_s), float(connect_s or h.connect_timeout_s))
@@ -438,8 +427,8 @@ def run_http_contract(contract, url: str, out_dir, *, kind: str, model: str | No
                                  "count_method": r.count_method})
     out.mkdir(parents=True, exist_ok=True)
     paths = {"raw": out / f"{prefix}_raw.csv", "runs": out / f"{prefix}_runs.csv", "summary": out / f"{prefix}_summary.md"}
-    _write_csv(paths["raw"], RAW_FIELDS, rows)
-    _write_csv(paths["runs"], RUN_FIELDS, runrows)
+    atomic.write_csv(paths["raw"], RAW_FIELDS, rows)
+    atomic.write_csv(paths["runs"], RUN_FIELDS, runrows)
     atomic.write_text(paths["summary"], _summary(contract, url, kind, model, spec_txt, mismatches, pts, rows, runrows))
     return {"paths": paths, "rows": rows, "runs": runrows, "mismatches": mismatches, "contract_sha256": stamp}
 

@@ -140,13 +140,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
 
 
 def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
-    if not rows:
-        raise RuntimeError(f"refusing to write an empty results file {path}")
-    with atomic.atomic_open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in r.items()})
+    atomic.write_csv(path, fields, rows)
 
 
 def read_csv(path) -> list[dict]:
