@@ -100,13 +100,28 @@ def test_backend_device_interface_runs_in_place():
     assert not be.graph_safe
 
 
-def test_trained_pair_runs_on_the_same_engine_code_as_the_local_engine():
+def _greedy_default(tmp_path):
+    """The embedded default with greedy requests only: token-exact agreement of two engines needs the same
+    picks (their sampling RNG streams differ)."""
+    import re
+    import shutil
+
+    (tmp_path / "pyproject.toml").write_text("")
+    shutil.copytree(ROOT / "data" / "prompts", tmp_path / "data" / "prompts")
+    text = (ROOT / "contracts" / "default.toml").read_text().replace('"models/default/', f'"{ROOT}/models/default/')
+    (tmp_path / "contracts").mkdir()
+    p = tmp_path / "contracts" / "greedy.toml"
+    p.write_text(re.sub(r"^temperatures = \[[^]]*\]", "temperatures = [0.0]", text, count=1, flags=re.M))
+    return load_contract(p)
+
+
+def test_trained_pair_runs_on_the_same_engine_code_as_the_local_engine(tmp_path):
     """The embedded default (load = "local", acceptance from the model) through the device engine on
     the CPU commits exactly the LocalEngine's tokens, step by step."""
     from eagle4.workload.device_engine import DeviceEngine
     from eagle4.workload.engine import LocalEngine
 
-    c = load_contract(ROOT / "contracts" / "default.toml")
+    c = _greedy_default(tmp_path)
     texts = [p["text"] for p in c.load_prompts()[:3]]
     local = LocalEngine.from_contract(c, "ref")
     full = local.encode_prompts(texts, c.prompts.prompt_tokens)
