@@ -117,7 +117,8 @@ inline float exp_f(float x) {
   return exp_variant() == 1 ? std::exp2(x * 1.44269504f) : std::exp(x);
 }
 
-// E4F_ROW_LANES elements per iteration: lane j takes v = j, j + LANES, ... in ascending order and the
+// E4F_ROW_LANES elements per iteration (the row buffers the callers pass are partitioned cyclically by 16:
+// draft_pipeline.cpp row, verify_pipeline.cpp rowbuf): lane j takes v = j, j + LANES, ... in ascending order and the
 // lanes are combined in index order, so every result is bit-identical to one sequential pass: the argmax
 // and the max are the first NaN, else the first index of the maximum (the same rule per lane, then the
 // smallest index across lanes); the exp sum's 16 partials are exactly the lanes (part[v & 15]).
@@ -153,6 +154,7 @@ template <typename PR>
 RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   RowStats st;
   LaneBest la[E4F_ROW_LANES];
+#pragma HLS ARRAY_PARTITION variable = la type = complete dim = 1
   for (int j = 0; j < E4F_ROW_LANES; ++j) la[j] = LaneBest{0.0f, -1};
   for (int64_t v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
 #pragma HLS PIPELINE II = E4F_II_ROW_AMAX
@@ -167,6 +169,7 @@ RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   st.s = 1.0f;
   if (greedy) return st;
   LaneBest lm[E4F_ROW_LANES];
+#pragma HLS ARRAY_PARTITION variable = lm type = complete dim = 1
   for (int j = 0; j < E4F_ROW_LANES; ++j) lm[j] = LaneBest{-kInf, -1};
   for (int64_t v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
 #pragma HLS PIPELINE II = E4F_II_ROW_MAX
@@ -180,6 +183,7 @@ RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   const LaneBest mb = lanes_first_best(lm);
   const float m = (mb.i < 0 || (!isnan_f(mb.x) && !(mb.x > -kInf))) ? -kInf : mb.x;
   float part[E4F_ROW_LANES];
+#pragma HLS ARRAY_PARTITION variable = part type = complete dim = 1
   for (int i = 0; i < E4F_ROW_LANES; ++i) part[i] = 0.0f;
   for (int64_t v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
 #pragma HLS PIPELINE II = E4F_II_ROW_EXP

@@ -107,6 +107,7 @@ template <typename HT, typename WT>
 void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> lms, Port<float> spill,
                    const DraftCfg& c, int64_t W) {
   const int64_t R = c.B * W, H = c.H, V = c.Vt;
+#pragma HLS ARRAY_PARTITION variable = stile type = complete dim = 1
   for (int64_t r = 0; r < R; ++r)
     for (int64_t h = 0; h < H; ++h) {
 #pragma HLS PIPELINE II = E4F_II_LMH_HLOAD
@@ -131,6 +132,7 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
     // the MAC array: E4F_LMH_RT rows x E4F_LMH_VT vocabulary rows per cycle, sub-tile il in turn
     for (int64_t r0 = 0; r0 < R; r0 += E4F_LMH_RT) {
       float acc[E4F_LMH_IL][E4F_LMH_RT][E4F_LMH_VT];
+#pragma HLS ARRAY_PARTITION variable = acc type = complete dim = 0
       for (int il = 0; il < E4F_LMH_IL; ++il)
         for (int rr = 0; rr < E4F_LMH_RT; ++rr)
           for (int vv = 0; vv < E4F_LMH_VT; ++vv) acc[il][rr][vv] = 0.0f;
@@ -187,6 +189,7 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
                       EAGLE4_STREAM(CandRec, 4) & cand_s) {
   const int64_t V = c.Vt;
   static float row[E4F_MAX_VH];
+#pragma HLS ARRAY_PARTITION variable = row type = cyclic factor = 16 dim = 1
   for (int64_t bl = 0; bl < nb; ++bl) {
     CandRec rec;
     for (int64_t w = 0; w < W; ++w) {

@@ -67,6 +67,7 @@ struct LazyRow {
   int64_t loaded;
   RowStats st;
   void load(int64_t row) {
+#pragma HLS ARRAY_PARTITION variable = rowbuf type = cyclic factor = 16 dim = 1
     if (row == loaded) return;
     for (int64_t v0 = 0; v0 < V; v0 += E4F_LANES_VROW_LOAD) {
 #pragma HLS PIPELINE II = E4F_II_VROW_LOAD
