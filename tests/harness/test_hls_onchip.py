@@ -13,13 +13,14 @@ pytestmark = pytest.mark.csim
 
 
 def test_rounding_to_block_ram_words():
-    # 16-bit elements use the 18-bit BRAM configuration (2048 deep): 2049 of them need two blocks
-    assert onchip.bram_blocks(2048, 16) == 1 and onchip.bram_blocks(2049, 16) == 2
+    # 16-bit elements use the 18-bit RAMB18 configuration (1024 deep): 1025 of them need two halves
+    assert onchip.bram_blocks(1024, 16) == 1 and onchip.bram_blocks(1025, 16) == 2
     # URAM words are 72 bits: a 32-bit array wastes 40 of them, a 128-bit one needs two words side by side
     a = Array("x", 4096, 32)
     assert onchip.physical_bytes(a, "uram") == 288 * 1024 // 8
     assert onchip.uram_blocks(4096, 128) == 2
-    assert onchip.physical_bytes(Array("y", 1024, 64), "bram") == 2 * 36 * 1024 // 8  # 72-bit x 512 deep
+    assert onchip.physical_bytes(Array("y", 1024, 64), "bram") == 2 * 36 * 1024 // 8  # 72-bit x 512 deep BRAM36s
+    assert onchip.physical_bytes(Array("z", 128, 32), "bram") == 18 * 1024 // 8  # a small array: one RAMB18
 
 
 def test_static_arrays_of_a_planted_source(tmp_path):
@@ -48,9 +49,27 @@ def test_every_design_is_measured_and_the_fused_pair_is_placed():
     draft = {x.array.name: x.array for x in parts["fused_draft"].placements}
     # the synthesized draft design keeps the hidden rows as 16-bit words and no f32 copy of them, and the
     # logits tile as pairs of f32 in 64-bit words (URAM words are 72 bits)
-    assert draft["e4f::draft::hid_bits"].elem_bits == 16
+    hid = next(a for n, a in draft.items() if n.startswith("e4f::draft::hid_bits"))
+    assert hid.elem_bits == 16 and hid.banks >= 1
     assert not any("hid_f" in n for n in draft)
     assert draft["e4f::draft::logits2"].elem_bits == 64
+    wt = next(a for n, a in draft.items() if n.startswith("e4f::draft::wtile"))
+    assert wt.elem_bits == 512 and wt.banks > 1  # AGGREGATE: 512-bit words, partitioned by rows
     pair = onchip.combined([parts["fused_draft"], parts["fused_verify"]], "pair")
     assert pair.payload == parts["fused_draft"].payload + parts["fused_verify"].payload
     print("\n" + "\n".join(onchip.summary_line(p) for p in (*parts.values(), pair)))
+
+
+def test_partitions_and_aggregates_shape_the_memories():
+    a = Array("x", 1024, 32, (64, 16))
+    cyc = onchip.partition(a, ("cyclic", "E4F_F", 1), {"E4F_F": 8})
+    assert cyc.banks == 8 and cyc.elems == 128 and cyc.payload_bytes == a.payload_bytes
+    assert onchip.physical_bytes(cyc, "bram") == 8 * onchip.physical_bytes(Array("b", 128, 32), "bram")
+    comp = onchip.partition(a, ("complete", "0", 2), {})
+    assert comp.banks == 16 and comp.elems == 64
+    assert onchip.partition(a, ("complete", "0", 0), {}) is None  # registers
+    with pytest.raises(ValueError, match="factor"):
+        onchip.partition(a, ("cyclic", "UNKNOWN", 1), {})
+    parts, agg = onchip.storage_pragmas(["#pragma HLS ARRAY_PARTITION variable = w type = cyclic factor = 4 dim = 2\n"
+                                         "#pragma HLS AGGREGATE variable = w compact = bit\n"])
+    assert parts == {"w": ("cyclic", "4", 2)} and agg == {"w"}

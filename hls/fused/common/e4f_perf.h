@@ -38,13 +38,12 @@
 // E4F_LMH_IL sub-tiles visited in turn so that an accumulator is revisited every E4F_LMH_IL cycles
 // (>= the f32 adder's latency): II = 1 with each logit still one sequential sum over h.
 #define E4F_LMH_RT 4
-#define E4F_LMH_VT 16
+#define E4F_LMH_VT 8
 #define E4F_LMH_IL 4
-// II: the memories, not the adders, bound it today: one iteration reads E4F_LMH_VT rows of the (unpartitioned)
-// weight tile through a block RAM's two ports (16 / 2 = 8 cycles) and E4F_LMH_RT rows of hid_bits (2
-// cycles). Partitioning the tile by rows (and hid_bits by rows) would bring it to 1; it is not declared.
-#define E4F_II_LMH_MAC 8
-#define E4F_LANES_LMH_MAC 64  // E4F_LMH_RT * E4F_LMH_VT
+// II 1: the weight tile is partitioned by rows into E4F_LMH_VT banks of 512-bit words and hid_bits by rows
+// into E4F_LMH_RT banks (draft_pipeline.cpp), so one iteration reads one word of each bank.
+#define E4F_II_LMH_MAC 1
+#define E4F_LANES_LMH_MAC 32  // E4F_LMH_RT * E4F_LMH_VT
 #define E4F_II_ROW_LOAD 1
 #define E4F_LANES_ROW_LOAD 1
 #define E4F_II_VROW_LOAD 1

@@ -43,7 +43,7 @@ typedef uint16_t HidWord;
 #else
 typedef uint32_t HidWord;
 #endif
-static HidWord hid_bits[E4F_MAX_ROWS * E4F_MAX_H];
+static HidWord hid_bits[E4F_MAX_ROWS][E4F_MAX_H];  // partitioned by rows where the MAC array reads them
 inline float hid_word_to_f(uint32_t w, int code) {
   return code == 0 ? f32_from_bits(w) : hid_to_f(static_cast<uint16_t>(w), code);
 }
@@ -61,7 +61,12 @@ typedef float WTileWord;
 template <typename WT>
 inline WTileWord tile_word(WT w) { return w_to_f(w); }
 #endif
-static WTileWord wtile[E4F_LMH_TILE][E4F_MAX_H];
+// one 512-bit beat of a weight row per word: the load writes a word per cycle, the MAC array reads one
+// word of each of its E4F_LMH_VT rows per cycle (the tile is partitioned by rows)
+struct WBeat {
+  WTileWord b[E4F_LANES_LMH_WLOAD];
+};
+static WBeat wtile[E4F_LMH_TILE][(E4F_MAX_H + E4F_LANES_LMH_WLOAD - 1) / E4F_LANES_LMH_WLOAD];
 static float stile[E4F_LMH_TILE];
 // The on-chip logits tile (rows [0, LM_ROWS) of the layer), two f32 logits (raw bits) per 64-bit word:
 // a URAM word is 72 bits, so one f32 per word would leave 40 of them unused (eagle4.budget.onchip).
@@ -108,12 +113,15 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
                    const DraftCfg& c, int64_t W) {
   const int64_t R = c.B * W, H = c.H, V = c.Vt;
 #pragma HLS ARRAY_PARTITION variable = stile type = complete dim = 1
+#pragma HLS AGGREGATE variable = wtile compact = bit
+#pragma HLS ARRAY_PARTITION variable = wtile type = cyclic factor = E4F_LMH_VT dim = 1
+#pragma HLS ARRAY_PARTITION variable = hid_bits type = cyclic factor = E4F_LMH_RT dim = 1
   for (int64_t r = 0; r < R; ++r)
     for (int64_t h = 0; h < H; ++h) {
 #pragma HLS PIPELINE II = E4F_II_LMH_HLOAD
       E4F_TRIPS(LMH_HLOAD, 1);
       const HT bits = hidden[r * H + h];
-      hid_bits[r * H + h] = static_cast<HidWord>(bits);
+      hid_bits[r][h] = static_cast<HidWord>(bits);
     }
   for (int64_t v0 = 0; v0 < V; v0 += E4F_LMH_TILE) {
     // the weight tile in full beats (masked tails), read once per layer; the row scales once per row
@@ -125,7 +133,7 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
         for (int64_t j = 0; j < E4F_LANES_LMH_WLOAD; ++j) {
 #pragma HLS UNROLL factor = E4F_LANES_LMH_WLOAD
           if (h0 + j < H)  // the tail of a row (H a multiple of 64 at deployment: every beat full)
-            wtile[i][h0 + j] = tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + h0 + j]));
+            wtile[i][h0 / E4F_LANES_LMH_WLOAD].b[j] = tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + h0 + j]));
         }
       }
     }
@@ -145,7 +153,7 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
             const int rr = l / E4F_LMH_VT, vv = l % E4F_LMH_VT;
             const int64_t r = r0 + rr, i = il * E4F_LMH_VT + vv;
             if (r < R && v0 + i < V) {  // masked lanes of the tails
-              const float prod = w_to_f(wtile[i][h]) * hid_word_to_f(hid_bits[r * H + h], c.hid_code);
+              const float prod = w_to_f(wtile[i][h / E4F_LANES_LMH_WLOAD].b[h % E4F_LANES_LMH_WLOAD]) * hid_word_to_f(hid_bits[r][h], c.hid_code);
               acc[il][rr][vv] = acc[il][rr][vv] + prod;
             }
           }
@@ -170,7 +178,7 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
 template <typename HT>
 void load_hidden(Port<const HT> hidden, const DraftCfg& c, int64_t W) {
   for (int64_t r = 0; r < c.B * W; ++r)
-    for (int64_t h = 0; h < c.H; ++h) hid_bits[r * c.H + h] = static_cast<HidWord>(static_cast<HT>(hidden[r * c.H + h]));
+    for (int64_t h = 0; h < c.H; ++h) hid_bits[r][h] = static_cast<HidWord>(static_cast<HT>(hidden[r * c.H + h]));
 }
 void stage_candidates_in(Port<const float> cand_p, Port<const int64_t> cand_t, const DraftCfg& c, int64_t W,
                          int64_t b0, int64_t nb, EAGLE4_STREAM(CandRec, 4) & cand_s) {
@@ -238,7 +246,7 @@ void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<
       if (p < 0) p = 0;
       if (p > W - 1) p = W - 1;
       for (int64_t h = 0; h < c.H; ++h)
-        out_hidden[(b * c.K + r) * c.H + h] = static_cast<HT>(hid_bits[(b * W + p) * c.H + h]);
+        out_hidden[(b * c.K + r) * c.H + h] = static_cast<HT>(hid_bits[b * W + p][h]);
     }
     k1_s.write(o);
   }

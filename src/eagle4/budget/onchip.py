@@ -5,12 +5,15 @@ ports: no ``EAGLE4_CSIM_COUNTERS``) with debug info, and every array variable (f
 function-scope ``static``, and the local arrays of every function, which HLS also maps to on-chip
 memory: one instance per function, however often it is inlined) is read from the DWARF of the objects
 (pyelftools): its element type and dimensions, structs split into their members (as HLS disaggregates
-them), arrays of structs into one array per member. Scalars are registers and not counted, nor are the
+them), arrays of structs into one array per member (one array of struct-wide words under ``#pragma HLS
+AGGREGATE``). ``#pragma HLS ARRAY_PARTITION`` splits an array into its banks, each rounded on its own (a
+complete partition of all dimensions is registers). Scalars are registers and not counted, nor are the
 FIFOs of hls::stream.
 
 Each array is rounded to the physical words of the memories it can map to, at its element width:
 
-* BRAM36: widths 1/2/4/9/18/36/72 bits x depths 32K..512, 36 Kib per block;
+* block RAM in RAMB18 halves (18 Kib; a BRAM36 is two): widths 1/2/4/9/18/36 bits x depths 16K..512,
+  elements wider than 36 bits as 72-bit BRAM36 pairs;
 * URAM288: 72-bit words x 4096, 288 Kib per block (a 32-bit element wastes 40 of 72 bits).
 
 An array goes where it costs less; a full pool moves arrays to the other, those that cost the least
@@ -23,12 +26,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-BRAM_BLOCK_BITS = 36 * 1024
+BRAM18_BITS = 18 * 1024
 URAM_BLOCK_BITS = 288 * 1024
-BRAM_WIDTHS = (1, 2, 4, 9, 18, 36, 72)
+BRAM18_WIDTHS = (1, 2, 4, 9, 18, 36)
 URAM_WIDTH, URAM_DEPTH = 72, 4096
 SYNTH_FLAGS = ("-std=c++17", "-O0", "-g", "-fPIC", "-DEAGLE4_SYNTHESIS", "-DEAGLE4_HLS4ML_HEADERS",
                "-Wno-unknown-pragmas")
@@ -38,19 +42,23 @@ UTILIZATION_GOAL = 0.70  # issue 13: the fused designs fit with margin
 @dataclass(frozen=True)
 class Array:
     name: str  # variable[.member...]
-    elems: int
+    elems: int  # elements of one bank
     elem_bits: int
+    dims: tuple = ()  # the array's dimensions (outermost first), as declared
+    banks: int = 1  # ARRAY_PARTITION: this many memories of ``elems`` elements each
 
     @property
     def payload_bytes(self) -> int:
-        return self.elems * self.elem_bits // 8
+        return self.banks * self.elems * self.elem_bits // 8
 
 
 def bram_blocks(elems: int, bits: int) -> int:
-    cfg = next((w for w in BRAM_WIDTHS if w >= bits), 72)
-    wide = math.ceil(bits / 72) if bits > 72 else 1
-    depth = BRAM_BLOCK_BITS // cfg
-    return math.ceil(elems / depth) * wide
+    """RAMB18 halves of block RAM an array needs (a BRAM36 is two of them): widths 1..36 bits at 16K..512
+    deep, wider elements as 72-bit BRAM36 pairs, 512 deep."""
+    if bits > 36:
+        return 2 * math.ceil(elems / 512) * math.ceil(bits / 72)
+    cfg = next(w for w in BRAM18_WIDTHS if w >= bits)
+    return math.ceil(elems / (BRAM18_BITS // cfg))
 
 
 def uram_blocks(elems: int, bits: int) -> int:
@@ -59,8 +67,8 @@ def uram_blocks(elems: int, bits: int) -> int:
 
 def physical_bytes(a: Array, pool: str) -> int:
     if pool == "bram":
-        return bram_blocks(a.elems, a.elem_bits) * BRAM_BLOCK_BITS // 8
-    return uram_blocks(a.elems, a.elem_bits) * URAM_BLOCK_BITS // 8
+        return a.banks * bram_blocks(a.elems, a.elem_bits) * BRAM18_BITS // 8
+    return a.banks * uram_blocks(a.elems, a.elem_bits) * URAM_BLOCK_BITS // 8
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,28 +96,31 @@ def _dims(arr_die) -> list[int]:
     return out
 
 
-def _leaves(type_die, name: str, count: int, in_array: bool) -> list[Array]:
-    """Arrays (name, elements, element bits) a variable of ``type_die`` holds; ``count`` elements of it."""
+def _leaves(type_die, name: str, count: int, in_array: bool, dims: tuple = (), aggregate: bool = False) -> list[Array]:
+    """Arrays (name, elements, element bits, dims) a variable of ``type_die`` holds; ``count`` elements of it.
+    ``aggregate``: an array of structs is one array of struct-wide words (``#pragma HLS AGGREGATE``)."""
     t = _strip(type_die)
     if t is None:
         return []
     if t.tag == "DW_TAG_array_type":
-        n = math.prod(_dims(t))
-        return _leaves(t.get_DIE_from_attribute("DW_AT_type"), name, count * n, True)
+        d = tuple(_dims(t))
+        return _leaves(t.get_DIE_from_attribute("DW_AT_type"), name, count * math.prod(d), True, dims + d, aggregate)
     if t.tag in ("DW_TAG_structure_type", "DW_TAG_class_type", "DW_TAG_union_type"):
         tname = t.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in t.attributes else ""
         if "stream" in tname:  # FIFOs are not block-RAM arrays of the design
             return []
+        if aggregate and in_array:
+            return [Array(name, count, int(t.attributes["DW_AT_byte_size"].value) * 8, dims)]
         out = []
         for m in t.iter_children():
             if m.tag == "DW_TAG_member" and "DW_AT_type" in m.attributes and "DW_AT_external" not in m.attributes:
                 mname = m.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in m.attributes else "?"
-                out += _leaves(m.get_DIE_from_attribute("DW_AT_type"), f"{name}.{mname}", count, in_array)
+                out += _leaves(m.get_DIE_from_attribute("DW_AT_type"), f"{name}.{mname}", count, in_array, dims)
         return out
     if t.tag in ("DW_TAG_base_type", "DW_TAG_enumeration_type", "DW_TAG_pointer_type"):
         if not in_array:
             return []  # a scalar: registers
-        return [Array(name, count, int(t.attributes["DW_AT_byte_size"].value) * 8)]
+        return [Array(name, count, int(t.attributes["DW_AT_byte_size"].value) * 8, dims)]
     return []
 
 
@@ -123,7 +134,7 @@ def _scope_of(die) -> str:
     return "".join(f"{x}::" for x in reversed(parts))
 
 
-def static_arrays(obj: Path) -> list[Array]:
+def static_arrays(obj: Path, aggregated: frozenset = frozenset()) -> list[Array]:
     """Every array variable (static storage or a function's local) defined in an object file (its DWARF)."""
     from elftools.elf.elffile import ELFFile
 
@@ -152,7 +163,8 @@ def static_arrays(obj: Path) -> list[Array]:
                         if "DW_AT_type" not in decl.attributes:
                             continue
                         nm = decl.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in decl.attributes else "?"
-                        for a in _leaves(decl.get_DIE_from_attribute("DW_AT_type"), f"{where}{nm}", 1, False):
+                        for a in _leaves(decl.get_DIE_from_attribute("DW_AT_type"), f"{where}{nm}", 1, False,
+                                         aggregate=nm in aggregated):
                             out[(a.name,)] = a
     return list(out.values())
 
@@ -161,14 +173,62 @@ def static_arrays(obj: Path) -> list[Array]:
 # measurement
 
 
+_PRAGMA = re.compile(r"#pragma\s+HLS\s+(ARRAY_PARTITION|AGGREGATE)\b([^\n]*)", re.I)
+
+
+def storage_pragmas(texts: list[str]) -> tuple[dict[str, tuple[str, str, int]], frozenset]:
+    """({variable: (type, factor, dim)} of ARRAY_PARTITION, {variables} of AGGREGATE) in C++ sources;
+    a factor may be a macro of the sources (resolved by partition())."""
+    parts, agg = {}, set()
+    for text in texts:
+        for m in _PRAGMA.finditer(text):
+            kv = dict(re.findall(r"(\w+)\s*=\s*(\w+)", m.group(2)))
+            var = kv.get("variable")
+            if not var:
+                continue
+            if m.group(1).upper() == "AGGREGATE":
+                agg.add(var)
+            else:
+                parts[var] = (kv.get("type", "complete").lower(), kv.get("factor", "0"), int(kv.get("dim", "1")))
+    return parts, frozenset(agg)
+
+
+def _macros(texts: list[str]) -> dict[str, int]:
+    out = {}
+    for text in texts:
+        for name, val in re.findall(r"^\s*#define\s+(\w+)\s+(\d+)\b", text, re.M):
+            out.setdefault(name, int(val))
+    return out
+
+
+def partition(a: Array, pragma: tuple[str, str, int] | None, macros: dict[str, int]) -> Array | None:
+    """An array as ARRAY_PARTITION leaves it: ``banks`` memories of ``elems`` each; None when a complete
+    partition of every dimension turns it into registers."""
+    if pragma is None:
+        return a
+    kind, factor, dim = pragma
+    if kind == "complete" and (dim == 0 or len(a.dims) <= 1):
+        return None  # registers
+    d = a.dims[dim - 1] if 0 < dim <= len(a.dims) else 1
+    f = d if kind == "complete" else int(factor) if factor.isdigit() else macros.get(factor, 0)
+    if f < 1:
+        raise ValueError(f"ARRAY_PARTITION of {a.name}: factor {factor!r} is not a number or a known macro")
+    f = min(f, d)
+    return Array(a.name + f" [{kind} x{f}, dim {dim}]", math.ceil(a.elems / f), a.elem_bits, a.dims, a.banks * f)
+
+
 def measure_design(name: str, *, cache_dir=None) -> list[Array]:
-    """Static arrays of one design's synthesis-mode build (cached by the sources' hash)."""
+    """Arrays of one design's synthesis-mode build (cached by the sources' hash), as its ARRAY_PARTITION and
+    AGGREGATE pragmas shape them (a partitioned array is several memories, each rounded on its own)."""
     from eagle4.backends import csim, hls_designs
 
     ds = csim.all_designs()
     files = hls_designs.synth_sources(name, ds)
-    snap = csim.snapshot_sources(csim.header_files(include_tb=False) + files)
-    digest = csim.build_digest(f"onchip_{name}", snap, list(SYNTH_FLAGS))
+    headers = csim.header_files(include_tb=False)
+    snap = csim.snapshot_sources(headers + files)
+    texts = [b.decode(errors="replace") for b in snap.values()]
+    pragmas, aggregated = storage_pragmas(texts)
+    digest = csim.build_digest(f"onchip2_{name}", snap, list(SYNTH_FLAGS))
     root = csim.cache_root(cache_dir) / "onchip"
     cxx = csim.find_cxx()
 
@@ -183,7 +243,7 @@ def measure_design(name: str, *, cache_dir=None) -> list[Array]:
             if p.returncode:
                 raise csim.CsimBuildError(f"synthesis-mode build of {name} failed (cache folder {root}; nothing "
                                           f"was cached):\n{' '.join(cmd)}\n{p.stdout}{p.stderr}")
-            for a in static_arrays(obj):
+            for a in static_arrays(obj, aggregated):
                 arrays[a.name] = asdict(a)
             obj.unlink()
         (tmp / "arrays.json").write_text(json.dumps(sorted(arrays.values(), key=lambda a: a["name"]), indent=1))
@@ -192,7 +252,15 @@ def measure_design(name: str, *, cache_dir=None) -> list[Array]:
     if csim.tools_missing():
         raise csim.BackendUnavailable(f"on-chip measurement needs g++ and hls4ml: {csim.tools_missing()}")
     entry, _ = csim.cached_build(root, digest, builder)
-    return [Array(**a) for a in json.loads((entry / "arrays.json").read_text())]
+    macros = _macros(texts)
+    out = []
+    for a in json.loads((entry / "arrays.json").read_text()):
+        arr = Array(**{**a, "dims": tuple(a.get("dims", ()))})
+        var = re.split(r"[.]", arr.name)[0].split(":")[-1]
+        p = partition(arr, pragmas.get(var), macros)
+        if p is not None:
+            out.append(p)
+    return out
 
 
 @dataclass
@@ -255,11 +323,12 @@ def measure(contract, designs: list[str] | None = None, *, cache_dir=None) -> li
 
 def combined(parts: list[DesignStorage], name: str) -> DesignStorage:
     """Designs resident on the device together (the two fused pipelines): one placement of all arrays."""
-    arrays = [Array(f"{p.design}:{x.array.name}", x.array.elems, x.array.elem_bits) for p in parts for x in p.placements]
+    arrays = [Array(f"{p.design}:{x.array.name}", x.array.elems, x.array.elem_bits, x.array.dims, x.array.banks)
+              for p in parts for x in p.placements]
     return DesignStorage(name, place(arrays, parts[0].bram_cap, parts[0].uram_cap), parts[0].bram_cap, parts[0].uram_cap)
 
 
-ONCHIP_COLUMNS = ("contract_sha256", "design", "array", "elems", "elem_bits", "payload_bytes", "pool",
+ONCHIP_COLUMNS = ("contract_sha256", "design", "array", "elems", "elem_bits", "banks", "payload_bytes", "pool",
                   "physical_bytes", "provenance")
 
 
@@ -268,9 +337,10 @@ def rows(parts: list[DesignStorage], sha: str) -> list[dict]:
     for p in parts:
         for x in sorted(p.placements, key=lambda x: -x.physical_bytes):
             out.append({"contract_sha256": sha, "design": p.design, "array": x.array.name, "elems": x.array.elems,
-                        "elem_bits": x.array.elem_bits, "payload_bytes": x.array.payload_bytes, "pool": x.pool,
+                        "elem_bits": x.array.elem_bits, "banks": x.array.banks,
+                        "payload_bytes": x.array.payload_bytes, "pool": x.pool,
                         "physical_bytes": x.physical_bytes, "provenance": "computed"})
-        out.append({"contract_sha256": sha, "design": p.design, "array": "TOTAL", "elems": "", "elem_bits": "",
+        out.append({"contract_sha256": sha, "design": p.design, "array": "TOTAL", "elems": "", "elem_bits": "", "banks": "",
                     "payload_bytes": p.payload, "pool": f"bram {p.used('bram')} + uram {p.used('uram')}",
                     "physical_bytes": p.used("bram") + p.used("uram"), "provenance": "computed"})
     return out
@@ -279,7 +349,8 @@ def rows(parts: list[DesignStorage], sha: str) -> list[dict]:
 def summary_line(p: DesignStorage) -> str:
     return (f"{p.design}: {p.payload / 2**20:.1f} MiB of arrays -> BRAM {p.used('bram') / 1e6:.1f}/{p.bram_cap / 1e6:.1f} MB"
             f" + URAM {p.used('uram') / 1e6:.1f}/{p.uram_cap / 1e6:.1f} MB = {100 * p.utilization:.1f}% of on-chip "
-            f"memory ({'fits' if p.fits else 'DOES NOT FIT'}; goal <= {100 * UTILIZATION_GOAL:.0f}%) [computed from the "
+            f"memory ({'fits' if p.fits else 'DOES NOT FIT'}; goal <= {100 * UTILIZATION_GOAL:.0f}% "
+            f"{'met' if p.fits and p.utilization <= UTILIZATION_GOAL else 'MISSED'}) [computed from the "
             f"synthesis-mode build]")
 
 
