@@ -1,6 +1,7 @@
 // Compile-time bounds of the fused EAGLE4 dataflow designs (hls/fused/).
-// Every on-chip array of the fused designs is sized by these; reports/fusion_design_v1.md
-// tabulates what they cost in BRAM/URAM of the V80 (BRAM 16.5 MB + URAM 67.6 MB).
+// Every on-chip array of the fused designs is sized by these; what they cost in BRAM/URAM of the device
+// ([fpga].bram_mb / uram_mb) is measured from the synthesis-mode build by eagle4.budget.onchip
+// (reports/onchip_budget.csv, gated by tests/gates/test_onchip_budget.py).
 #ifndef E4F_BOUNDS_H
 #define E4F_BOUNDS_H
 
