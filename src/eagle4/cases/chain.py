@@ -11,7 +11,7 @@ Each kernel call is recorded before it runs as ``chain/<scenario>/<nn>_<step>_<k
 ``kernel`` the called kernel's key, so every intermediate is compared on its own. The host side
 follows KERNELS.md §8 through ``eagle4.kernels.tree_glue``; the parts that are external models
 are seeded stand-ins:
-* draft model: logits are seeded normals (x3); its hidden output is its hidden input (identity),
+* draft model: logits are seeded normals (x3; numpy's generator, the same on every CPU); its hidden output is its hidden input (identity),
   so K1's gathered rows travel bit-exactly from layer to layer;
 * policy: a scripted width schedule (as the public HLS flow's host-supplied schedule); K3 still
   runs on every layer;
@@ -26,6 +26,7 @@ argmax is set to a child's token, or to a token no child carries); request 3 sam
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from eagle4 import dtypes as dt
@@ -64,6 +65,15 @@ class _Recorder:
         return kernels.call(key, {k: v.clone() for k, v in tensors.items()}, params)
 
 
+def _randn(shape: tuple[int, ...], g: torch.Generator) -> torch.Tensor:
+    """Seeded standard normals, the same on every CPU: torch.randn's CPU kernel picks its
+    (vectorized) algorithm by the processor's capability, so its draws differ between an AVX2
+    and an AVX-512 machine; numpy's generator does not. The seed comes from ``g`` (integer
+    draws are capability-independent), so one generator still drives the whole scenario."""
+    seed = int(torch.randint(0, 2**62, (1,), generator=g))
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape, dtype=np.float32))
+
+
 def _tables(S_max: int):
     """req_to_token with each request's prefix slots; past the prefix -777 (never read)."""
     r2t = torch.full((P_ROWS, S_max), KV_SENTINEL, dtype=torch.int32)
@@ -93,7 +103,7 @@ def run_draft(rec: _Recorder, *, widths: tuple[int, ...], N: int, M: int, Vn: in
         r2t_draft[p, l] = 7000 + b
     seq_draft = L + 1
     draft_locs = (8000 + torch.randperm(B * 64, generator=g)).view(B, 64)  # draft KV slots in feed order
-    hidden_in = torch.randn((B, H), generator=g).to(HIDDEN)  # root hidden from the draft extend
+    hidden_in = _randn((B, H), g).to(HIDDEN)  # root hidden from the draft extend
     last_scores = torch.ones((B, 1), dtype=torch.float32)
     topk_indexs = torch.zeros((B, 1), dtype=torch.int64)
     in_mask = torch.zeros((B, 1, 0), dtype=torch.bool)
@@ -106,7 +116,7 @@ def run_draft(rec: _Recorder, *, widths: tuple[int, ...], N: int, M: int, Vn: in
             assert p4["T"] == Ic - 1  # §4.3: T = Ic - 1
             t4.update(_k4_buffers(seq_draft, p4["T"], p4["Q"]))
             rec.call(step, "tree_mask", t4, p4, note=f"draft use, layer {d}: T = Ic-1 = {Ic - 1}, Q = W = {W}")
-        logits = torch.randn((B * W, V), generator=g) * 3.0  # draft model stand-in
+        logits = _randn((B * W, V), g) * 3.0  # draft model stand-in
         k5 = rec.call(step, "logits_to_probas", {"logits": logits, "temperatures": torch.ones(B)},
                       {"rows_per_req": W, "write_probas": True})
         tp, tt = glue.external_topk(k5["probas"], K)
@@ -201,7 +211,7 @@ def run_verify(rec: _Recorder, state: dict, cc: int, *, N: int, M: int, Vn_v: in
     rec.call("verify", "tree_mask", t4, {"S_max": r2t.shape[1], "B": B, "T": Q, "Q": Q, "write_bool_mask": True},
              note=f"verify use: T = Q = {Q}")
     # target model stand-in, steered for the greedy requests
-    logits = torch.randn((B * Q, V), generator=g) * 2.0
+    logits = _randn((B * Q, V), g) * 2.0
     want = {}
     for b, goal in enumerate(PLAN):
         if goal is None:  # sampling request: tilt the target toward the deepest path (acceptance likely)
@@ -243,7 +253,7 @@ def run_verify(rec: _Recorder, state: dict, cc: int, *, N: int, M: int, Vn_v: in
              {"accept_index": k6["accept_index"], "accept_length": acc, "predicts": k6["predicts"],
               "finish_pos": torch.tensor(fin, dtype=torch.int32), "seq_lens": L, "req_pool_indices": pool,
               "req_to_token": r2t, "out_cache_loc": out_cache_loc,
-              "hidden_states": torch.randn((B * Q, H), generator=g).to(HIDDEN), "verify_node_ids": vs.node_ids},
+              "hidden_states": _randn((B * Q, H), g).to(HIDDEN), "verify_node_ids": vs.node_ids},
              {"B": B, "Q": Q, "S": S, "H": H, "S_max": r2t.shape[1]},
              note=f"accept lengths {acc.tolist()}, finish_pos {fin}")
 
