@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eagle4 import stats
+from eagle4 import validity
 from eagle4.contract import MIN_RUNS, Runs
 
 DEFAULT_COV_MAX = Runs.model_fields["cov_max"].default  # the contract schema's, not a second literal
@@ -117,11 +117,13 @@ def summarize(raw: list[dict], cov_max: float = DEFAULT_COV_MAX) -> list[dict]:
     out = []
     for rs in groups.values():
         med = np.asarray([float(r["kernel_us"]) for r in rs])
-        cov = stats.cov_or_nan(med)
+        # the CoV rule is decided where every other run rule is (eagle4.validity)
+        ps = validity.summarize_runs(rs, value="kernel_us", rule=validity.RunRule(MIN_RUNS, cov_max),
+                                     require_hash=False)
         first = rs[0]
         out.append({**{k: first.get(k, "") for k in SUMMARY_FIELDS}, "n_runs": len(rs),
-                    "median_kernel_us": f"{np.median(med):.3f}", "cov": f"{cov:.6f}",
-                    "cov_ok": str(bool(np.isfinite(cov) and cov <= cov_max)).lower(),
+                    "median_kernel_us": f"{np.median(med):.3f}", "cov": f"{ps.cov:.6f}",
+                    "cov_ok": str(ps.cov_ok).lower(),
                     "min_run_us": f"{med.min():.3f}", "max_run_us": f"{med.max():.3f}",
                     "median_call_us": f"{np.median([float(r['call_us']) for r in rs]):.3f}",
                     "correct": str(all(r["correct"] == "true" for r in rs)).lower(),

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eagle4.stats import cov_or_nan
 from eagle4.workload.serving_metrics import RequestTimes, pct, validity
 
 
@@ -154,7 +155,7 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
             times.append(dt)
             warm += 1
             w = times[-m.steady_window:]
-            steady = warm >= m.warmup_steps_min and len(w) >= m.steady_window and np.std(w) / np.mean(w) <= m.steady_cov
+            steady = warm >= m.warmup_steps_min and len(w) >= m.steady_window and cov_or_nan(w) <= m.steady_cov
             if steady:
                 break
     want = contract.runs.min_duration_s if duration_s is None else duration_s
