@@ -15,6 +15,10 @@ hotspots_ranked.md, h100_env_manifest.txt and the one-shot dumps in tests/golden
   <= 2% (same exception rule: ``KNOWN_MISSES`` says why each missed bar is missed; the list is the
   statement of what issue 14 left open, and a bar met later must leave it);
 * ncu bytes beside the model with their ratio; every kernel over 1.2x listed in the hotspots with a reason.
+
+Each check runs on the current set (reports/, contracts/default.toml and deployment-8b.toml) and on every
+archived set (``eagle4.report.archive.ARCHIVED``: reports/archive/<name>/ against the archived contract
+beside it, with its own ``KNOWN_*`` lists): rows are only ever judged against the contract that produced them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import pytest
 from eagle4.perf.kernel_report import BPT_FIELDS, SUMMARY_FIELDS
 from eagle4.perf.points import operating_points, roofline_us, shape_from_contract
 from eagle4.perf.rows import RAW_FIELDS, read_csv
+from eagle4.report.archive import ARCHIVE_DIR, ARCHIVED, archived_contract_path
 from eagle4.spec import KERNEL_ORDER
 
 pytestmark = [pytest.mark.cpu]
@@ -52,13 +57,6 @@ _K6 = "tree staged in shared memory, rows' accepted children resolved in paralle
 _K7 = "three block scans and the free-slot compaction in the bookkeeping block; the accepted entries' loads became one parallel round in issue 14 (-0.3 us); not reworked further"
 _STEP = 'three launches in one graph cost their sum (K1 + K2 + K3); the fused draft-layer kernel is not written'
 KNOWN_MISSES: dict[tuple[str, str, str], str] = {
-    ('default', 'draft_step/B1/dtypefloat32', 'step_b1'): _STEP,
-    ('default', 'logits_to_probas/draft/B1/Q4/V260', 'b1_5us'): _K5S,
-    ('default', 'logits_to_probas/verify/B1/Q16/V260', 'b1_5us'): _K5S,
-    ('default', 'reject_sample/B1/Q16/V260', 'b1_5us'): _K6,
-    ('default', 'tree_mask/draft/B1/Q4', 'b1_5us'): _K4,
-    ('default', 'tree_mask/verify/B1/Q16', 'b1_5us'): _K4,
-    ('default', 'update_verify/B1/Q16/dtypefloat32', 'b1_5us'): _K7,
     ('deployment-8b', 'draft_step/B1/dtypebfloat16', 'step_b1'): _STEP,
     ('deployment-8b', 'draft_step/B128/dtypebfloat16', 'step_b128'): _STEP,
     ('deployment-8b', 'draft_step/B32/dtypebfloat16', 'cov'): 'run medians 13.81-14.59 us over 5 processes (a 3-launch graph); not re-run',
@@ -77,6 +75,29 @@ KNOWN_MISSES: dict[tuple[str, str, str], str] = {
     ('deployment-8b', 'tree_mask/verify/B1/Q64', 'b1_5us'): _K4,
     ('deployment-8b', 'update_verify/B1/Q64/dtypebfloat16', 'b1_5us'): _K7,
 }
+# the same statements for each archived set (its own contract, its own points)
+ARCHIVED_KNOWN_SLOWER: dict[str, dict[tuple[str, str], str]] = {"h100_toy_pair_b6befd65731f": {}}
+ARCHIVED_KNOWN_MISSES: dict[str, dict[tuple[str, str, str], str]] = {"h100_toy_pair_b6befd65731f": {
+    ('default', 'draft_step/B1/dtypefloat32', 'step_b1'): _STEP,
+    ('default', 'logits_to_probas/draft/B1/Q4/V260', 'b1_5us'): _K5S,
+    ('default', 'logits_to_probas/verify/B1/Q16/V260', 'b1_5us'): _K5S,
+    ('default', 'reject_sample/B1/Q16/V260', 'b1_5us'): _K6,
+    ('default', 'tree_mask/draft/B1/Q4', 'b1_5us'): _K4,
+    ('default', 'tree_mask/verify/B1/Q16', 'b1_5us'): _K4,
+    ('default', 'update_verify/B1/Q16/dtypefloat32', 'b1_5us'): _K7,
+}}
+SETS = ["current", *ARCHIVED]
+
+
+def _dir(which: str) -> Path:
+    return REPORTS if which == "current" else ARCHIVE_DIR / which
+
+
+def _known(which: str):
+    """(KNOWN_SLOWER, KNOWN_MISSES) of a set."""
+    if which == "current":
+        return KNOWN_SLOWER, KNOWN_MISSES
+    return ARCHIVED_KNOWN_SLOWER[which], ARCHIVED_KNOWN_MISSES[which]
 
 
 def _need(path: Path) -> Path:
@@ -86,21 +107,29 @@ def _need(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def shapes():
-    return {p.stem: shape_from_contract(p) for p in CONTRACTS}
+@pytest.fixture(scope="module", params=SETS)
+def which(request):
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def raw():
-    rows = read_csv(_need(REPORTS / "cuda_kernel_times_raw.csv"))
+def shapes(which):
+    if which == "current":
+        return {p.stem: shape_from_contract(p) for p in CONTRACTS}
+    p = archived_contract_path(which)  # its stem is the rows' contract name
+    return {p.stem: shape_from_contract(p, root=p.parent)}
+
+
+@pytest.fixture(scope="module")
+def raw(which):
+    rows = read_csv(_need(_dir(which) / "cuda_kernel_times_raw.csv"))
     assert rows, "the raw CSV has no rows"
     return rows
 
 
 @pytest.fixture(scope="module")
-def summary():
-    rows = read_csv(_need(REPORTS / "cuda_kernel_times.csv"))
+def summary(which):
+    rows = read_csv(_need(_dir(which) / "cuda_kernel_times.csv"))
     assert rows, "the summary CSV has no rows"
     return rows
 
@@ -147,7 +176,8 @@ def test_every_point_ours_and_anchors(raw, shapes):
     assert not missing, "no graph measurement of: " + "; ".join(missing)
 
 
-def test_runs_median_and_cov(raw, summary, shapes):
+def test_runs_median_and_cov(raw, summary, shapes, which):
+    _, KNOWN_MISSES = _known(which)
     by_key = {(s["contract"], s["point"], s["impl"], s["mode"]): s for s in summary}
     groups = _groups(raw)
     assert set(by_key) == set(groups), "summary and raw rows cover different points"
@@ -183,7 +213,8 @@ def test_ratios_recomputed(raw, summary, shapes):
         assert abs(float(s["ours_over_roofline"]) - ours / roof) <= 1e-3 * ours / roof + 6e-5
 
 
-def test_no_point_slower_than_its_anchor(summary):
+def test_no_point_slower_than_its_anchor(summary, which):
+    KNOWN_SLOWER, _ = _known(which)
     ours = _ours(summary)
     slower = {k: s for k, s in ours.items() if float(s["ours_over_anchor"]) > 1.0}
     unexplained = [f"{c} {p}: ours {float(s['median_us']):.2f} us vs {s['anchor_impl']} {float(s['anchor_us']):.2f} us"
@@ -213,7 +244,8 @@ def _bar_misses(summary, shapes):
     return misses
 
 
-def test_issue14_bars(summary, shapes):
+def test_issue14_bars(summary, shapes, which):
+    _, KNOWN_MISSES = _known(which)
     misses = _bar_misses(summary, shapes)
     unexplained = [f"{k}: {v}" for k, v in misses.items() if k not in KNOWN_MISSES]
     stale = [f"{k}" for k in KNOWN_MISSES if k not in misses]
@@ -221,20 +253,21 @@ def test_issue14_bars(summary, shapes):
     assert not stale, f"KNOWN_MISSES lists bars that are now met: {stale}"
 
 
-def test_summary_schema_and_anchor_table(summary):
+def test_summary_schema_and_anchor_table(summary, which):
     assert set(SUMMARY_FIELDS) <= set(summary[0])
-    md = _need(REPORTS / "kernel_anchors.md").read_text()
+    md = _need(_dir(which) / "kernel_anchors.md").read_text()
     for (c, pid), s in _ours(summary).items():
         assert f"| {pid} | {float(s['median_us']):.2f} |" in md, f"{c} {pid} missing from kernel_anchors.md"
 
 
-def test_ncu_bytes_beside_the_model():
-    rows = read_csv(_need(REPORTS / "cuda_bytes_per_token.csv"))
+def test_ncu_bytes_beside_the_model(which, shapes):
+    rows = read_csv(_need(_dir(which) / "cuda_bytes_per_token.csv"))
+    assert {r["contract"] for r in rows} <= set(shapes), "bytes rows of a contract this set does not hold"
     assert set(BPT_FIELDS) <= set(rows[0])
     measured = [r for r in rows if r["bytes_ncu"]]
     assert measured, "no ncu-measured bytes committed"
     assert {r["kernel"] for r in measured} == set(KERNEL_ORDER)
-    md = _need(REPORTS / "hotspots_ranked.md").read_text()
+    md = _need(_dir(which) / "hotspots_ranked.md").read_text()
     for r in rows:
         assert int(r["bytes_per_cycle_model"]) == int(r["calls_per_cycle"]) * int(r["bytes_model"])
         if r["bytes_ncu"]:
@@ -246,13 +279,13 @@ def test_ncu_bytes_beside_the_model():
                 assert not line.rstrip().endswith("| not analysed |"), f"{r['point']}: no reason given"
 
 
-def test_hotspots_and_manifest(shapes):
-    md = _need(REPORTS / "hotspots_ranked.md").read_text()
+def test_hotspots_and_manifest(shapes, which):
+    md = _need(_dir(which) / "hotspots_ranked.md").read_text()
     for name, sh in shapes.items():
         assert f"## contract `{name}`" in md
         for B in sh.batches:
             assert f"### B = {B}" in md
-    env = _need(REPORTS / "h100_env_manifest.txt").read_text()
+    env = _need(_dir(which) / "h100_env_manifest.txt").read_text()
     assert "H100" in env and "Driver Version" in env and "torch" in env and "build flags" in env
     for sh in shapes.values():
         assert sh.contract_hash in env

@@ -492,10 +492,13 @@ def _validation_error(path: Path, e: ValidationError) -> ContractError:
     return ContractError(f"{path}: invalid contract: " + "; ".join(parts))
 
 
-def load_contract(path: str | Path, *, verify_files: bool = True, require_models: bool = True) -> Contract:
+def load_contract(path: str | Path, *, verify_files: bool = True, require_models: bool = True,
+                  root: str | Path | None = None) -> Contract:
     """Read, validate and (``verify_files``) check the files a contract pins. The only contract loader.
     ``require_models=False``: the local model folders need not exist (``eagle4 workload http``: the server
-    holds the models)."""
+    holds the models). ``root``: where the pinned files' relative paths resolve (default: the checkout
+    holding the file); an archived contract resolves them in its archive folder (reports/archive/*/), which
+    keeps the files it pinned. The hash never depends on it."""
     path = Path(path)
     if not path.is_file():
         raise ContractError(f"contract file {path} does not exist")
@@ -507,7 +510,7 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
     big = list(_out_of_range_ints(raw))
     if big:
         raise ContractError(f"{path}: invalid contract: {', '.join(big)}: integer outside the 64-bit range TOML allows")
-    root = _root_for(path.resolve())
+    root = Path(root).resolve() if root is not None else _root_for(path.resolve())
     try:
         c = Contract.model_validate({**raw, "source_path": str(path), "root_dir": str(root)})
     except ValidationError as e:

@@ -74,12 +74,13 @@ def model_sizes(c) -> tuple[int, int, int]:
     return int(V), int(H), int(Vh)
 
 
-def shape_from_contract(path: str | Path | None = None) -> BenchShape:
-    """Load the contract (without checking prompt files) and derive the bench's sizes."""
+def shape_from_contract(path: str | Path | None = None, root: str | Path | None = None) -> BenchShape:
+    """Load the contract (without checking prompt files) and derive the bench's sizes. ``root``: where the
+    model folders resolve (an archived contract: its archive folder; see ``load_contract``)."""
     from eagle4.contract import load_contract
 
     path = Path(path or DEFAULT_CONTRACT)
-    c = load_contract(path, verify_files=False)
+    c = load_contract(path, verify_files=False, root=root)
     d, m = c.decode, c.model
     V, H, Vh = model_sizes(c)
     dtype = m.dtype if m.dtype in ("float16", "bfloat16", "float32") else "float32"
