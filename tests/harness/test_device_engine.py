@@ -73,7 +73,7 @@ def test_metric_definitions():
 
 def _run_rows(tiny, tps, durs, steady=True):
     return [{"tokens_per_s": t, "window_s": d, "steady_state": steady, "contract_sha256": tiny.sha256,
-             "provenance": "measured"} for t, d in zip(tps, durs)]
+             "provenance": "measured"} for t, d in zip(tps, durs, strict=True)]
 
 
 def test_validity_names_every_rule_missed(tiny):
@@ -130,7 +130,7 @@ def test_trained_pair_runs_on_the_same_engine_code_as_the_local_engine(tmp_path)
     dev = DeviceEngine(c, "ref", device="cpu")
     assert dev.encode_prompts(texts, c.prompts.prompt_tokens) == full
     got = dev.generate(ids, 12, c.decode.temperatures)
-    for w, g in zip(want, got):
+    for w, g in zip(want, got, strict=True):
         assert g.output_ids == w.output_ids and g.accept_lengths == w.accept_lengths
     assert dev.profile.steps == max(len(g.accept_lengths) for g in got)
     assert {"K6_reject_sample", "target_verify", "kv_compaction"} <= set(dev.profile.total)
@@ -140,7 +140,7 @@ def test_poisson_arrivals_have_the_declared_rate():
     from eagle4.workload.device_runner import _arrivals
 
     t = _arrivals("poisson", 8, 50.0, np.random.default_rng(0), 200.0)
-    assert all(b > a for a, b in zip(t, t[1:]))
+    assert all(b > a for a, b in zip(t, t[1:], strict=False))
     assert len(t) / t[-1] == pytest.approx(50.0, rel=0.05)
     assert _arrivals("concurrency", 8, None, np.random.default_rng(0), 10.0) is None
 

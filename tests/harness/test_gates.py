@@ -159,8 +159,12 @@ def test_fpga_mode_rejects_csim_and_summary_says_why(tmp_path):
     assert res_cpu[1].status == "REPORT" and res_cpu[1].valid and "below the 4.5-5 band" in res_cpu[1].reasons[0]
     assert "misses >= 4.5" in res_cpu[1].reasons[0]
     text = summary(res, contract_sha256=contract_sha256(c), hw="fpga")
-    assert "RESULT: INVALID" in text and "INVALID bytes_final" in text
-    assert "RESULT: VALID" in summary(res_cpu, hw="cpu")
+    assert "GATES: 0 valid, 2 invalid" in text and "INVALID bytes_final" in text
+    assert "VERDICT: NOT SIGNED OFF" in text
+    cpu_text = summary(res_cpu, hw="cpu")
+    # every gate valid on the CPU, yet no verdict word but NOT SIGNED OFF (sign-off needs --hw=fpga)
+    assert "GATES: 2 valid, 0 invalid" in cpu_text and "VERDICT: NOT SIGNED OFF" in cpu_text
+    assert "RESULT" not in cpu_text and cpu_text.count("VERDICT:") == 1
 
 
 def test_cli_gates_exit_code(tmp_path, capsys):
@@ -168,4 +172,4 @@ def test_cli_gates_exit_code(tmp_path, capsys):
 
     rc = main(["gates", "--contract", "contracts/default.toml", "--reports", str(tmp_path / "empty")])
     out = capsys.readouterr().out
-    assert rc == 1 and "RESULT: INVALID" in out and "missing artifact" in out
+    assert rc == 1 and "VERDICT: NOT SIGNED OFF" in out and "missing artifact" in out

@@ -18,7 +18,9 @@ def test_skipped_steps_make_the_verdict_invalid_and_say_why(tmp_path):
     out = _signoff("--skip", "parity", "workload", "budget", "--reports", str(tmp_path))
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    assert "SIGN-OFF: INVALID" in text
+    assert "VERDICT: NOT SIGNED OFF" in text
+    # one verdict: no other line reads as one (issue 10.6)
+    assert "RESULT:" not in text and "SIGN-OFF:" not in text and text.count("VERDICT:") == 1
     assert "step parity: NOT RUN" in text and "step workload: NOT RUN" in text
     # with no artifacts in the fresh reports dir the byte gates cannot pass: they name what is missing
     assert "missing artifact" in text
@@ -26,7 +28,7 @@ def test_skipped_steps_make_the_verdict_invalid_and_say_why(tmp_path):
     # gates that only an FPGA run can evaluate keep a CPU run from signing off
     assert "not evaluated on --hw=cpu" in text.replace("\n", " ")
     written = (tmp_path / "signoff_summary.md").read_text()
-    assert "**SIGN-OFF: INVALID**" in written and "step parity: NOT RUN" in written
+    assert "**VERDICT: NOT SIGNED OFF**" in written and "step parity: NOT RUN" in written
 
 
 def test_strict_exit_code(tmp_path):
@@ -39,7 +41,7 @@ def test_bad_contract_is_reported_not_a_traceback(tmp_path):
     bad.write_text("[meta]\nname = 1\n")
     out = _signoff("--contract", str(bad), "--reports", str(tmp_path / "r"))
     assert out.returncode == 1
-    assert "CRASHED" in out.stdout and "SIGN-OFF: INVALID" in out.stdout
+    assert "CRASHED" in out.stdout and "VERDICT: NOT SIGNED OFF" in out.stdout
 
 
 def test_unknown_step_is_a_usage_error(tmp_path):

@@ -102,9 +102,8 @@ def test_e2e_deployment_h100(request, perf_rows):
     scripts/bench_h100_e2e.sh --contract contracts/deployment-8b.toml runs after its self-check):
     every point must be VALID under the contract's own rules (>= 5 processes x >= 30 s, >= 200
     samples per percentile, CoV <= 2%, steady state); a failure lists each point's reasons."""
-    from plugins.parity import reports_dir
-
     from eagle4.workload.device_runner import run_contract as run_device_contract
+    from plugins.parity import reports_dir
 
     deploy = ROOT / "contracts" / "deployment-8b.toml"
     out = Path(os.environ.get("EAGLE4_E2E_OUT") or reports_dir(request.config))

@@ -37,7 +37,7 @@ def test_without_pyxrt_signoff_fails_fast_naming_it(tmp_path):
     assert "pyxrt" in text and "setup.sh" in text
     assert "── parity" not in out.stdout and "workload:" not in out.stdout  # nothing else ran
     summary = (tmp_path / "reports" / "signoff_summary.md").read_text()
-    assert "**SIGN-OFF: INVALID**" in summary and "pyxrt" in summary
+    assert "**VERDICT: NOT SIGNED OFF**" in summary and "pyxrt" in summary
 
 
 def test_without_xclbin_or_device_signoff_fails_fast_naming_it(tmp_path):
@@ -90,7 +90,7 @@ def test_signoff_runs_end_to_end_on_the_double_and_evaluates_every_gate(tmp_path
         assert g.name in flat, g.name
     ledger = [r for r in _rows(rep / "gate_ledger.csv") if r["hw"] == "fpga"]
     assert ledger and all(r["status"] != "PASS" for r in ledger)
-    assert "SIGN-OFF: INVALID" in flat
+    assert "VERDICT: NOT SIGNED OFF" in flat
     # the rows: labelled double, never measured
     for name in ("e2e_runs.csv", "e2e_raw.csv", "acceptance_lengths.csv", "throughput.csv", "fpga_kernel_times_raw.csv"):
         provs = {r["provenance"] for r in _rows(rep / name)}

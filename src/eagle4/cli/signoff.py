@@ -9,8 +9,8 @@ Steps (each reported; a step that cannot run here says why, it is never silently
 4. budget: bytes/token of the unfused and fused FPGA dataflow from C-sim counters, budget sheet;
 5. gates: every [[gates]] entry of the contract, recorded in the gate ledger;
 6. env manifest.
-Exit code 0 when every step ran (the verdict is printed, VALID or INVALID); with --strict, 3 when
-the verdict is INVALID; 1 when a step crashed.
+Exit code 0 when every step ran (the verdict is printed, SIGNED OFF or NOT SIGNED OFF); with --strict,
+3 when NOT SIGNED OFF; 1 when a step crashed.
 --hw=fpga needs pyxrt, a device and the xclbin (--xclbin / EAGLE4_XCLBIN / [fpga] xclbin): when one is
 missing the run stops after the contract step with exit code 2, naming it (nothing falls back to the CPU).
 """
@@ -170,9 +170,9 @@ def cmd(args) -> int:
         why = _board_missing(args, contract)
         if why:  # fail fast: no step may run the FPGA's part on anything else
             console.print(f"[red]eagle4 signoff --hw=fpga: {why}", highlight=False)
-            console.print("[bold]SIGN-OFF: INVALID: NOT SIGNED OFF", highlight=False)
+            console.print("[bold]VERDICT: NOT SIGNED OFF", highlight=False)
             atomic.write_text(reports / "signoff_summary.md", f"# eagle4 signoff --hw=fpga ({args.contract})\n\n"
-                              f"**SIGN-OFF: INVALID**: NOT SIGNED OFF\n\n* {why}\n")
+                              f"**VERDICT: NOT SIGNED OFF**\n\n* {why}\n")
             return 2
     if contract is None:
         console.print("[red]the contract did not load; nothing else can run")
@@ -206,8 +206,7 @@ def cmd(args) -> int:
     if gate_results is None:
         step_reasons.append("gates not evaluated")
     v = decide(gate_results or [], hw=args.hw, extra_reasons=step_reasons)
-    verdict = "VALID" if v.signed_off else "INVALID"  # the word the summary has always carried
-    console.print(f"[bold]SIGN-OFF: {verdict}: {v.word}", highlight=False)
+    console.print(f"[bold]VERDICT: {v.word}", highlight=False)  # the one verdict (issue 10.6)
     for line in v.lines()[1:]:
         console.print(line, markup=False, highlight=False)
     # the summary is part of the artifact pack, not only of the console
@@ -215,17 +214,17 @@ def cmd(args) -> int:
              "| step | status | seconds | notes |", "|---|---|---|---|"]
     lines += [f"| {r.name} | {r.status} | {r.seconds:.1f} | {'<br>'.join(n.replace('|', '/') for n in r.notes[:8])} |"
               for r in results]
-    lines += ["", "```", gate_text or "(no gate evaluated)", "```", "", f"**SIGN-OFF: {verdict}**: {v.word}", ""]
+    lines += ["", "```", gate_text or "(no gate evaluated)", "```", "", f"**VERDICT: {v.word}**", ""]
     lines += [f"* {x}" for x in v.reasons] + [f"* report-only miss: {x}" for x in v.report_misses]
     atomic.write_text(reports / "signoff_summary.md", "\n".join(lines) + "\n")
     console.print(f"artifact pack: {reports}")
     if any(r.status == "CRASHED" for r in results):
         return 1
-    return 3 if (args.strict and verdict != "VALID") else 0
+    return 3 if (args.strict and not v.signed_off) else 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("signoff", help="the main job: contract end to end, artifact pack, VALID/INVALID summary")
+    p = sub.add_parser("signoff", help="the main job: contract end to end, artifact pack, one verdict (SIGNED OFF / NOT SIGNED OFF)")
     p.add_argument("--contract", default="contracts/default.toml")
     p.add_argument("--hw", choices=("cpu", "cuda", "fpga"), default="cpu")
     p.add_argument("--reports", default="reports")
@@ -233,7 +232,7 @@ def register(sub) -> None:
     p.add_argument("--parity-timeout", type=float, default=PARITY_TIMEOUT_S, metavar="SECONDS",
                    help=f"stop the parity step (pytest and its workers) after this long (default {PARITY_TIMEOUT_S:g})")
     p.add_argument("--skip", nargs="*", metavar="STEP", help=f"steps to leave out: {', '.join(STEPS)}")
-    p.add_argument("--strict", action="store_true", help="exit 3 when the verdict is INVALID")
+    p.add_argument("--strict", action="store_true", help="exit 3 when NOT SIGNED OFF")
     p.add_argument("--xclbin", default=None,
                    help="--hw=fpga: the xclbin to load (else EAGLE4_XCLBIN or the contract's [fpga] xclbin)")
     p.add_argument("--bench-points", default="all", choices=("all", "B1", "smoke"),

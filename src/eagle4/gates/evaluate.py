@@ -339,7 +339,8 @@ def evaluate_all(contract, reports_dir="reports", *, hw: str = "cpu", record_led
 
 def summary(results: list[GateResult], *, contract_sha256: str = "", hw: str = "cpu", results_dir=None,
             verdict: bool = True) -> str:
-    """Every gate's line, the RESULT line (were the evaluated gates valid) and the sign-off VERDICT
+    """Every gate's line, the GATES count line (how many evaluated gates were valid; no verdict word,
+    so that nothing but the VERDICT line reads as a verdict) and the sign-off VERDICT
     (``verdict=False``: a caller that prints the one verdict itself, with its own reasons, e.g. signoff).
     ``results_dir``: the engine results an engine contract was judged on."""
     where = f"results {results_dir}" if results_dir is not None else f"--hw={hw}"
@@ -348,8 +349,7 @@ def summary(results: list[GateResult], *, contract_sha256: str = "", hw: str = "
         lines.append("  " + r.line().replace("\n", "\n  "))
     failed = [r for r in results if not r.valid]
     desel = [r for r in results if r.status in ("DESELECTED", "SKIPPED")]
-    validity = "VALID" if not failed else "INVALID"
-    lines.append(f"RESULT: {validity}: {len(results) - len(failed) - len(desel)} valid, {len(failed)} invalid"
+    lines.append(f"GATES: {len(results) - len(failed) - len(desel)} valid, {len(failed)} invalid"
                  + (f", {len(desel)} not evaluated (other --hw / --stage)" if desel else ""))
     for r in failed:
         lines.append(f"  INVALID {r.name}: " + "; ".join(r.reasons))

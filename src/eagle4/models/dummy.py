@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-
 DRAFT_LOGIT_STD = 8.0
 
 

@@ -44,7 +44,7 @@ class RequestTimes:
 
     def itl(self) -> list[float]:
         t = [c[0] for c in self.chunks]
-        return [b - a for a, b in zip(t, t[1:])]
+        return [b - a for a, b in zip(t, t[1:], strict=False)]
 
     @property
     def tpot(self) -> float | None:
@@ -94,7 +94,7 @@ def token_itl(token_times) -> list[float]:
 def chunk_itl(token_times) -> list[float]:
     """ITL per streamed chunk from per-token times (tokens of one chunk share its time)."""
     t = sorted(set(float(x) for x in token_times))
-    return [b - a for a, b in zip(t, t[1:])]
+    return [b - a for a, b in zip(t, t[1:], strict=False)]
 
 
 def goodput(reqs: list[RequestTimes], window_s: float, slo) -> tuple[float, float]:
