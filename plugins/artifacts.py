@@ -13,12 +13,12 @@ only a run given ``--reports-dir`` inside reports/ may write there.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from eagle4.report.working_copy import working_copy
 from plugins.api import interrupted, reports_dir, requested_hw
 
 
@@ -40,12 +40,7 @@ _SCRATCH = pytest.StashKey[bool]()
 
 def _scratch_reports(committed: Path) -> Path:
     """A temporary copy of the committed artifact pack: tests read what is committed, write only here."""
-    out = Path(tempfile.mkdtemp(prefix="eagle4-reports-")) / "reports"
-    if committed.is_dir():
-        shutil.copytree(committed, out, ignore=shutil.ignore_patterns(".*"))
-    else:
-        out.mkdir()
-    return out
+    return working_copy(committed, Path(tempfile.mkdtemp(prefix="eagle4-reports-")) / "reports")
 
 COMMITTED = ("reports", "tests/data", "tests/goldens")
 _BEFORE = pytest.StashKey[dict]()
@@ -107,7 +102,7 @@ _CHANGED = pytest.StashKey[list]()
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if config.stash.get(_SCRATCH, False):
         terminalreporter.write_line(f"eagle4: this run's artifacts went to {reports_dir(config)} (a scratch copy; "
-                                    "reports/ is written only by --reports-dir reports or `eagle4 signoff`)")
+                                    "reports/ is written only by --reports-dir reports or `eagle4 signoff --reports reports`)")
     changed = config.stash.get(_CHANGED, None)
     if changed:
         terminalreporter.write_sep("=", "committed files changed by this test run", red=True)

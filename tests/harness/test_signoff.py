@@ -47,3 +47,19 @@ def test_bad_contract_is_reported_not_a_traceback(tmp_path):
 def test_unknown_step_is_a_usage_error(tmp_path):
     out = _signoff("--skip", "lunch", "--reports", str(tmp_path))
     assert out.returncode == 2 and "unknown step" in out.stderr
+
+
+def test_default_pack_is_a_working_copy_and_the_committed_reports_stay(tmp_path):
+    committed = tmp_path / "reports"
+    committed.mkdir()
+    (committed / "evidence.csv").write_text("kept\n")
+    out = _signoff("--contract", str(REPO / "contracts" / "default.toml"), "--skip", "parity", "workload", "budget",
+                   cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    packs = list((tmp_path / "runs").glob("signoff-*"))
+    assert len(packs) == 1, out.stdout
+    pack = packs[0]
+    assert (pack / "evidence.csv").read_text() == "kept\n"  # the committed evidence travels with the run
+    assert (pack / "signoff_summary.md").is_file() and (pack / "env_manifest.txt").is_file()
+    assert sorted(p.name for p in committed.iterdir()) == ["evidence.csv"]  # nothing written to reports/
+    assert str(pack) in out.stdout.replace("\n", "")

@@ -9,6 +9,9 @@ Steps (each reported; a step that cannot run here says why, it is never silently
 4. budget: bytes/token of the unfused and fused FPGA dataflow from C-sim counters, budget sheet;
 5. gates: every [[gates]] entry of the contract, recorded in the gate ledger;
 6. env manifest.
+The pack goes to runs/signoff-<UTC time>/ (git-ignored): a working copy of the committed reports/ (the
+committed evidence the gates read) updated by this run, so the checkout stays as committed;
+`--reports reports` publishes into the committed pack (as `eagle4 replay` does).
 Exit code 0 when every step ran (the verdict is printed, SIGNED OFF or NOT SIGNED OFF); with --strict,
 3 when NOT SIGNED OFF; 1 when a step crashed.
 --hw=fpga needs pyxrt, a device and the xclbin (--xclbin / EAGLE4_XCLBIN / [fpga] xclbin): when one is
@@ -130,7 +133,13 @@ def cmd(args) -> int:
         raise ValueError(f"{args.contract} is an engine contract ([engine]): its gates read the engine's results; "
                          "run `eagle4 gates --contract ... --results DIR` (docs/engine_gates.md)")
     console = Console()
-    reports = Path(args.reports).resolve()
+    if args.reports is None:  # a working copy of the committed pack: the checkout stays as committed
+        from eagle4.report.working_copy import working_copy
+
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        reports = working_copy(Path("reports"), Path("runs") / f"signoff-{stamp}-{os.getpid()}").resolve()
+    else:
+        reports = Path(args.reports).resolve()
     reports.mkdir(parents=True, exist_ok=True)
     skip = set(args.skip or [])
     unknown = skip - set(STEPS)
@@ -227,7 +236,9 @@ def register(sub) -> None:
     p = sub.add_parser("signoff", help="the main job: contract end to end, artifact pack, one verdict (SIGNED OFF / NOT SIGNED OFF)")
     p.add_argument("--contract", default="contracts/default.toml")
     p.add_argument("--hw", choices=("cpu", "cuda", "fpga"), default="cpu")
-    p.add_argument("--reports", default="reports")
+    p.add_argument("--reports", default=None,
+                   help="where the artifact pack goes (default: runs/signoff-<UTC time>/, a working copy of the "
+                        "committed reports/ that this run updates; `--reports reports` publishes into reports/)")
     p.add_argument("--workers", type=int, default=2, help="pytest-xdist workers for the parity step (0: none)")
     p.add_argument("--parity-timeout", type=float, default=PARITY_TIMEOUT_S, metavar="SECONDS",
                    help=f"stop the parity step (pytest and its workers) after this long (default {PARITY_TIMEOUT_S:g})")
