@@ -5,7 +5,7 @@ to the summary, every point over the contract's limit marked as not counting, an
 measured provenance, and the hash of the contract the rows belong to on every row:
 * ``current``: reports/h100_baseline_* against contracts/default.toml (while missing, the comparison
   against it is refused naming the script that makes it);
-* every archived set (``eagle4.report.archive.ARCHIVED``): reports/archive/<name>/h100_baseline_* against
+* every archived set (``eagle4.contract.archive.ARCHIVED``): reports/archive/<name>/h100_baseline_* against
   the archived contract beside them (a different contract: on record, not comparable with the current one)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from eagle4.contract import ensure_same_contract, load_contract
-from eagle4.report.archive import ARCHIVE_DIR, ARCHIVED, load_archived_contract
+from eagle4.contract.archive import ARCHIVE_DIR, ARCHIVED, load_archived_contract
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTS = REPO / "reports"

@@ -17,7 +17,7 @@ hotspots_ranked.md, h100_env_manifest.txt and the one-shot dumps in tests/golden
 * ncu bytes beside the model with their ratio; every kernel over 1.2x listed in the hotspots with a reason.
 
 Each check runs on the current set (reports/, contracts/default.toml and deployment-8b.toml) and on every
-archived set (``eagle4.report.archive.ARCHIVED``: reports/archive/<name>/ against the archived contract
+archived set (``eagle4.contract.archive.ARCHIVED``: reports/archive/<name>/ against the archived contract
 beside it, with its own ``KNOWN_*`` lists): rows are only ever judged against the contract that produced them.
 """
 
@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eagle4.contract.archive import ARCHIVE_DIR, ARCHIVED, archived_contract_path
 from eagle4.perf.kernel_report import BPT_FIELDS, SUMMARY_FIELDS
 from eagle4.perf.points import operating_points, roofline_us, shape_from_contract
 from eagle4.perf.rows import RAW_FIELDS, read_csv
-from eagle4.report.archive import ARCHIVE_DIR, ARCHIVED, archived_contract_path
 from eagle4.spec import KERNEL_ORDER
 
 pytestmark = [pytest.mark.cpu]

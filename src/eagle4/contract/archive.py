@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[3]  # src/eagle4/contract/archive.py -> repository root
 ARCHIVE_DIR = REPO / "reports" / "archive"
 ARCHIVED: dict[str, str] = {
     # byte-level vocabulary-260 toy pair, default contract of 85b0535 (H100 e2e + kernel bench, 2026-11-26)
