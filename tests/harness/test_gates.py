@@ -173,3 +173,26 @@ def test_cli_gates_exit_code(tmp_path, capsys):
     rc = main(["gates", "--contract", "contracts/default.toml", "--reports", str(tmp_path / "empty")])
     out = capsys.readouterr().out
     assert rc == 1 and "VERDICT: NOT SIGNED OFF" in out and "missing artifact" in out
+
+
+def test_throughput_ratio_is_judged_per_operating_point_not_pooled(tmp_path):
+    """A fast point must not hide a slow one: b1 2.5x, b8 1.2x -> the gate sees 1.2x (and names b8)."""
+    gates = [{"name": "tput", "metric": "throughput", "comparison": "ratio", "run": "spec", "baseline": "baseline",
+              "op": ">=", "threshold": 2.0, "provenance": ["measured"], "artifacts": ["reports/throughput.csv"]}]
+    sha = contract_sha256(_contract(gates))
+
+    def rows(run, point, vals):
+        return [{"contract_sha256": sha, "run": run, "point": point, "tokens_per_s": v, "provenance": "measured"}
+                for v in vals]
+
+    spec = rows("spec", "b1", (250, 251, 249, 250, 250)) + rows("spec", "b8", (960, 961, 959, 960, 960))
+    base = rows("baseline", "b1", (100, 101, 99, 100, 100)) + rows("baseline", "b8", (800, 801, 799, 800, 800))
+    _write(tmp_path / "reports" / "throughput.csv", spec + base)
+    (r,) = evaluate_all(_contract(gates), tmp_path / "reports", root=tmp_path)
+    assert r.status == "FAIL" and r.value == pytest.approx(960 / 800)
+    assert r.details["point"] == "b8" and r.details["per_point"]["b1"] == pytest.approx(2.5)
+    # pooled over both points the medians would have been 605 / 450 = 1.34 with a CoV far over the limit;
+    # a point the baseline lacks is missing evidence
+    _write(tmp_path / "reports" / "throughput.csv", spec + base[:5])
+    (r,) = evaluate_all(_contract(gates), tmp_path / "reports", root=tmp_path)
+    assert r.status == "INVALID" and "no 'baseline' rows at point(s) ['b8']" in " ".join(r.reasons)

@@ -16,10 +16,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle4 import provenance as prov
 from eagle4.contract import Contract, GateSpec, as_contract, contract_sha256, load_gates
 from eagle4.gates.engine import EngineCtx, evaluate_engine_gate
-from eagle4.gates.metrics import METRICS, Ctx, Metric, MissingMetric, read_rows
+from eagle4.gates.metrics import METRICS, Ctx, MissingMetric, read_rows, throughput_ratio
 from eagle4.gates.verdict import decide
 from eagle4.report import atomic
 from eagle4.validity import RunRule
@@ -178,12 +177,9 @@ def evaluate_gate(g: GateSpec, ctx: Ctx, *, after: list[str] | None = None) -> G
         return res
     try:
         if g.comparison == "ratio":
-            num = fn(g, ctx, run=g.run or "spec") if g.metric == "throughput" else fn(g, ctx)
-            den = fn(g, ctx, run=g.baseline) if g.metric == "throughput" else None
-            if den is None:
+            if g.metric != "throughput":
                 raise MissingMetric(f"metric {g.metric} has no named runs; a ratio needs run and baseline")
-            m = Metric(num.value / den.value, prov.parts(num.provenance + den.provenance), num.artifact,
-                       {"run": num.value, "baseline": den.value}, invalid=num.invalid + den.invalid)
+            m = throughput_ratio(g, ctx)  # per operating point: pooling must not hide a miss
         else:
             m = fn(g, ctx)
     except MissingMetric as e:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle4 import provenance as prov
-from eagle4.validity import RunRule, summarize_runs
+from eagle4.validity import PerformanceSummary, RunRule, summarize_runs
 
 
 class MissingMetric(Exception):
@@ -210,21 +210,62 @@ def draft_step_latency_us(gate, ctx: Ctx) -> Metric:
     return Metric(t, prov.parts(r["provenance"] for r in fused), rel, {"batch": B, "fclk_mhz": fclk})
 
 
-def throughput(gate, ctx: Ctx, run: str | None = None) -> Metric:
-    rel = "reports/throughput.csv"
+THROUGHPUT_CSV = "reports/throughput.csv"
+
+
+def _throughput_points(ctx: Ctx, run: str) -> dict[str, PerformanceSummary]:
+    """One :class:`PerformanceSummary` per operating point (the ``point`` column; rows without one form
+    a single group) of ``run``'s rows, one row per independent run: validity (runs, CoV, minimum
+    duration, contract) decided by eagle4.validity. Points are never pooled: a pooled median would let
+    a good point hide a miss at another, and its CoV would measure the spread between points."""
+    rel = THROUGHPUT_CSV
     rows = _artifact(ctx, rel, "the e2e/perf driver writes tokens/s per named run")
     _check_contract(rows, rel, ctx)
-    run = run or gate.run or "spec"
     sel = [r for r in rows if r.get("run") == run]
     if ctx.mode == "fpga":
         sel = [r for r in sel if "fpga" in (r.get("device", "") + r.get("backend", "")).lower()] or sel
     if not sel:
         raise MissingMetric(f"{rel} has no rows for run {run!r}")
-    # one row per independent run; validity (runs, CoV, minimum duration, contract) decided by eagle4.validity
-    s = summarize_runs(sel, value="tokens_per_s", metric=f"throughput({run})", rule=ctx.rule,
-                       duration="wall_s" if "wall_s" in sel[0] else None, contract_sha256=ctx.contract_sha256)
-    return Metric(s.median, s.provenance, rel, {"run": run, "n": s.n_runs, "cov": s.cov},
-                  invalid=[f"{s.metric}: {x}" for x in s.reasons])
+    groups: dict[str, list[dict]] = {}
+    for r in sel:
+        groups.setdefault(r.get("point") or "", []).append(r)
+    return {pt: summarize_runs(rs, value="tokens_per_s", metric=f"throughput({run})" + (f" at {pt}" if pt else ""),
+                               rule=ctx.rule, duration="wall_s" if "wall_s" in rs[0] else None,
+                               contract_sha256=ctx.contract_sha256)
+            for pt, rs in groups.items()}
+
+
+def _invalid(summaries) -> list[str]:
+    return [f"{s.metric}: {x}" for s in summaries for x in s.reasons]
+
+
+def throughput(gate, ctx: Ctx, run: str | None = None) -> Metric:
+    """The run's tokens/s at its worst operating point (every point's median in the details)."""
+    run = run or gate.run or "spec"
+    pts = _throughput_points(ctx, run)
+    worst = min(pts, key=lambda p: pts[p].median)
+    return Metric(pts[worst].median, prov.parts(p for s in pts.values() for p in s.provenance), THROUGHPUT_CSV,
+                  {"run": run, "point": worst or "all", "per_point": {p or "all": s.median for p, s in pts.items()}},
+                  invalid=_invalid(pts.values()))
+
+
+def throughput_ratio(gate, ctx: Ctx) -> Metric:
+    """throughput(run) / throughput(baseline) per operating point; the figure is the point that fares
+    worst against the gate's operator (the smallest ratio for >=), every point's ratio in the details.
+    A point the run has and the baseline lacks is missing evidence, not a point to leave out."""
+    run, base = gate.run or "spec", gate.baseline
+    num, den = _throughput_points(ctx, run), _throughput_points(ctx, base)
+    lacking = sorted(set(num) - set(den))
+    if lacking:
+        raise MissingMetric(f"{THROUGHPUT_CSV}: no {base!r} rows at point(s) {lacking or ['all']} of run {run!r}; "
+                            "throughput is compared per operating point")
+    ratios = {p: num[p].median / den[p].median for p in num}
+    pick = max if gate.op in ("<=", "<") else min
+    worst = pick(ratios, key=ratios.get)
+    return Metric(ratios[worst], prov.parts(p for s in [*num.values(), *den.values()] for p in s.provenance),
+                  THROUGHPUT_CSV, {"run": num[worst].median, "baseline": den[worst].median, "point": worst or "all",
+                                   "per_point": {p or "all": r for p, r in ratios.items()}},
+                  invalid=_invalid([*num.values(), *den.values()]))
 
 
 def mean_acceptance_length(gate, ctx: Ctx) -> Metric:
