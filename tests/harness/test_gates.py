@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-
 import pytest
+from csv_rows import write_rows  # this folder, as oracles_verify
 
 from eagle4.gates import GateError, consecutive_green, evaluate_all, load_gates, summary
 from eagle4.workload.trace import contract_sha256
-
-
-def _write(path, rows):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
 
 
 def _bytes_rows(sha, unf, fus, comps, batch=4):
@@ -46,7 +37,7 @@ BYTE_GATE = {"name": "bytes_final", "metric": "bytes_per_token_ratio", "op": ">=
 def _reports(tmp_path, c, unf=400.0, fus=100.0):
     comps = {"unfused": {"lm": (300.0, "csim"), "drafter": (100.0, "computed")},
              "fused": {"lm": (60.0, "csim"), "drafter": (40.0, "computed")}}
-    _write(tmp_path / "reports" / "bytes_per_token.csv", _bytes_rows(contract_sha256(c), unf, fus, comps))
+    write_rows(tmp_path / "reports" / "bytes_per_token.csv", _bytes_rows(contract_sha256(c), unf, fus, comps))
     return tmp_path / "reports"
 
 
@@ -83,7 +74,7 @@ def test_missing_artifact_and_missing_provenance_are_invalid(tmp_path):
     c = _contract([BYTE_GATE])
     (r,) = evaluate_all(c, tmp_path / "reports", root=tmp_path)
     assert r.status == "INVALID" and "missing artifact reports/bytes_per_token.csv" in " ".join(r.reasons)
-    _write(tmp_path / "reports" / "bytes_per_token.csv", [{"backend": "unfused", "component": "TOTAL", "x": 1}])
+    write_rows(tmp_path / "reports" / "bytes_per_token.csv", [{"backend": "unfused", "component": "TOTAL", "x": 1}])
     (r,) = evaluate_all(c, tmp_path / "reports", root=tmp_path)
     assert r.status == "INVALID" and "provenance" in " ".join(r.reasons)
 
@@ -101,10 +92,10 @@ def test_approximation_gate_is_invalid_until_measured(tmp_path):
     (r,) = evaluate_all(_contract([g]), tmp_path / "reports", root=tmp_path)
     assert r.status == "INVALID" and not r.passed and "missing" in r.reasons[0]
     row = {"approximation": "hot+int8", "impact": 0.01, "provenance": "measured"}
-    _write(tmp_path / "reports" / "acceptance_impact.csv", [row])  # no contract hash: refused
+    write_rows(tmp_path / "reports" / "acceptance_impact.csv", [row])  # no contract hash: refused
     (r,) = evaluate_all(_contract([g]), tmp_path / "reports", root=tmp_path)
     assert r.status == "INVALID" and "no contract_sha256" in " ".join(r.reasons)
-    _write(tmp_path / "reports" / "acceptance_impact.csv", [{"contract_sha256": contract_sha256(_contract([g])), **row}])
+    write_rows(tmp_path / "reports" / "acceptance_impact.csv", [{"contract_sha256": contract_sha256(_contract([g])), **row}])
     (r,) = evaluate_all(_contract([g]), tmp_path / "reports", root=tmp_path)
     assert r.status == "PASS"
 
@@ -115,12 +106,12 @@ def test_ratio_gate_spec_vs_baseline_and_acceptance(tmp_path):
              {"name": "acc", "metric": "mean_acceptance_length", "op": ">=", "threshold": 3.0,
               "provenance": ["measured"], "artifacts": ["reports/acceptance_lengths.csv"]}]
     sha = contract_sha256(_contract(gates))
-    _write(tmp_path / "reports" / "throughput.csv",
+    write_rows(tmp_path / "reports" / "throughput.csv",
            [{"contract_sha256": sha, "run": "spec", "tokens_per_s": v, "provenance": "measured"}
             for v in (210, 200, 205, 199, 201)]
            + [{"contract_sha256": sha, "run": "baseline", "tokens_per_s": v, "provenance": "measured"}
               for v in (100, 101, 99, 100, 98)])
-    _write(tmp_path / "reports" / "acceptance_lengths.csv",
+    write_rows(tmp_path / "reports" / "acceptance_lengths.csv",
            [{"contract_sha256": sha, "accept_length": a - 1, "tokens_committed": a, "provenance": "measured"}
             for a in (3, 4, 2, 4)])
     r1, r2 = evaluate_all(_contract(gates), tmp_path / "reports", root=tmp_path)
@@ -134,7 +125,7 @@ def test_ordering_rule_needs_three_consecutive_green_runs(tmp_path):
     c = _contract([BYTE_GATE, full])
     rep = _reports(tmp_path, c)
     sha = contract_sha256(c)
-    _write(rep / "acceptance_lengths.csv", [{"contract_sha256": sha, "accept_length": 2, "provenance": "measured"}])
+    write_rows(rep / "acceptance_lengths.csv", [{"contract_sha256": sha, "accept_length": 2, "provenance": "measured"}])
     for i in range(3):
         res = evaluate_all(c, rep, root=tmp_path, record_ledger=True)
         assert res[1].status == "BLOCKED", i
@@ -187,12 +178,12 @@ def test_throughput_ratio_is_judged_per_operating_point_not_pooled(tmp_path):
 
     spec = rows("spec", "b1", (250, 251, 249, 250, 250)) + rows("spec", "b8", (960, 961, 959, 960, 960))
     base = rows("baseline", "b1", (100, 101, 99, 100, 100)) + rows("baseline", "b8", (800, 801, 799, 800, 800))
-    _write(tmp_path / "reports" / "throughput.csv", spec + base)
+    write_rows(tmp_path / "reports" / "throughput.csv", spec + base)
     (r,) = evaluate_all(_contract(gates), tmp_path / "reports", root=tmp_path)
     assert r.status == "FAIL" and r.value == pytest.approx(960 / 800)
     assert r.details["point"] == "b8" and r.details["per_point"]["b1"] == pytest.approx(2.5)
     # pooled over both points the medians would have been 605 / 450 = 1.34 with a CoV far over the limit;
     # a point the baseline lacks is missing evidence
-    _write(tmp_path / "reports" / "throughput.csv", spec + base[:5])
+    write_rows(tmp_path / "reports" / "throughput.csv", spec + base[:5])
     (r,) = evaluate_all(_contract(gates), tmp_path / "reports", root=tmp_path)
     assert r.status == "INVALID" and "no 'baseline' rows at point(s) ['b8']" in " ".join(r.reasons)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 
 import pytest
+from csv_rows import write_rows  # this folder, as oracles_verify
 
 from eagle4 import provenance as prov
 from eagle4.contract import contract_sha256, load_contract
@@ -13,14 +14,6 @@ from eagle4.gates import decide, evaluate_all, summary
 from eagle4.validity import RunRule, summarize_runs
 
 pytestmark = pytest.mark.cpu
-
-
-def _write(path, rows):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
 
 
 def test_weakest_provenance_order():
@@ -60,7 +53,7 @@ def test_cov_check_reaches_the_throughput_gate(tmp_path):
             "op": ">=", "threshold": 1.5, "provenance": ["measured"], "artifacts": ["reports/throughput.csv"]}
     c = {"contract": {"name": "t"}, "runs": {"cov_max": 0.05}, "gates": [gate]}
     sha = contract_sha256(c)
-    _write(tmp_path / "reports" / "throughput.csv",
+    write_rows(tmp_path / "reports" / "throughput.csv",
            [{"contract_sha256": sha, "run": "spec", "tokens_per_s": v, "provenance": "measured"}
             for v in (300, 200, 100, 250, 210)]
            + [{"contract_sha256": sha, "run": "baseline", "tokens_per_s": v, "provenance": "measured"}
@@ -79,7 +72,7 @@ def _bytes(tmp_path, c, counted_prov):
                   "bytes_per_token": dr, "provenance": "computed"},
                  {"contract_sha256": sha, "backend": backend, "component": "TOTAL", "batch": "all",
                   "bytes_per_token": lm + dr, "provenance": f"{counted_prov}+computed"}]
-    _write(tmp_path / "reports" / "bytes_per_token.csv", rows)
+    write_rows(tmp_path / "reports" / "bytes_per_token.csv", rows)
     return tmp_path / "reports"
 
 
@@ -103,7 +96,7 @@ def test_one_verdict_with_every_reason_and_report_misses(tmp_path):
               "provenance": ["measured"], "signoff_provenance": ["measured"]},
              {"name": "f", "metric": "mean_acceptance_length", "op": ">=", "threshold": 3.0, "hw": ["fpga"]}]
     c = {"contract": {"name": "t"}, "gates": gates}
-    _write(tmp_path / "reports" / "acceptance_impact.csv",
+    write_rows(tmp_path / "reports" / "acceptance_impact.csv",
            [{"impact": 0.01, "provenance": "measured", "contract_sha256": contract_sha256(c)}])
     res = evaluate_all(c, tmp_path / "reports", root=tmp_path, hw="cpu")
     v = decide(res, hw="cpu")
@@ -125,13 +118,13 @@ def test_byte_gate_refuses_figures_drawn_from_a_changed_acceptance_csv(tmp_path)
          "provenance": ["csim", "measured"], "artifacts": ["reports/bytes_per_token.csv"]}
     c = {"contract": {"name": "t"}, "gates": [g]}
     acc = tmp_path / "reports" / "acceptance_lengths.csv"
-    _write(acc, [{"contract_sha256": contract_sha256(c), "accept_length": 2, "provenance": "measured"}])
+    write_rows(acc, [{"contract_sha256": contract_sha256(c), "accept_length": 2, "provenance": "measured"}])
     rep = _bytes(tmp_path, c, "csim")
     rows = list(csv.DictReader(open(rep / "bytes_per_token.csv")))
-    _write(rep / "bytes_per_token.csv", [dict(r, accept_source="reports/acceptance_lengths.csv",
+    write_rows(rep / "bytes_per_token.csv", [dict(r, accept_source="reports/acceptance_lengths.csv",
                                               accept_sha256=sha256_file(acc)) for r in rows])
     (r,) = evaluate_all(c, rep, root=tmp_path)
     assert r.status == "PASS"
-    _write(acc, [{"contract_sha256": contract_sha256(c), "accept_length": 4, "provenance": "measured"}])
+    write_rows(acc, [{"contract_sha256": contract_sha256(c), "accept_length": 4, "provenance": "measured"}])
     (r,) = evaluate_all(c, rep, root=tmp_path)
     assert r.status == "INVALID" and "acceptance input changed" in " ".join(r.reasons)
