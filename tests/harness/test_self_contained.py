@@ -20,7 +20,9 @@ TEXT_SUFFIXES = {".py", ".sh", ".toml", ".ini", ".cfg", ".txt", ".yml", ".yaml",
 def _files():
     for top in SCANNED:
         for p in sorted((REPO / top).rglob("*")):
-            if p.is_file() and p.suffix in TEXT_SUFFIXES and "__pycache__" not in p.parts:
+            # pip's generated metadata (*.egg-info) is a copy of the README, not code or data the product reads
+            if (p.is_file() and p.suffix in TEXT_SUFFIXES and "__pycache__" not in p.parts
+                    and not any(part.endswith(".egg-info") for part in p.parts)):
                 yield p
     for name in SCANNED_FILES:
         if (REPO / name).is_file():
