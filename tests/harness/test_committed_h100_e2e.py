@@ -88,12 +88,12 @@ def test_points_recomputed_from_runs(contract, runs):
 
 
 def test_every_request_row_belongs_to_a_run(contract, runs):
-    keys = {(r["point"], r["run_index"]) for r in runs}
+    how = {(r["point"], r["run_index"]): r["provenance"] for r in runs}
     reqs = _rows("h100_e2e_raw.csv")
     assert reqs
     for r in reqs:
         _stamped(r, contract)
-        assert (r["point"], r["run_index"]) in keys
+        assert how[(r["point"], r["run_index"])] == r["provenance"], "a request row says how its run was obtained"
         assert float(r["ttft_s"]) > 0 and int(r["output_tokens"]) <= contract.prompts.output_tokens
         if r["tpot_s"]:
             assert r["finished"] == "True" and int(r["output_tokens"]) == contract.prompts.output_tokens
@@ -101,7 +101,8 @@ def test_every_request_row_belongs_to_a_run(contract, runs):
 
 def test_acceptance_histograms(contract, runs):
     acc = _rows("h100_e2e_accept.csv")
-    assert {(a["point"], a["run_index"]) for a in acc} == {(r["point"], r["run_index"]) for r in runs}
+    how = {(r["point"], r["run_index"]): r["provenance"] for r in runs}
+    assert {(a["point"], a["run_index"]): a["provenance"] for a in acc} == how
     S = contract.decode.tree_depth + 1
     for a in acc:
         h, pp = json.loads(a["histogram"]), json.loads(a["per_position"])

@@ -333,9 +333,10 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
                     raise RuntimeError(f"{p} run {i} failed (exit {cp.returncode}):\n{cp.stderr[-3000:]}")
                 res = json.loads(res_p.read_text())
             all_runs.append(res["run"])
-            all_reqs += res["requests"]
+            how = res["run"]["provenance"]  # every row says how it was obtained, not only the run's row
+            all_reqs += [{**q, "provenance": how} for q in res["requests"]]
             accepts.append({**res["accept"], "histogram": json.dumps(res["accept"]["histogram"]),
-                            "per_position": json.dumps(res["accept"]["per_position"])})
+                            "per_position": json.dumps(res["accept"]["per_position"]), "provenance": how})
             r = res["run"]
             log(f"{p} run {i}: {r['tokens_per_s']:.1f} tok/s over {r['window_s']:.1f} s, step {r['step_s_median'] * 1e3:.2f} ms, "
                 f"acceptance {r['mean_acceptance_length']:.2f}, {r['joules_per_token']:.3f} J/token")
