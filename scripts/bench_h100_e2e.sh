@@ -11,6 +11,9 @@
 # h100_e2e_summary.md, h100_e2e_manifest.json, h100_e2e_selfcheck.json, h100_e2e_hotspots.{csv,md}.
 #   E2E_DURATION  measured seconds per run, overriding the contract's runs.min_duration_s (the rows of
 #                 a shorter run say INVALID; the rule is never relaxed)
+#   E2E_RESUME=1  keep the rows already in OUT_DIR (same contract and commit) and run only the points
+#                 they lack: a baseline longer than one device call is measured in parts (E2E_POINTS)
+#   E2E_SELFCHECK=0  skip the self-check + WP2 profile (a part that follows one that ran it)
 #
 # env: E2E_BACKEND   kernel backend: cuda (default; our CUDA kernels), cuda+ref (kernels the cuda backend
 #                    does not support run on the CPU reference; named in the results) or ref (PyTorch
@@ -41,11 +44,14 @@ PY
 if [[ "$LOAD" == "dummy" ]]; then
     "$PY" -m eagle4.cli.workload contract --contract "$CONTRACT" --out "$OUT/benchmark_contract_$(basename "$CONTRACT" .toml).md"
     start=$(date +%s)
-    "$PY" scripts/gpu_selfcheck_e2e.py "$OUT" || { echo "bench_h100_e2e: self-check failed (see $OUT/h100_e2e_selfcheck.json)"; exit 2; }
+    if [[ "${E2E_SELFCHECK:-1}" != "0" ]]; then
+        "$PY" scripts/gpu_selfcheck_e2e.py "$OUT" || { echo "bench_h100_e2e: self-check failed (see $OUT/h100_e2e_selfcheck.json)"; exit 2; }
+    fi
     DEXTRA=()
     [[ -n "${E2E_POINTS:-}" ]] && DEXTRA+=(--points "$E2E_POINTS")
     [[ -n "${E2E_RUNS:-}" ]] && DEXTRA+=(--runs "$E2E_RUNS")
     [[ -n "${E2E_DURATION:-}" ]] && DEXTRA+=(--duration "$E2E_DURATION")
+    [[ "${E2E_RESUME:-0}" == "1" ]] && DEXTRA+=(--resume)
     rc=0
     "$PY" -m eagle4.workload.device_runner --contract "$CONTRACT" --out "$OUT" --backend "$BACKEND" \
         --device "$DEVICE" ${DEXTRA[@]+"${DEXTRA[@]}"} || rc=$?

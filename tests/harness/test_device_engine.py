@@ -149,3 +149,32 @@ def test_chunk_itl_counts_one_gap_per_streamed_chunk():
     from eagle4.workload.serving_metrics import chunk_itl
 
     assert chunk_itl([1.0, 1.5, 1.5, 1.5, 2.5, 2.5]) == pytest.approx([0.5, 1.0])
+
+
+def test_runner_waits_for_its_share_of_finished_requests_and_resumes(tmp_path):
+    """LoadGen's min_query_count: a run's window stays open until it has finished
+    ceil(min_samples / runs) requests, not only min_duration_s; ``resume`` keeps the rows of an
+    earlier part (same contract and commit) and refuses another contract's."""
+    import csv
+
+    from eagle4.workload.device_runner import run_contract
+
+    path = write_tiny_contract(tmp_path / "c", ROOT / "contracts" / "deployment-8b.toml", min_duration_s=0.01,
+                               min_samples=12, cov_max=1.0)
+    out = tmp_path / "out"
+    stats = run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", log=lambda *_: None)
+    rows = list(csv.DictReader(open(out / "h100_e2e_runs.csv")))
+    assert len(rows) == 2
+    for r in rows:
+        assert int(r["min_finished_rule"]) == 6 and int(r["finished_requests"]) >= 6, r
+    assert stats[0]["ttft_n"] >= 12 and stats[0]["tpot_n"] >= 12
+    again = run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", resume=True,
+                         log=lambda *_: None)
+    # nothing re-run: the resumed rows give the same summary (CSV keeps 9 significant digits)
+    assert [(a["point"], a["status"], a["ttft_n"], a["itl_n"]) for a in again] == \
+        [(a["point"], a["status"], a["ttft_n"], a["itl_n"]) for a in stats]
+    assert again[0]["tokens_per_s_mean"] == pytest.approx(stats[0]["tokens_per_s_mean"], rel=1e-8)
+    text = (out / "h100_e2e_runs.csv").read_text().replace(rows[0]["contract_sha256"], "0" * 64)
+    (out / "h100_e2e_runs.csv").write_text(text)
+    with pytest.raises(ValueError, match="h100_e2e_runs.csv: row 2: contract_sha256"):
+        run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", resume=True, log=lambda *_: None)

@@ -8,7 +8,10 @@ concurrency: a wave of ``batch`` requests when the previous wave ends; Poisson: 
 the point's ``request_rate``, a wave takes up to ``batch`` queued requests), each wave is prefilled
 and decoded step by step, every step streams one chunk per request. The window closes after the
 step that reaches ``runs.min_duration_s`` (or ``duration_s`` when the caller shortens it; the
-rows then say INVALID). NVML power is sampled over the window.
+rows then say INVALID) and, like LoadGen's ``min_query_count``, not before the run has finished its
+share of the point's samples (``ceil(measurement.min_samples / runs.runs)`` requests; waves run to
+completion until then, bounded by ``MAX_WINDOW_FACTOR`` x the duration). NVML power is sampled over
+the window.
 
 Outputs (prefix ``h100_e2e``): ``_raw.csv`` (per request), ``_runs.csv`` (per process),
 ``_accept.csv`` (acceptance-length histogram and per-position acceptance per run, every step),
@@ -84,8 +87,11 @@ def _arrivals(mode: str, B: int, rate: float | None, rng, horizon: float) -> lis
     return out
 
 
+MAX_WINDOW_FACTOR = 10  # bound on a window that waits for its share of finished requests
+
+
 def run_once(contract, point_name: str, run_index: int, *, backend="cuda", device="cuda", duration_s=None,
-             commit="unknown", core: int | None = None) -> dict:
+             commit="unknown", core: int | None = None, runs_total: int | None = None) -> dict:
     import torch
 
     from eagle4.workload.device_engine import DeviceEngine
@@ -159,6 +165,9 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
             if steady:
                 break
     want = contract.runs.min_duration_s if duration_s is None else duration_s
+    # LoadGen's min_query_count: each run finishes its share of the point's TTFT/TPOT samples
+    need = -(-m.min_samples // (runs_total or contract.runs.runs)) if duration_s is None else 0
+    cap = MAX_WINDOW_FACTOR * max(want, 1.0)
     if m.gc_freeze:
         gc.collect()
         gc.freeze()
@@ -169,7 +178,10 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
     with PowerSampler(m.nvml_sample_hz) as power:
         sync()
         t0 = time.perf_counter()
-        while time.perf_counter() - t0 < want:
+        def done() -> int:
+            return sum(r.finished for r in reqs)
+
+        while (time.perf_counter() - t0 < want or done() < need) and time.perf_counter() - t0 < cap:
             now = time.perf_counter() - t0
             # a wave: fixed concurrency -> B requests arrive now; poisson -> the queued ones (wait for one)
             if arrivals is None:
@@ -183,8 +195,10 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
                     k += 1
                 wave = [RequestTimes(arrivals[q_i + j], target_tokens=O) for j in range(k)]
                 q_i += k
+            # short of the run's share of finished requests: the wave runs to completion
+            deadline = want if done() >= need else cap
             reqs += wave
-            for _ in run_wave(wave, t0, want, True):
+            for _ in run_wave(wave, t0, deadline, True):
                 pass
         sync()
         window = time.perf_counter() - t0
@@ -197,7 +211,8 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
     e = power.energy_j()
     n_iter = int(hist.sum())
     run = {"point": pt.name, "batch": B, "run_index": run_index, "seed": seed, "window_s": window,
-           "duration_rule_s": contract.runs.min_duration_s, "steps": len(steps), "requests": len(reqs),
+           "duration_rule_s": contract.runs.min_duration_s, "min_finished_rule": need,
+           "finished_requests": sum(r.finished for r in reqs), "steps": len(steps), "requests": len(reqs),
            "output_tokens": toks, "tokens_per_s": toks / window, "step_s_median": pct(steps, 50),
            "warmup_steps": warm, "steady_state": bool(steady), "mean_acceptance_length": real_sum / max(n_iter, 1) + 1,
            "trace_mean_acceptance_length": trace_sum / max(n_iter, 1) + 1,
@@ -225,13 +240,14 @@ def _child(argv) -> int:
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--duration", type=float, default=None)
+    ap.add_argument("--runs-total", type=int, default=None)
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--result", required=True)
     a = ap.parse_args(argv)
     from eagle4.contract import load_contract
 
     res = run_once(load_contract(a.contract), a.point, a.run_index, backend=a.backend, device=a.device,
-                   duration_s=a.duration, commit=a.commit)
+                   duration_s=a.duration, commit=a.commit, runs_total=a.runs_total)
     from eagle4.report import atomic
 
     atomic.write_text(a.result, json.dumps(res))
@@ -307,8 +323,34 @@ def render(contract, stats: list[dict]) -> str:
     return "\n".join(L) + "\n"
 
 
+def _read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _resumed(out: Path, prefix: str, sha: str, commit: str) -> tuple[list[dict], list[dict], list[dict]]:
+    """The runs, request and acceptance rows an earlier (interrupted or split) invocation wrote to
+    ``out`` for the same contract and commit; rows of another contract or commit are refused."""
+    paths = [out / f"{prefix}_{k}.csv" for k in ("runs", "raw", "accept")]
+    if not paths[0].is_file():
+        return [], [], []
+    runs, reqs, acc = (_read_csv(p) if p.is_file() else [] for p in paths)
+    for p, rows in zip(paths, (runs, reqs, acc), strict=True):
+        for i, r in enumerate(rows):
+            if r.get("contract_sha256") != sha:
+                raise ValueError(f"{p}: row {i + 2}: contract_sha256 {r.get('contract_sha256')!r} is not this "
+                                 f"contract's {sha}: --resume only continues the same contract")
+            if "commit" in r and r["commit"] != commit:
+                raise ValueError(f"{p}: row {i + 2}: commit {r['commit']!r} is not this checkout's {commit}: "
+                                 "--resume only continues the same code")
+    return runs, reqs, acc
+
+
 def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=None, backend="cuda", device="cuda",
-                 prefix="h100_e2e", timeout_s=600, log=print) -> list[dict]:
+                 prefix="h100_e2e", timeout_s=600, resume=False, log=print) -> list[dict]:
+    """Run every (point, run) as its own process. ``resume``: keep the rows already in ``out_dir`` (same
+    contract and commit) and run only the points they lack, so a baseline longer than one session's
+    call can be measured in parts into one set of files."""
     from eagle4.contract import load_contract
     from eagle4.vcs import git_commit
 
@@ -318,14 +360,19 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
     commit = git_commit()
     pts = points or [p.name for p in c.operating_points]
     runs_n = runs or c.runs.runs
-    all_runs, all_reqs, accepts = [], [], []
+    all_runs, all_reqs, accepts = _resumed(out, prefix, c.sha256, commit) if resume else ([], [], [])
+    done = {r["point"] for r in all_runs}
+    if done:
+        log(f"resumed: points {sorted(done)} from {out}")
     for p in pts:
+        if p in done:
+            continue
         for i in range(runs_n):
             with tempfile.TemporaryDirectory() as td:
                 res_p = Path(td) / "r.json"
                 cmd = [sys.executable, "-m", "eagle4.workload.device_runner", "--child", "--contract", str(contract_path),
                        "--point", p, "--run-index", str(i), "--backend", backend, "--device", device,
-                       "--commit", commit, "--result", str(res_p)]
+                       "--runs-total", str(runs_n), "--commit", commit, "--result", str(res_p)]
                 if duration_s is not None:
                     cmd += ["--duration", str(duration_s)]
                 cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
@@ -349,11 +396,15 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
         from eagle4.report.atomic import write_text
 
         write_text(out / f"{prefix}_summary.md", render(c, stats))
+    if not all_runs:
+        raise ValueError(f"no operating point to run or resume: {pts}")
+    stats = summarize(c, all_runs, all_reqs)
     manifest = {"contract": str(contract_path), "contract_sha256": c.sha256, "commit": commit,
                 "runs_per_point": runs_n, "duration_override_s": duration_s, "gc_freeze": c.measurement.gc_freeze,
                 "pin_cores": c.measurement.pin_cores, "nvml_sample_hz": c.measurement.nvml_sample_hz,
                 "backend": backend, "device": all_runs[0]["device"], "acceptance": all_runs[0]["acceptance"],
-                "pinned_cores": sorted({r["pinned_core"] for r in all_runs if r["pinned_core"] is not None})}
+                "pinned_cores": sorted({int(r["pinned_core"]) for r in all_runs if r["pinned_core"] not in (None, "")}),
+                "min_finished_requests_per_run": -(-c.measurement.min_samples // runs_n)}
     from eagle4.report.atomic import write_text
 
     write_text(out / f"{prefix}_manifest.json", json.dumps(manifest, indent=1))
@@ -373,9 +424,15 @@ def main(argv=None) -> int:
                     help="measured seconds per run, overriding runs.min_duration_s: shorter runs are marked INVALID")
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the rows already in --out (same contract and commit); run only the points they lack")
     a = ap.parse_args(argv)
-    stats = run_contract(a.contract, a.out, points=a.points.split(",") if a.points else None, runs=a.runs,
-                         duration_s=a.duration, backend=a.backend, device=a.device)
+    try:
+        stats = run_contract(a.contract, a.out, points=a.points.split(",") if a.points else None, runs=a.runs,
+                             duration_s=a.duration, backend=a.backend, device=a.device, resume=a.resume)
+    except ValueError as e:
+        print(f"device_runner: {e}", file=sys.stderr)
+        return 2
     return 0 if all(s["status"] == "VALID" for s in stats) else 1
 
 
