@@ -2,8 +2,9 @@
 formed and honest (CPU only): every row carries the current contract's hash, a commit, an H100 and
 measured provenance with its acceptance note; >= 5 processes per point and every point of the
 contract; CoV and validity recomputed from the per-run rows equal what the summary says (a point
-missing any rule -- here the 30 s duration -- can never read VALID); every request row belongs to a
-committed run; the acceptance histograms are consistent; the WP2 table matches its JSON."""
+missing any rule can never read VALID); every run finished its share of the point's samples; the
+committed baseline passes WP1 at every point (the issue's done-when, as measured); every request row
+belongs to a committed run; the acceptance histograms are consistent; the WP2 table matches its JSON."""
 
 from __future__ import annotations
 
@@ -58,6 +59,9 @@ def test_every_run_row(contract, runs):
         assert r["graphs"] == "True" and r["backend"] == "cuda" and r["gc_frozen"] == "True"
         assert float(r["duration_rule_s"]) == contract.runs.min_duration_s
         by_point[r["point"]].append(r)
+        # LoadGen's min_query_count: each run finished its share of the point's samples
+        assert int(r["min_finished_rule"]) == -(-contract.measurement.min_samples // contract.runs.runs)
+        assert int(r["finished_requests"]) >= int(r["min_finished_rule"]), r
     assert list(by_point) == [p.name for p in contract.operating_points]
     for rs in by_point.values():
         assert sorted(int(r["run_index"]) for r in rs) == list(range(len(rs))) and len(rs) >= contract.runs.runs
@@ -85,6 +89,9 @@ def test_points_recomputed_from_runs(contract, runs):
             assert status == "INVALID" and "minimum" in pt["why"]
         row = next(line for line in summary.splitlines() if line.startswith(f"| {pt['point']} |"))
         assert f"{c:.2%}" in row and status in row
+    # WP1 at every point of the deployment contract, recomputed above from the rows
+    assert [p["status"] for p in points] == ["VALID"] * len(contract.operating_points), \
+        [(p["point"], p["why"]) for p in points]
 
 
 def test_every_request_row_belongs_to_a_run(contract, runs):
