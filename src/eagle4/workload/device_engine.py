@@ -492,6 +492,8 @@ def generate(engine: DeviceEngine, prompts: list[list[int]], max_new_tokens: int
         engine.setup(B)
     if engine.gen is not None:
         engine.gen.manual_seed(int(seed))
+    elif engine.device.type == "cuda":
+        torch.cuda.manual_seed(int(seed))  # the sampling coins' generator (graph-safe): runs are reproducible
     dev = engine.device
     P = max(len(x) for x in prompts)
     ids = torch.zeros(B, P, dtype=torch.int64)
@@ -501,6 +503,8 @@ def generate(engine: DeviceEngine, prompts: list[list[int]], max_new_tokens: int
     res = [RequestResult(list(x)) for x in prompts]
     t0 = time.perf_counter()
     first = engine.prefill(ids.to(dev), torch.arange(B, device=dev) * 257, lens).cpu()
+    if engine.graphs and engine._draft_graph is None:
+        engine.capture()  # once per batch size: later generations replay the same graphs
     now = time.perf_counter() - t0
     for b, r in enumerate(res):
         r.output_ids.append(int(first[b]))
