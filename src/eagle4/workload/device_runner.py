@@ -23,12 +23,8 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as _dt
-import gc
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -36,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4.stats import cov_or_nan
+from eagle4.workload.run_process import frozen_gc, pin_core, run_child
 from eagle4.workload.serving_metrics import RequestTimes, pct, validity
 
 
@@ -97,11 +94,7 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
     from eagle4.workload.device_engine import DeviceEngine
 
     m, pt = contract.measurement, contract.operating_point(point_name)
-    pinned = None
-    if m.pin_cores and hasattr(os, "sched_setaffinity"):
-        cpus = sorted(os.sched_getaffinity(0))
-        pinned = cpus[(core if core is not None else 1 + run_index) % len(cpus)]
-        os.sched_setaffinity(0, {pinned})
+    pinned = pin_core(run_index, core) if m.pin_cores else None
     B = pt.batch
     seed = contract.runs.seeds[run_index % len(contract.runs.seeds)]
     rng = np.random.default_rng(seed)
@@ -168,14 +161,10 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
     # LoadGen's min_query_count: each run finishes its share of the point's TTFT/TPOT samples
     need = -(-m.min_samples // (runs_total or contract.runs.runs)) if duration_s is None else 0
     cap = MAX_WINDOW_FACTOR * max(want, 1.0)
-    if m.gc_freeze:
-        gc.collect()
-        gc.freeze()
-        gc.disable()
     reqs: list[RequestTimes] = []
     arrivals = _arrivals(contract.batch_profile.mode, B, pt.request_rate, rng, want * 2 + 60)
     q_i = 0
-    with PowerSampler(m.nvml_sample_hz) as power:
+    with frozen_gc(m.gc_freeze), PowerSampler(m.nvml_sample_hz) as power:
         sync()
         t0 = time.perf_counter()
         def done() -> int:
@@ -204,9 +193,6 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
         window = time.perf_counter() - t0
     steps, hist, pos_acc, trace_sum, real_sum = (stats["steps"], stats["hist"], stats["pos"], stats["trace"],
                                                  stats["real"])
-    if m.gc_freeze:
-        gc.enable()
-        gc.unfreeze()
     toks = sum(r.n_tokens for r in reqs if r.first is not None and r.first <= window)
     e = power.energy_j()
     n_iter = int(hist.sum())
@@ -368,17 +354,11 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
         if p in done:
             continue
         for i in range(runs_n):
-            with tempfile.TemporaryDirectory() as td:
-                res_p = Path(td) / "r.json"
-                cmd = [sys.executable, "-m", "eagle4.workload.device_runner", "--child", "--contract", str(contract_path),
-                       "--point", p, "--run-index", str(i), "--backend", backend, "--device", device,
-                       "--runs-total", str(runs_n), "--commit", commit, "--result", str(res_p)]
-                if duration_s is not None:
-                    cmd += ["--duration", str(duration_s)]
-                cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-                if cp.returncode != 0:
-                    raise RuntimeError(f"{p} run {i} failed (exit {cp.returncode}):\n{cp.stderr[-3000:]}")
-                res = json.loads(res_p.read_text())
+            args = ["--contract", str(contract_path), "--point", p, "--run-index", str(i), "--backend", backend,
+                    "--device", device, "--runs-total", str(runs_n), "--commit", commit]
+            if duration_s is not None:
+                args += ["--duration", str(duration_s)]
+            res = run_child("eagle4.workload.device_runner", args, timeout_s=timeout_s, what=f"{p} run {i}")
             all_runs.append(res["run"])
             how = res["run"]["provenance"]  # every row says how it was obtained, not only the run's row
             all_reqs += [{**q, "provenance": how} for q in res["requests"]]

@@ -22,11 +22,8 @@ import argparse
 import csv
 import datetime as _dt
 import json
-import os
 import platform
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +32,7 @@ from eagle4 import stats
 from eagle4.report import atomic
 from eagle4.validity import RunRule, summarize_runs
 from eagle4.vcs import git_commit  # one home for the commit on result rows (never HEAD)
+from eagle4.workload.run_process import frozen_gc, pin_core
 from eagle4.workload.serving_metrics import chunk_itl
 
 RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "seed", "iteration", "request_index",
@@ -44,7 +42,7 @@ RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index",
               "timestamp"]
 RUN_FIELDS = ["contract_sha256", "point", "batch", "run_index", "seed", "iterations", "wall_s", "output_tokens",
               "tokens_per_s", "mean_acceptance_length", "verify_steps", "backend", "provenance", "device",
-              "model_device", "commit", "timestamp"]
+              "model_device", "commit", "timestamp", "pinned_core", "gc_frozen"]
 ACCEPT_FIELDS = ["contract_sha256", "point", "batch", "run_index", "request_index", "step", "accept_length",
                  "tokens_committed", "provenance"]
 PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "kind", "seconds", "calls",
@@ -53,6 +51,7 @@ PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "k
 
 def _pct(x, q) -> float:
     return stats.percentile(x, q)
+
 
 
 DEVICE_ENGINE_BACKENDS = ("ref", "cuda")  # backends with the device-tensor interface (Backend.call)
@@ -93,12 +92,16 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
     # Repeat the measured generation until the contract's minimum duration is covered: one short
     # generation is at the mercy of host jitter (MLPerf pins a minimum duration for the same reason).
     iterations, measured = [], 0.0
-    while True:
-        res = eng.generate(ids, n_out, temps, seed=seed + 7919 * len(iterations))
-        iterations.append(res)
-        measured += max(r.e2e for r in res)
-        if measured >= contract.runs.min_duration_s:
-            break
+    m = contract.measurement
+    # a GPU run's host thread only launches: pin it (a CPU run keeps the cores its kernels need)
+    pinned = pin_core(run_index) if m.pin_cores and eng.device.type == "cuda" else None
+    with frozen_gc(m.gc_freeze):
+        while True:
+            res = eng.generate(ids, n_out, temps, seed=seed + 7919 * len(iterations))
+            iterations.append(res)
+            measured += max(r.e2e for r in res)
+            if measured >= contract.runs.min_duration_s:
+                break
     dev_info = eng.backend.device_info()
     # the kernels' backend may only emulate a device (the pyxrt test double): its rows are not measurements
     prov = "double" if getattr(eng.backend, "provenance", "") == "double" else "measured"
@@ -130,7 +133,8 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
            "seed": seed, "iterations": len(iterations), "wall_s": wall, "output_tokens": tot, "tokens_per_s": tot / wall,
            "mean_acceptance_length": float(np.mean(acc)) if acc else float("nan"), "verify_steps": eng.profile.steps,
            "backend": eng.backend.name, "provenance": prov, "device": dev_info.device,
-           "model_device": model_device, "commit": commit, "timestamp": now}
+           "model_device": model_device, "commit": commit, "timestamp": now, "pinned_core": pinned,
+           "gc_frozen": m.gc_freeze}
     prof = [{"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
              **r, "step_seconds": eng.profile.step_time, "steps": eng.profile.steps} for r in eng.profile.table()]
     accepts = [{"contract_sha256": contract.sha256, "point": point.name, "batch": point.batch, "run_index": run_index,
@@ -269,20 +273,13 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
 
 
 def _child(contract, point, run_index, backend, device, threads, commit, timeout_s) -> dict:
-    with tempfile.TemporaryDirectory() as td:
-        res_path = Path(td) / "res.json"
-        cmd = [sys.executable, "-m", "eagle4.workload.runner", "--child", "--contract", str(contract.source_path),
-               "--point", point, "--run-index", str(run_index), "--backend", backend, "--device", device,
-               "--commit", commit, "--result", str(res_path)]
-        if threads:
-            cmd += ["--threads", str(threads)]
-        env = dict(os.environ)
-        src = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
-        if cp.returncode != 0:
-            raise RuntimeError(f"run {point}#{run_index} failed (exit {cp.returncode}):\n{cp.stderr[-3000:]}")
-        return json.loads(res_path.read_text())
+    from eagle4.workload.run_process import run_child
+
+    args = ["--contract", str(contract.source_path), "--point", point, "--run-index", str(run_index),
+            "--backend", backend, "--device", device, "--commit", commit]
+    if threads:
+        args += ["--threads", str(threads)]
+    return run_child("eagle4.workload.runner", args, timeout_s=timeout_s, what=f"run {point}#{run_index}")
 
 
 def _child_main(argv=None) -> int:
