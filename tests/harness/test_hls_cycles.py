@@ -20,25 +20,55 @@ def test_pragmas_agree_with_the_model_constants():
     assert consts["LMH_MAC"][0] >= 1 and all(lanes >= 1 for _, lanes in consts.values())
 
 
-@pytest.mark.parametrize("plant", ["literal_ii", "other_constant", "uncounted_pipeline", "lanes_without_unroll"])
-def test_a_planted_mismatch_fails(tmp_path, plant):
+LMH_LOOPS = ("LMH_HLOAD", "LMH_WLOAD", "LMH_MAC", "LMH_RED")
+
+
+@pytest.mark.parametrize("loop", LMH_LOOPS)
+@pytest.mark.parametrize("plant", ["literal_ii", "other_constant", "uncounted_pipeline", "lanes_without_unroll",
+                                   "literal_unroll"])
+def test_a_planted_mismatch_fails(tmp_path, plant, loop):
+    """Every loop of the LM head's MAC array: a pragma that stops naming its constant is caught."""
     root = tmp_path / "fused"
     shutil.copytree(cy.FUSED_DIR, root)
     perf = root / "common" / "e4f_perf.h"
     src = root / "draft_pipeline" / "draft_pipeline.cpp"
     text = src.read_text()
-    if plant == "literal_ii":  # the pragma asks Vitis for II=1, the model keeps E4F_II_LMH_MAC
-        text = text.replace("#pragma HLS PIPELINE II = E4F_II_LMH_MAC", "#pragma HLS PIPELINE II = 1")
+    pipe, unroll = f"#pragma HLS PIPELINE II = E4F_II_{loop}", f"#pragma HLS UNROLL factor = E4F_LANES_{loop}"
+    assert pipe in text and unroll in text, f"{loop} is no longer written the way this test plants into"
+    if plant == "literal_ii":  # the pragma asks Vitis for II=1, the model keeps E4F_II_<loop>
+        text = text.replace(pipe, "#pragma HLS PIPELINE II = 1")
     elif plant == "other_constant":
-        text = text.replace("#pragma HLS PIPELINE II = E4F_II_LMH_MAC", "#pragma HLS PIPELINE II = E4F_II_ROW_LOAD")
+        text = text.replace(pipe, "#pragma HLS PIPELINE II = E4F_II_ROW_EXP")
     elif plant == "uncounted_pipeline":
-        text = re.sub(r"E4F_TRIPS\(LMH_MAC, \w+\);", "", text)
-    else:  # the model keeps its lanes but the code no longer unrolls the lane loop
-        text = text.replace("#pragma HLS UNROLL factor = E4F_LANES_LMH_MAC", "")
+        text = re.sub(rf"E4F_TRIPS\({loop}, \w+\);", "", text)
+    elif plant == "lanes_without_unroll":  # the model keeps its lanes but the code no longer unrolls them
+        text = text.replace(unroll, "")
+    else:  # the code unrolls by a literal the model does not read
+        text = text.replace(unroll, "#pragma HLS UNROLL factor = 8")
     src.write_text(text)
     problems = cy.check_pragmas(root, perf)
-    assert problems, f"the planted {plant} mismatch was not caught"
-    assert any("LMH_MAC" in p or "PIPELINE" in p for p in problems), problems
+    assert problems, f"the planted {plant} mismatch of {loop} was not caught"
+    assert any(loop in p or "PIPELINE" in p for p in problems), problems
+
+
+def test_a_pingpong_naming_no_loop_fails(tmp_path):
+    root = tmp_path / "fused"
+    shutil.copytree(cy.FUSED_DIR, root)
+    perf = root / "common" / "e4f_perf.h"
+    perf.write_text(perf.read_text().replace("X(LMH_WLOAD, LMH_MAC)", "X(LMH_WLOAD, LMH_MACS)"))
+    assert any("LMH_MACS" in p for p in cy.check_pragmas(root, perf))
+    assert cy.pingpong_pairs(perf)["LMH_WLOAD"] == ("LMH_MACS", "LMH_RED")
+
+
+def test_pingpong_overlap_in_the_model():
+    """The weight tile's read runs beside the MAC array but for the first tile: max(...) + exposed."""
+    consts = cy.loop_constants()
+    counts = {"loop:LMH_WLOAD": (6400, 0), "loop:LMH_WLOAD@exposed": (640, 0), "loop:LMH_MAC": (1024 * 80, 0),
+              "loop:LMH_RED": (4 * 20, 0), "loop:LMH_HLOAD": (32 * 3, 0)}
+    sc = cy._cycles_of("fused_draft", 1, counts, {}, consts, "lm_head")
+    w = 6400 / 64
+    assert sc.loops["LMH_WLOAD"] == w and sc.loops["LMH_MAC"] == 80 and sc.loops["LMH_RED"] == 20
+    assert sc.c_loops == max(w - 10, 80 + 20) + 10 + 3
 
 
 def test_trip_counts_are_the_loop_iterations():
@@ -52,12 +82,17 @@ def test_trip_counts_are_the_loop_iterations():
     t = cy.loop_trips()
     rows = sum(s.B * w for w in s.widths)
     consts = {k: int(v) for k, v in re.findall(r"#define (E4F_\w+) (\d+)", cy.PERF_H.read_text())}
-    rt, il, vt, beat = (consts[k] for k in ("E4F_LMH_RT", "E4F_LMH_IL", "E4F_LMH_VT", "E4F_LANES_LMH_WLOAD"))
-    tiles = -(-s.Vt // (il * vt))
-    # MAC array: every cycle of a (tile, row block, h, sub-tile) counts its lanes, masked ones included
-    assert t["LMH_MAC"] == sum(tiles * -(-(s.B * w) // rt) * s.H * il for w in s.widths) * rt * vt
+    rt, il, lanes_h, beat, red, hb = (consts[k] for k in ("E4F_LMH_RT", "E4F_LMH_IL", "E4F_LMH_LANES",
+                                                          "E4F_LANES_LMH_WLOAD", "E4F_LANES_LMH_RED",
+                                                          "E4F_LANES_LMH_HLOAD"))
+    tiles, words = -(-s.Vt // il), -(-s.H // lanes_h)
+    # MAC array: every cycle of a (tile, row block, word, tile row) counts its lanes, masked ones included
+    assert t["LMH_MAC"] == sum(tiles * -(-(s.B * w) // rt) * words * il for w in s.widths) * lanes_h * rt
     assert t["LMH_MAC"] >= rows * s.Vt * s.H  # at least one lane per multiply-add the logits need
-    assert t["LMH_WLOAD"] == s.D * s.Vt * -(-s.H // beat) * beat and t["LMH_HLOAD"] == rows * s.H
+    assert t["LMH_RED"] == sum(tiles * -(-(s.B * w) // rt) * il * rt for w in s.widths)  # one lane per tree
+    assert t["LMH_WLOAD"] == s.D * s.Vt * words * beat and t["LMH_HLOAD"] == rows * -(-s.H // hb) * hb
+    assert t["LMH_WLOAD@exposed"] == s.D * il * words * beat  # the first tile of each layer
+    assert red >= 1
     assert t["ROW_LOAD"] == t["ROW_PROBA"] == rows * s.Vt
     lanes = consts["E4F_LANES_ROW_AMAX"]
     assert t["ROW_AMAX"] == t["ROW_EXP"] == rows * -(-s.Vt // lanes) * lanes  # 16-lane passes, masked tails

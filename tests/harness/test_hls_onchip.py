@@ -49,12 +49,14 @@ def test_every_design_is_measured_and_the_fused_pair_is_placed():
     draft = {x.array.name: x.array for x in parts["fused_draft"].placements}
     # the synthesized draft design keeps the hidden rows as 16-bit words and no f32 copy of them, and the
     # logits tile as pairs of f32 in 64-bit words (URAM words are 72 bits)
+    # hidden rows: 16-bit elements aggregated into the MAC array's 64-element words, one bank per row it reads
     hid = next(a for n, a in draft.items() if n.startswith("e4f::draft::hid_bits"))
-    assert hid.elem_bits == 16 and hid.banks >= 1
+    assert hid.elem_bits == 64 * 16 and hid.banks > 1
     assert not any("hid_f" in n for n in draft)
-    assert draft["e4f::draft::logits2"].elem_bits == 64
-    wt = next(a for n, a in draft.items() if n.startswith("e4f::draft::wtile"))
-    assert wt.elem_bits == 512 and wt.banks > 1  # AGGREGATE: 512-bit words, partitioned by rows
+    assert next(a for n, a in draft.items() if n.startswith("e4f::draft::logits2")).elem_bits == 64
+    # the ping-pong weight tiles: two memories of 512-bit words (AGGREGATE), one beat read per cycle each
+    tiles = [a for n, a in draft.items() if n in ("e4f::draft::wping", "e4f::draft::wpong")]
+    assert len(tiles) == 2 and all(a.elem_bits == 512 and a.banks == 1 for a in tiles)
     pair = onchip.combined([parts["fused_draft"], parts["fused_verify"]], "pair")
     assert pair.payload == parts["fused_draft"].payload + parts["fused_verify"].payload
     print("\n" + "\n".join(onchip.summary_line(p) for p in (*parts.values(), pair)))

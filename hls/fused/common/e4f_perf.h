@@ -10,8 +10,7 @@
 // (tests/harness/test_hls_cycles.py) fails when a pragma and its constant disagree. Where a synthesis
 // report exists, its II replaces the constant (eagle4.budget.cycles says which).
 //
-// The values are what the code does: lanes 1 where no loop is unrolled; the LM head is a MAC array whose
-// logits are each a sequential f32 sum (KERNELS.md §0.2: no reassociation). Not counted (the model is a lower bound): the
+// The values are what the code does: lanes 1 where no loop is unrolled. Not counted (the model is a lower bound): the
 // draft top-K insertion scan, K6's sampling passes and the per-request loops of the K1-K4 cores.
 #ifndef E4F_PERF_H
 #define E4F_PERF_H
@@ -20,9 +19,10 @@
 
 // loop ids
 #define E4F_LOOPS(X) \
-  X(LMH_HLOAD)       /* LM head: frontier hidden rows HBM -> on-chip, one element per iteration */ \
-  X(LMH_WLOAD)       /* LM head: one weight row HBM -> on-chip */                                  \
-  X(LMH_MAC)         /* LM head: one multiply-add of a logit's dot product */                      \
+  X(LMH_HLOAD)       /* LM head: frontier hidden rows HBM -> on-chip, one 512-bit beat per iteration */ \
+  X(LMH_WLOAD)       /* LM head: one 512-bit beat of a weight row HBM -> the ping-pong tile */         \
+  X(LMH_MAC)         /* LM head: one beat of E4F_LMH_LANES weights x E4F_LMH_RT hidden rows */        \
+  X(LMH_RED)         /* LM head: the lane reduction tree + row scale of E4F_LANES_LMH_RED logits */  \
   X(ROW_LOAD)        /* a draft logits row -> the row buffer (tile or spill) */                     \
   X(VROW_LOAD)       /* a verify logits row HBM -> the row buffer, full 512-bit beats */             \
   X(ROW_AMAX)        /* K5 row statistics: argmax pass */                                           \
@@ -30,20 +30,35 @@
   X(ROW_EXP)         /* K5 row statistics: exp-sum pass (16 partial sums) */                        \
   X(ROW_PROBA)       /* softmax probability of one element */
 
+// Loops that run beside others (ping-pong buffers): X(producer, consumer). The producer's iterations run
+// while its consumers work on the other buffer, except those counted with E4F_EXPOSED on (the first
+// tile, which nothing overlaps); the cycle model (eagle4.budget.cycles) charges
+//   max(producer - producer exposed, sum of its consumers) + producer exposed.
+#define E4F_PINGPONG(X) X(LMH_WLOAD, LMH_MAC) X(LMH_WLOAD, LMH_RED)
+
+// ---- the draft LM head (draft_pipeline.cpp stage_lm_head) ----
+// A MAC array over tiled int8 weights: every cycle one 512-bit beat of one vocabulary row (E4F_LMH_LANES
+// int8 weights, h = 64 j .. 64 j + 63) meets the same 64 hidden elements of E4F_LMH_RT frontier rows.
+// Each (vocabulary row, hidden row) keeps E4F_LMH_LANES partial sums (lane k sums h = k, k + 64, ... in
+// ascending order) reduced by a fixed pairwise tree (e4f_stages.hpp lm_tree): the stage library's lm_dot
+// sums in the same order, so the fused and unfused chains are bit-exact. E4F_LMH_IL vocabulary rows (one
+// weight tile) are visited in turn, so an accumulator is revisited every E4F_LMH_IL cycles (>= the f32
+// adder's latency): II 1. Weight tiles are double-buffered: tile t + 1 is read from HBM while tile t's
+// MACs run (E4F_PINGPONG).
+#define E4F_LMH_LANES 64  // one 512-bit beat of int8 weights
+#define E4F_LMH_RT 16     // hidden rows per cycle: 64 x 16 = 1024 MACs per cycle
+#define E4F_LMH_IL 4      // vocabulary rows per weight tile, visited in turn
 #define E4F_II_LMH_HLOAD 1
-#define E4F_LANES_LMH_HLOAD 1
+#define E4F_LANES_LMH_HLOAD 32  // one 512-bit beat of bf16 hidden elements per cycle (masked tail)
 #define E4F_II_LMH_WLOAD 1
 #define E4F_LANES_LMH_WLOAD 64  // one 512-bit beat of int8 weights per cycle (masked tail)
-// The LM head's MAC array: E4F_LMH_RT hidden rows x E4F_LMH_VT vocabulary rows per cycle, over
-// E4F_LMH_IL sub-tiles visited in turn so that an accumulator is revisited every E4F_LMH_IL cycles
-// (>= the f32 adder's latency): II = 1 with each logit still one sequential sum over h.
-#define E4F_LMH_RT 4
-#define E4F_LMH_VT 8
-#define E4F_LMH_IL 4
-// II 1: the weight tile is partitioned by rows into E4F_LMH_VT banks of 512-bit words and hid_bits by rows
-// into E4F_LMH_RT banks (draft_pipeline.cpp), so one iteration reads one word of each bank.
+// II 1: the tile is a memory of 512-bit words (one read per cycle), hid_bits holds 64-element words
+// partitioned by rows into E4F_LMH_RT banks (one word of each bank per cycle), the partial sums are
+// registers (complete partition).
 #define E4F_II_LMH_MAC 1
-#define E4F_LANES_LMH_MAC 32  // E4F_LMH_RT * E4F_LMH_VT
+#define E4F_LANES_LMH_MAC 1024  // E4F_LMH_LANES * E4F_LMH_RT
+#define E4F_II_LMH_RED 1
+#define E4F_LANES_LMH_RED 4  // 4 trees of 63 f32 adders: 4 logits per cycle (logits tile partitioned by rows)
 #define E4F_II_ROW_LOAD 1
 #define E4F_LANES_ROW_LOAD 1
 #define E4F_II_VROW_LOAD 1
@@ -58,7 +73,12 @@
 #define E4F_II_ROW_PROBA 1
 #define E4F_LANES_ROW_PROBA 1
 
-static_assert(E4F_LANES_LMH_MAC == E4F_LMH_RT * E4F_LMH_VT, "the MAC array's lanes are its rows x vocabulary rows");
+static_assert(E4F_LANES_LMH_MAC == E4F_LMH_LANES * E4F_LMH_RT, "the MAC array's lanes are its h lanes x hidden rows");
+static_assert(E4F_LANES_LMH_WLOAD == E4F_LMH_LANES, "a weight beat is one word of the MAC array's lanes");
+static_assert(E4F_LMH_LANES % E4F_LANES_LMH_HLOAD == 0, "a hidden word is whole 512-bit beats");
+static_assert((E4F_LMH_IL * E4F_LMH_RT) % E4F_LANES_LMH_RED == 0 && E4F_LMH_RT % E4F_LANES_LMH_RED == 0,
+              "the reduction lanes are rows of one vocabulary row");
+static_assert((E4F_LMH_LANES & (E4F_LMH_LANES - 1)) == 0, "the reduction tree halves the lanes");
 
 namespace e4f {
 namespace perf {
@@ -75,12 +95,27 @@ inline uint64_t* trips() {
   static uint64_t t[N_LOOPS] = {};
   return t;
 }
+// the trips counted while no consumer runs beside the loop (the ping-pong's first tile)
+inline uint64_t* exposed() {
+  static uint64_t t[N_LOOPS] = {};
+  return t;
+}
+inline bool& exposing() {
+  static bool on = false;
+  return on;
+}
+inline void count(int id, uint64_t n) {
+  trips()[id] += n;
+  if (exposing()) exposed()[id] += n;
+}
 inline void reset() {
-  for (int i = 0; i < N_LOOPS; ++i) trips()[i] = 0;
+  for (int i = 0; i < N_LOOPS; ++i) trips()[i] = exposed()[i] = 0;
+  exposing() = false;
 }
 }  // namespace perf
 }  // namespace e4f
-#define E4F_TRIPS(id, n) (::e4f::perf::trips()[::e4f::perf::L_##id] += static_cast<uint64_t>(n))
+#define E4F_TRIPS(id, n) ::e4f::perf::count(::e4f::perf::L_##id, static_cast<uint64_t>(n))
+#define E4F_EXPOSED(on) (::e4f::perf::exposing() = (on))
 #else
 namespace e4f {
 namespace perf {
@@ -88,6 +123,7 @@ inline void reset() {}
 }  // namespace perf
 }  // namespace e4f
 #define E4F_TRIPS(id, n) ((void)0)
+#define E4F_EXPOSED(on) ((void)0)
 #endif
 
 #endif  // E4F_PERF_H

@@ -11,3 +11,9 @@ extern "C" int eagle4_fused_loop_trips(uint64_t* out, int n) {
   for (int i = 0; i < n && i < e4f::perf::N_LOOPS; ++i) out[i] = e4f::perf::trips()[i];
   return e4f::perf::N_LOOPS;
 }
+
+// The trips counted with E4F_EXPOSED on (a ping-pong producer's iterations that no consumer overlaps).
+extern "C" int eagle4_fused_loop_exposed(uint64_t* out, int n) {
+  for (int i = 0; i < n && i < e4f::perf::N_LOOPS; ++i) out[i] = e4f::perf::exposed()[i];
+  return e4f::perf::N_LOOPS;
+}

@@ -73,13 +73,26 @@ inline float w_to_f(float w) { return w; }
 // ---- draft LM head: logits[r, v] = scale_v * sum_h w[v, h] * x[r, h] ------------------------
 // The weight row v is read ONCE and applied to all R on-chip hidden rows (weights streamed).
 // wrow: on-chip buffer of H floats.
-// one logit: sequential f32 accumulation over h, then the per-row scale (int8)
+// One logit, in the order of the fused design's MAC array (draft_pipeline.cpp, e4f_perf.h): lane k of
+// E4F_LMH_LANES sums the products of h = k, k + LANES, ... in ascending h (f32, from +0), the lanes are
+// combined by lm_tree, then the per-row scale (int8). The LM head is a fused-only stage (no P0 kernel
+// fixes its order); this order is its definition for both chains.
+inline float lm_tree(const float (&p)[E4F_LMH_LANES]) {
+  // pairwise: level s adds lane l + s into lane l (l < s), s = LANES/2 .. 1 (a fixed tree of LANES - 1 adders)
+  float t[E4F_LMH_LANES];
+  for (int l = 0; l < E4F_LMH_LANES; ++l) t[l] = p[l];
+  for (int s = E4F_LMH_LANES / 2; s > 0; s >>= 1)
+    for (int l = 0; l < s; ++l) t[l] = t[l] + t[l + s];
+  return t[0];
+}
 inline float lm_dot(const float* wrow, const float* x, int64_t H, bool use_scale, float sc) {
-  float acc = 0.0f;
+  float part[E4F_LMH_LANES];
+  for (int l = 0; l < E4F_LMH_LANES; ++l) part[l] = 0.0f;
   for (int64_t h = 0; h < H; ++h) {
     const float prod = wrow[h] * x[h];
-    acc = acc + prod;
+    part[h % E4F_LMH_LANES] = part[h % E4F_LMH_LANES] + prod;
   }
+  float acc = lm_tree(part);
   if (use_scale) acc = acc * sc;
   return acc;
 }

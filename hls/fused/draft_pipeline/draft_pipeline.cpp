@@ -35,23 +35,30 @@ struct State {
   int64_t cc, Ic, W, off_prev, layer;
 };
 static State st;
-// LM-head tile: hidden rows (raw bits for the K1 gather + f32 for the dot products) and logits
-// The frontier hidden rows as raw words, converted to f32 where they are used (no f32 copy on chip).
-// The synthesized design takes bf16 hidden states: 16-bit words; the C-sim also runs f32 hidden states.
+// LM-head operands on chip. The frontier hidden rows as raw words, converted to f32 where they are used (no
+// f32 copy on chip). The synthesized design takes bf16 hidden states: 16-bit words; the C-sim also runs f32
+// hidden states.
 #ifdef EAGLE4_SYNTHESIS
 typedef uint16_t HidWord;
 #else
 typedef uint32_t HidWord;
 #endif
-static HidWord hid_bits[E4F_MAX_ROWS][E4F_MAX_H];  // partitioned by rows where the MAC array reads them
+// words of E4F_LMH_LANES elements along h: what one MAC-array cycle reads of a weight row or a hidden row
+#define E4F_LMH_WORDS ((E4F_MAX_H + E4F_LMH_LANES - 1) / E4F_LMH_LANES)
+struct HidBeat {
+  HidWord h[E4F_LMH_LANES];
+};
+// partitioned by rows (E4F_LMH_RT banks) and aggregated into 64-element words where stage_lm_head reads them
+static HidBeat hid_bits[E4F_MAX_ROWS][E4F_LMH_WORDS];
 inline float hid_word_to_f(uint32_t w, int code) {
   return code == 0 ? f32_from_bits(w) : hid_to_f(static_cast<uint16_t>(w), code);
 }
 inline float hid_word_to_f(uint16_t w, int code) { return hid_to_f(w, code); }
-// The LM head's weight tile: E4F_LMH_IL * E4F_LMH_VT vocabulary rows on chip. The synthesized design's
-// int8 weights stay int8 (converted where they are used); the C-sim also runs bf16 / f32 weights,
+inline HidWord hid_at(int r, int h) { return hid_bits[r][h / E4F_LMH_LANES].h[h % E4F_LMH_LANES]; }
+inline void hid_put(int r, int h, HidWord w) { hid_bits[r][h / E4F_LMH_LANES].h[h % E4F_LMH_LANES] = w; }
+// The LM head's weight tiles: E4F_LMH_IL vocabulary rows each, two of them (ping-pong). The synthesized
+// design's int8 weights stay int8 (converted where they are used); the C-sim also runs bf16 / f32 weights,
 // converted once at load. Either way the product is the same f32 value as lm_dot's (e4f_stages.hpp).
-#define E4F_LMH_TILE (E4F_LMH_IL * E4F_LMH_VT)
 #ifdef EAGLE4_SYNTHESIS
 typedef int8_t WTileWord;
 template <typename WT>
@@ -62,22 +69,22 @@ template <typename WT>
 inline WTileWord tile_word(WT w) { return w_to_f(w); }
 #endif
 // one 512-bit beat of a weight row per word: the load writes a word per cycle, the MAC array reads one
-// word of each of its E4F_LMH_VT rows per cycle (the tile is partitioned by rows)
 struct WBeat {
-  WTileWord b[E4F_LANES_LMH_WLOAD];
+  WTileWord b[E4F_LMH_LANES];
 };
-static WBeat wtile[E4F_LMH_TILE][(E4F_MAX_H + E4F_LANES_LMH_WLOAD - 1) / E4F_LANES_LMH_WLOAD];
-static float stile[E4F_LMH_TILE];
+typedef WBeat WTile[E4F_LMH_IL][E4F_LMH_WORDS];
+static WTile wping, wpong;
+static float sping[E4F_LMH_IL], spong[E4F_LMH_IL];
 // The on-chip logits tile (rows [0, LM_ROWS) of the layer), two f32 logits (raw bits) per 64-bit word:
 // a URAM word is 72 bits, so one f32 per word would leave 40 of them unused (eagle4.budget.onchip).
 static uint64_t logits2[E4F_LM_ROWS][(E4F_MAX_VH + 1) / 2];
-inline void tile_set(int64_t r, int64_t v, float x) {
+inline void tile_set(int r, int v, float x) {
   uint32_t b;
   std::memcpy(&b, &x, 4);
   uint64_t& w = logits2[r][v >> 1];
   w = (v & 1) ? ((w & 0xFFFFFFFFull) | (uint64_t(b) << 32)) : ((w & ~0xFFFFFFFFull) | uint64_t(b));
 }
-inline float tile_get(int64_t r, int64_t v) {
+inline float tile_get(int r, int v) {
   return f32_from_bits(static_cast<uint32_t>(logits2[r][v >> 1] >> ((v & 1) * 32)));
 }
 
@@ -108,68 +115,111 @@ struct WorkRec {
 // Rows [0, LM_ROWS) keep their logits in the on-chip tile; rows beyond it (large batches) spill
 // their logits to an HBM scratch buffer (4 B written + 4 B read per logit), which costs less than
 // streaming the weights again whenever (R - LM_ROWS) * 8 < H * E_w.
+// Indices are 32-bit: R <= E4F_MAX_ROWS, H <= E4F_MAX_H, V <= E4F_MAX_VH (parse_draft_cfg), so every flat
+// index (v * H + h <= 2^27, (r - LM_ROWS) * V + v <= 2^25) fits.
+
+// One weight tile (vocabulary rows [v0, v0 + E4F_LMH_IL)) into one half of the ping-pong, in full beats.
+template <typename WT>
+void lmh_load_tile(Port<const WT> lmw, Port<const float> lms, int use_scale, int H, int V, int v0, WTile& wt,
+                   float (&sc)[E4F_LMH_IL]) {
+#pragma HLS INLINE off
+  const int words = (H + E4F_LMH_LANES - 1) / E4F_LMH_LANES;
+  for (int i = 0; i < E4F_LMH_IL && v0 + i < V; ++i) {
+    if (use_scale) sc[i] = static_cast<float>(lms[v0 + i]);
+    for (int j = 0; j < words; ++j) {
+#pragma HLS PIPELINE II = E4F_II_LMH_WLOAD
+      E4F_TRIPS(LMH_WLOAD, E4F_LANES_LMH_WLOAD);
+      for (int k = 0; k < E4F_LANES_LMH_WLOAD; ++k) {
+#pragma HLS UNROLL factor = E4F_LANES_LMH_WLOAD
+        const int h = j * E4F_LMH_LANES + k;
+        // the tail of a row (H a multiple of 64 at deployment: every beat full)
+        wt[i][j].b[k] = h < H ? tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + h])) : WTileWord(0);
+      }
+    }
+  }
+}
+
+// The MAC array over one weight tile: for every block of E4F_LMH_RT frontier rows, E4F_LMH_LANES x
+// E4F_LMH_RT multiply-adds per cycle into per-lane partial sums, then the lane trees (E4F_LANES_LMH_RED
+// logits per cycle) and the row scale.
+void lmh_mac_tile(const WTile& wt, const float (&sc)[E4F_LMH_IL], Port<float> spill, int use_scale, int code,
+                  int R, int H, int V, int v0) {
+#pragma HLS INLINE off
+  const int words = (H + E4F_LMH_LANES - 1) / E4F_LMH_LANES;
+  for (int r0 = 0; r0 < R; r0 += E4F_LMH_RT) {
+    float part[E4F_LMH_IL][E4F_LMH_RT][E4F_LMH_LANES];
+#pragma HLS ARRAY_PARTITION variable = part type = complete dim = 0
+    for (int il = 0; il < E4F_LMH_IL; ++il)
+      for (int rr = 0; rr < E4F_LMH_RT; ++rr)
+        for (int k = 0; k < E4F_LMH_LANES; ++k) part[il][rr][k] = 0.0f;
+    for (int j = 0; j < words; ++j) {
+      for (int il = 0; il < E4F_LMH_IL; ++il) {
+#pragma HLS PIPELINE II = E4F_II_LMH_MAC
+        E4F_TRIPS(LMH_MAC, E4F_LANES_LMH_MAC);
+        for (int l = 0; l < E4F_LANES_LMH_MAC; ++l) {
+#pragma HLS UNROLL factor = E4F_LANES_LMH_MAC
+          const int rr = l / E4F_LMH_LANES, k = l % E4F_LMH_LANES;
+          const int r = r0 + rr, h = j * E4F_LMH_LANES + k;
+          if (r < R && v0 + il < V && h < H) {  // masked lanes of the tails
+            const float prod = w_to_f(wt[il][j].b[k]) * hid_word_to_f(hid_bits[r][j].h[k], code);
+            part[il][rr][k] = part[il][rr][k] + prod;
+          }
+        }
+      }
+    }
+    for (int q = 0; q < E4F_LMH_IL * E4F_LMH_RT; q += E4F_LANES_LMH_RED) {
+#pragma HLS PIPELINE II = E4F_II_LMH_RED
+      E4F_TRIPS(LMH_RED, E4F_LANES_LMH_RED);
+      for (int u = 0; u < E4F_LANES_LMH_RED; ++u) {
+#pragma HLS UNROLL factor = E4F_LANES_LMH_RED
+        const int il = (q + u) / E4F_LMH_RT, rr = (q + u) % E4F_LMH_RT, r = r0 + rr, v = v0 + il;
+        if (r < R && v < V) {
+          const float acc = lm_tree(part[il][rr]);
+          const float x = use_scale ? acc * sc[il] : acc;
+          if (r < E4F_LM_ROWS)
+            tile_set(r, v, x);
+          else
+            spill[(r - E4F_LM_ROWS) * V + v] = x;
+        }
+      }
+    }
+  }
+}
+
 template <typename HT, typename WT>
 void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> lms, Port<float> spill,
                    const DraftCfg& c, int64_t W) {
-  const int64_t R = c.B * W, H = c.H, V = c.Vt;
-#pragma HLS ARRAY_PARTITION variable = stile type = complete dim = 1
-#pragma HLS AGGREGATE variable = wtile compact = bit
-#pragma HLS ARRAY_PARTITION variable = wtile type = cyclic factor = E4F_LMH_VT dim = 1
+  const int R = static_cast<int>(c.B * W), H = static_cast<int>(c.H), V = static_cast<int>(c.Vt);
+#pragma HLS AGGREGATE variable = hid_bits compact = bit
 #pragma HLS ARRAY_PARTITION variable = hid_bits type = cyclic factor = E4F_LMH_RT dim = 1
-  for (int64_t r = 0; r < R; ++r)
-    for (int64_t h = 0; h < H; ++h) {
+#pragma HLS AGGREGATE variable = wping compact = bit
+#pragma HLS AGGREGATE variable = wpong compact = bit
+#pragma HLS ARRAY_PARTITION variable = sping type = complete dim = 1
+#pragma HLS ARRAY_PARTITION variable = spong type = complete dim = 1
+#pragma HLS ARRAY_PARTITION variable = logits2 type = cyclic factor = E4F_LMH_RT dim = 1
+  for (int r = 0; r < R; ++r)
+    for (int h0 = 0; h0 < H; h0 += E4F_LANES_LMH_HLOAD) {
 #pragma HLS PIPELINE II = E4F_II_LMH_HLOAD
-      E4F_TRIPS(LMH_HLOAD, 1);
-      const HT bits = hidden[r * H + h];
-      hid_bits[r][h] = static_cast<HidWord>(bits);
-    }
-  for (int64_t v0 = 0; v0 < V; v0 += E4F_LMH_TILE) {
-    // the weight tile in full beats (masked tails), read once per layer; the row scales once per row
-    for (int64_t i = 0; i < E4F_LMH_TILE && v0 + i < V; ++i) {
-      if (c.use_scale) stile[i] = static_cast<float>(lms[v0 + i]);
-      for (int64_t h0 = 0; h0 < H; h0 += E4F_LANES_LMH_WLOAD) {
-#pragma HLS PIPELINE II = E4F_II_LMH_WLOAD
-        E4F_TRIPS(LMH_WLOAD, E4F_LANES_LMH_WLOAD);
-        for (int64_t j = 0; j < E4F_LANES_LMH_WLOAD; ++j) {
-#pragma HLS UNROLL factor = E4F_LANES_LMH_WLOAD
-          if (h0 + j < H)  // the tail of a row (H a multiple of 64 at deployment: every beat full)
-            wtile[i][h0 / E4F_LANES_LMH_WLOAD].b[j] = tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + h0 + j]));
-        }
+      E4F_TRIPS(LMH_HLOAD, E4F_LANES_LMH_HLOAD);
+      for (int j = 0; j < E4F_LANES_LMH_HLOAD; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_LMH_HLOAD
+        if (h0 + j < H) hid_put(r, h0 + j, static_cast<HidWord>(static_cast<HT>(hidden[r * H + h0 + j])));
       }
     }
-    // the MAC array: E4F_LMH_RT rows x E4F_LMH_VT vocabulary rows per cycle, sub-tile il in turn
-    for (int64_t r0 = 0; r0 < R; r0 += E4F_LMH_RT) {
-      float acc[E4F_LMH_IL][E4F_LMH_RT][E4F_LMH_VT];
-#pragma HLS ARRAY_PARTITION variable = acc type = complete dim = 0
-      for (int il = 0; il < E4F_LMH_IL; ++il)
-        for (int rr = 0; rr < E4F_LMH_RT; ++rr)
-          for (int vv = 0; vv < E4F_LMH_VT; ++vv) acc[il][rr][vv] = 0.0f;
-      for (int64_t h = 0; h < H; ++h) {
-        for (int il = 0; il < E4F_LMH_IL; ++il) {
-#pragma HLS PIPELINE II = E4F_II_LMH_MAC
-          E4F_TRIPS(LMH_MAC, E4F_LANES_LMH_MAC);
-          for (int l = 0; l < E4F_LANES_LMH_MAC; ++l) {
-#pragma HLS UNROLL factor = E4F_LANES_LMH_MAC
-            const int rr = l / E4F_LMH_VT, vv = l % E4F_LMH_VT;
-            const int64_t r = r0 + rr, i = il * E4F_LMH_VT + vv;
-            if (r < R && v0 + i < V) {  // masked lanes of the tails
-              const float prod = w_to_f(wtile[i][h / E4F_LANES_LMH_WLOAD].b[h % E4F_LANES_LMH_WLOAD]) * hid_word_to_f(hid_bits[r][h], c.hid_code);
-              acc[il][rr][vv] = acc[il][rr][vv] + prod;
-            }
-          }
-        }
-      }
-      for (int il = 0; il < E4F_LMH_IL; ++il)
-        for (int rr = 0; rr < E4F_LMH_RT; ++rr)
-          for (int vv = 0; vv < E4F_LMH_VT; ++vv) {
-            const int64_t r = r0 + rr, i = il * E4F_LMH_VT + vv, v = v0 + i;
-            if (r >= R || v >= V) continue;
-            const float x = c.use_scale ? acc[il][rr][vv] * stile[i] : acc[il][rr][vv];
-            if (r < E4F_LM_ROWS)
-              tile_set(r, v, x);
-            else
-              spill[(r - E4F_LM_ROWS) * V + v] = x;
-          }
+  // ping-pong: tile t + 1 is read into one half while the MAC array works on tile t in the other; the two
+  // calls of a step touch different buffers (no dependence), so they run side by side
+  const int tiles = (V + E4F_LMH_IL - 1) / E4F_LMH_IL;
+  E4F_EXPOSED(true);  // the first tile's read: nothing overlaps it
+  lmh_load_tile<WT>(lmw, lms, c.use_scale, H, V, 0, wping, sping);
+  E4F_EXPOSED(false);
+  for (int t = 0; t < tiles; ++t) {
+    const int v0 = t * E4F_LMH_IL, vn = v0 + E4F_LMH_IL;
+    if ((t & 1) == 0) {
+      if (t + 1 < tiles) lmh_load_tile<WT>(lmw, lms, c.use_scale, H, V, vn, wpong, spong);
+      lmh_mac_tile(wping, sping, spill, c.use_scale, c.hid_code, R, H, V, v0);
+    } else {
+      if (t + 1 < tiles) lmh_load_tile<WT>(lmw, lms, c.use_scale, H, V, vn, wping, sping);
+      lmh_mac_tile(wpong, spong, spill, c.use_scale, c.hid_code, R, H, V, v0);
     }
   }
 }
@@ -177,8 +227,8 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
 // testbench mode (bypass_lm_head): only the frontier hidden rows are loaded (K1 gathers from them)
 template <typename HT>
 void load_hidden(Port<const HT> hidden, const DraftCfg& c, int64_t W) {
-  for (int64_t r = 0; r < c.B * W; ++r)
-    for (int64_t h = 0; h < c.H; ++h) hid_bits[r][h] = static_cast<HidWord>(static_cast<HT>(hidden[r * c.H + h]));
+  for (int r = 0; r < c.B * W; ++r)
+    for (int h = 0; h < c.H; ++h) hid_put(r, h, static_cast<HidWord>(static_cast<HT>(hidden[r * c.H + h])));
 }
 void stage_candidates_in(Port<const float> cand_p, Port<const int64_t> cand_t, const DraftCfg& c, int64_t W,
                          int64_t b0, int64_t nb, EAGLE4_STREAM(CandRec, 4) & cand_s) {
@@ -245,8 +295,8 @@ void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<
       int64_t p = o.parent[r];
       if (p < 0) p = 0;
       if (p > W - 1) p = W - 1;
-      for (int64_t h = 0; h < c.H; ++h)
-        out_hidden[(b * c.K + r) * c.H + h] = static_cast<HT>(hid_bits[b * W + p][h]);
+      for (int h = 0; h < c.H; ++h)
+        out_hidden[(b * c.K + r) * c.H + h] = static_cast<HT>(hid_at(static_cast<int>(b * W + p), h));
     }
     k1_s.write(o);
   }

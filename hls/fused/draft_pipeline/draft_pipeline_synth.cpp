@@ -41,7 +41,7 @@ extern "C" int fused_draft_top(
     int64_t S_max, int64_t Tcap, int64_t capkv, int64_t cappack, int64_t use_hot, int64_t vn_final,
     int64_t bypass_lm_head) {
 // LM head: the weight stream has its own bundle (the dominant HBM traffic), hidden rows in / out apart
-#pragma HLS INTERFACE m_axi port = draft_hidden offset = slave bundle = gmem0
+#pragma HLS INTERFACE m_axi port = draft_hidden offset = slave bundle = gmem0 max_read_burst_length = 256 max_widen_bitwidth = 512
 #pragma HLS INTERFACE m_axi port = lm_weight offset = slave bundle = gmem1 max_read_burst_length = 256 num_read_outstanding = 16 max_widen_bitwidth = 512
 #pragma HLS INTERFACE m_axi port = out_hidden offset = slave bundle = gmem2
 #pragma HLS INTERFACE m_axi port = lm_spill offset = slave bundle = gmem3

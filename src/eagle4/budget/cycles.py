@@ -3,9 +3,12 @@
 * The lanes and II of every counted loop are the named constants of ``hls/fused/common/e4f_perf.h``, the
   very constants its ``#pragma HLS PIPELINE II = E4F_II_<ID>`` (and ``UNROLL factor = E4F_LANES_<ID>``)
   lines name; :func:`check_pragmas` fails when a pragma and its constant disagree.
+* Loops declared ``E4F_PINGPONG(X) X(producer, consumer)`` run side by side (double-buffered tiles): the
+  model charges ``max(producer - its exposed trips, sum of its consumers) + its exposed trips`` (the
+  exposed trips are the first tile's, counted in C-sim with ``E4F_EXPOSED``); every other loop adds up.
 * The trip counts are counted by the C-sim (``E4F_TRIPS``) on trace-shaped inputs and scaled to the
   model's H and V exactly as the port bytes are (affine in H and V, bilinear for the LM head, checked on a
-  5th point): ``C_loops = sum over loops of trips x II / lanes``.
+  5th point): ``C_loops = sum over loops of trips x II / lanes`` (ping-pong pairs as above).
 * An m_axi bundle moves one element per cycle, or a full beat (``max_widen_bitwidth``/8 bytes) for a
   port its pragma widens: ``C_ports = the busiest bundle's accesses`` (bundles and widths from the
   synthesis top's INTERFACE pragmas, bytes from the port counters).
@@ -48,6 +51,16 @@ def loop_constants(perf_h: Path = PERF_H) -> dict[str, tuple[int, int]]:
     return out
 
 
+def pingpong_pairs(perf_h: Path = PERF_H) -> dict[str, tuple[str, ...]]:
+    """{producer loop: (its consumer loops)} of e4f_perf.h's E4F_PINGPONG."""
+    text = perf_h.read_text()
+    m = re.search(r"#define\s+E4F_PINGPONG\(X\)([^\n]*)", text)
+    out: dict[str, tuple[str, ...]] = {}
+    for prod, cons in re.findall(r"X\(\s*(\w+)\s*,\s*(\w+)\s*\)", m.group(1) if m else ""):
+        out[prod] = (*out.get(prod, ()), cons)
+    return out
+
+
 def check_pragmas(root: Path = FUSED_DIR, perf_h: Path = PERF_H) -> list[str]:
     """Every way the pragmas and the model's constants can disagree, one line each ('' list: they agree):
     a counted loop whose PIPELINE pragma is missing or names another II (a literal included), a PIPELINE
@@ -79,6 +92,10 @@ def check_pragmas(root: Path = FUSED_DIR, perf_h: Path = PERF_H) -> list[str]:
             um = re.search(r"#pragma\s+HLS\s+UNROLL\b.*factor\s*=\s*E4F_LANES_(\w+)", line)
             if um:
                 unrolls.add(um.group(1))
+    for prod, cons in pingpong_pairs(perf_h).items():
+        for lid in (prod, *cons):
+            if lid not in consts:
+                problems.append(f"{perf_h.name}: E4F_PINGPONG names {lid}, which is no loop of E4F_LOOPS")
     for lid, (_, lanes) in consts.items():
         if lid not in counted:
             problems.append(f"{perf_h.name}: loop {lid} is declared but no E4F_TRIPS({lid}) counts it")
@@ -101,8 +118,12 @@ def bundles(design: str) -> dict[str, tuple[str, int]]:
     return out
 
 
+EXPOSED = "@exposed"  # suffix of a loop's exposed trips in loop_trips()
+
+
 def loop_trips() -> dict[str, int]:
-    """The loop trips of the last fused entry call (C-sim)."""
+    """The loop trips of the last fused entry call (C-sim); ``<id>@exposed``: those of a ping-pong producer
+    that no consumer overlaps (only for producers)."""
     from eagle4.backends import fused_csim as fc
 
     lib = fc.load_library()
@@ -110,7 +131,12 @@ def loop_trips() -> dict[str, int]:
     names = [n for n in lib.eagle4_fused_loop_names().decode().split(",") if n]
     buf = (ctypes.c_uint64 * len(names))()
     lib.eagle4_fused_loop_trips(buf, len(names))
-    return dict(zip(names, (int(x) for x in buf), strict=True))
+    out = dict(zip(names, (int(x) for x in buf), strict=True))
+    lib.eagle4_fused_loop_exposed(buf, len(names))
+    for n, x in zip(names, buf, strict=True):
+        if n in pingpong_pairs():
+            out[n + EXPOSED] = int(x)
+    return out
 
 
 @dataclass
@@ -152,7 +178,7 @@ def _synth_report(design: str, reports_dir: Path) -> tuple[dict, str] | None:
 
 # The draft LM head, reported apart from the rest of the draft step (its loops and its ports): consumers
 # that compare with the H100 leave it out (it is part of the model's forward there).
-LM_HEAD_LOOPS = ("LMH_HLOAD", "LMH_WLOAD", "LMH_MAC")
+LM_HEAD_LOOPS = ("LMH_HLOAD", "LMH_WLOAD", "LMH_MAC", "LMH_RED")
 LM_HEAD_PORTS = ("draft_hidden", "lm_weight", "lm_scale", "lm_spill")
 
 
@@ -165,6 +191,13 @@ def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: di
     loops = {k[5:]: r for k, (r, _) in counts.items() if k.startswith("loop:")}
     per_loop = {lid: loops.get(lid, 0) * consts[lid][0] / consts[lid][1] for lid in consts
                 if mine(lid, lid in LM_HEAD_LOOPS)}
+    c_loops = sum(per_loop.values())
+    for prod, cons in pingpong_pairs().items():  # the producer runs beside its consumers but for its first tile
+        if prod not in per_loop:
+            continue
+        exposed = loops.get(prod + EXPOSED, 0) * consts[prod][0] / consts[prod][1]
+        hidden = per_loop[prod] - exposed
+        c_loops -= min(hidden, sum(per_loop.get(c, 0.0) for c in cons))
     bmap = bundles(design)
     by_bundle: dict[str, float] = {}
     for k, (r, w) in counts.items():
@@ -174,11 +207,11 @@ def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: di
         b, beat = bmap.get(port, (f"({port})", 0))
         by_bundle[b] = by_bundle.get(b, 0.0) + (r + w) / max(beat, elem.get(port, 1), 1)
     busiest = max(by_bundle, key=by_bundle.get) if by_bundle else ""
-    return StepCycles(design, B, sum(per_loop.values()), by_bundle.get(busiest, 0.0), busiest, per_loop,
+    return StepCycles(design, B, c_loops, by_bundle.get(busiest, 0.0), busiest, per_loop,
                       "model (code-derived: e4f_perf.h constants x C-sim trip counts)")
 
 
-GRAIN = 64  # the weight tile (E4F_LMH_IL * E4F_LMH_VT), the 512-bit beats and the 16-lane row passes divide it
+GRAIN = 64  # the weight tile (E4F_LMH_IL rows), the 512-bit beats and the 16-lane row passes divide it
 
 
 def _multiple(x: int, g: int) -> int:
@@ -255,4 +288,4 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
     return out
 
 
-__all__ = ["loop_constants", "check_pragmas", "step_cycles", "StepCycles", "bundles", "loop_trips"]
+__all__ = ["loop_constants", "pingpong_pairs", "check_pragmas", "step_cycles", "StepCycles", "bundles", "loop_trips"]
