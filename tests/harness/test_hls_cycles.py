@@ -93,7 +93,8 @@ def test_trip_counts_are_the_loop_iterations():
     assert t["LMH_WLOAD"] == s.D * s.Vt * words * beat and t["LMH_HLOAD"] == rows * -(-s.H // hb) * hb
     assert t["LMH_WLOAD@exposed"] == s.D * il * words * beat  # the first tile of each layer
     assert red >= 1
-    assert t["ROW_LOAD"] == t["ROW_PROBA"] == rows * s.Vt
+    row16 = -(-s.Vt // consts["E4F_LANES_ROW_LOAD"]) * consts["E4F_LANES_ROW_LOAD"]
+    assert t["ROW_LOAD"] == t["ROW_PROBA"] == rows * row16  # 16-lane row passes, masked tails
     lanes = consts["E4F_LANES_ROW_AMAX"]
     assert t["ROW_AMAX"] == t["ROW_EXP"] == rows * -(-s.Vt // lanes) * lanes  # 16-lane passes, masked tails
     # a verify step resets them: only its own loops count

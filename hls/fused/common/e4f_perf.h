@@ -58,9 +58,9 @@
 #define E4F_II_LMH_MAC 1
 #define E4F_LANES_LMH_MAC 1024  // E4F_LMH_LANES * E4F_LMH_RT
 #define E4F_II_LMH_RED 1
-#define E4F_LANES_LMH_RED 4  // 4 trees of 63 f32 adders: 4 logits per cycle (logits tile partitioned by rows)
+#define E4F_LANES_LMH_RED 4  // E4F_LMH_IL trees of 63 f32 adders: one hidden row's 4 logits per cycle
 #define E4F_II_ROW_LOAD 1
-#define E4F_LANES_ROW_LOAD 1
+#define E4F_LANES_ROW_LOAD 16  // 16 logits per cycle: 8 banks of the tile's 64-bit words, or a 512-bit spill beat
 #define E4F_II_VROW_LOAD 1
 #define E4F_LANES_VROW_LOAD 16  // one 512-bit beat of f32 logits per cycle (masked tail)
 // K5 row statistics (e4f_stages.hpp row_stats): E4F_ROW_LANES = 16 lanes, combined exactly
@@ -71,7 +71,7 @@
 #define E4F_II_ROW_EXP 4  // each lane's partial sum is carried: the f32 adder's latency
 #define E4F_LANES_ROW_EXP 16
 #define E4F_II_ROW_PROBA 1
-#define E4F_LANES_ROW_PROBA 1
+#define E4F_LANES_ROW_PROBA 16  // element-wise over a row buffer partitioned cyclically by 16
 
 static_assert(E4F_LANES_LMH_MAC == E4F_LMH_LANES * E4F_LMH_RT, "the MAC array's lanes are its h lanes x hidden rows");
 static_assert(E4F_LANES_LMH_WLOAD == E4F_LMH_LANES, "a weight beat is one word of the MAC array's lanes");

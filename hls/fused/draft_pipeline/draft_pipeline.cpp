@@ -77,12 +77,17 @@ static WTile wping, wpong;
 static float sping[E4F_LMH_IL], spong[E4F_LMH_IL];
 // The on-chip logits tile (rows [0, LM_ROWS) of the layer), two f32 logits (raw bits) per 64-bit word:
 // a URAM word is 72 bits, so one f32 per word would leave 40 of them unused (eagle4.budget.onchip).
+// Partitioned along v into E4F_LOGITS2_BANKS banks: a row pass reads E4F_LANES_ROW_LOAD logits per cycle.
+#define E4F_LOGITS2_BANKS 8
+static_assert(E4F_LOGITS2_BANKS * 2 == E4F_LANES_ROW_LOAD, "a row pass reads one word of every bank per cycle");
 static uint64_t logits2[E4F_LM_ROWS][(E4F_MAX_VH + 1) / 2];
-inline void tile_set(int r, int v, float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  uint64_t& w = logits2[r][v >> 1];
-  w = (v & 1) ? ((w & 0xFFFFFFFFull) | (uint64_t(b) << 32)) : ((w & ~0xFFFFFFFFull) | uint64_t(b));
+static_assert(E4F_LMH_IL % 2 == 0 && E4F_LANES_LMH_RED == E4F_LMH_IL, "the trees write whole words of one row");
+// one whole word: the logits of v = 2 w (lo) and 2 w + 1 (hi); a tail's unused half holds 0 (never read)
+inline void tile_set2(int r, int w, float lo, float hi) {
+  uint32_t a, b;
+  std::memcpy(&a, &lo, 4);
+  std::memcpy(&b, &hi, 4);
+  logits2[r][w] = uint64_t(a) | (uint64_t(b) << 32);
 }
 inline float tile_get(int r, int v) {
   return f32_from_bits(static_cast<uint32_t>(logits2[r][v >> 1] >> ((v & 1) * 32)));
@@ -167,19 +172,25 @@ void lmh_mac_tile(const WTile& wt, const float (&sc)[E4F_LMH_IL], Port<float> sp
         }
       }
     }
-    for (int q = 0; q < E4F_LMH_IL * E4F_LMH_RT; q += E4F_LANES_LMH_RED) {
+    // the lane trees: the E4F_LMH_IL logits of one hidden row per cycle (whole words of the logits tile)
+    for (int rr = 0; rr < E4F_LMH_RT; ++rr) {
 #pragma HLS PIPELINE II = E4F_II_LMH_RED
       E4F_TRIPS(LMH_RED, E4F_LANES_LMH_RED);
-      for (int u = 0; u < E4F_LANES_LMH_RED; ++u) {
+      float x[E4F_LMH_IL];
+      for (int il = 0; il < E4F_LANES_LMH_RED; ++il) {
 #pragma HLS UNROLL factor = E4F_LANES_LMH_RED
-        const int il = (q + u) / E4F_LMH_RT, rr = (q + u) % E4F_LMH_RT, r = r0 + rr, v = v0 + il;
-        if (r < R && v < V) {
-          const float acc = lm_tree(part[il][rr]);
-          const float x = use_scale ? acc * sc[il] : acc;
-          if (r < E4F_LM_ROWS)
-            tile_set(r, v, x);
-          else
-            spill[(r - E4F_LM_ROWS) * V + v] = x;
+        const float acc = lm_tree(part[il][rr]);
+        x[il] = use_scale ? acc * sc[il] : acc;
+      }
+      const int r = r0 + rr;
+      for (int il = 0; il < E4F_LMH_IL; il += 2) {
+        const int v = v0 + il;
+        if (r >= R || v >= V) continue;
+        if (r < E4F_LM_ROWS) {
+          tile_set2(r, v >> 1, x[il], v + 1 < V ? x[il + 1] : 0.0f);
+        } else {
+          spill[(r - E4F_LM_ROWS) * V + v] = x[il];
+          if (v + 1 < V) spill[(r - E4F_LM_ROWS) * V + v + 1] = x[il + 1];
         }
       }
     }
@@ -196,7 +207,7 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
 #pragma HLS AGGREGATE variable = wpong compact = bit
 #pragma HLS ARRAY_PARTITION variable = sping type = complete dim = 1
 #pragma HLS ARRAY_PARTITION variable = spong type = complete dim = 1
-#pragma HLS ARRAY_PARTITION variable = logits2 type = cyclic factor = E4F_LMH_RT dim = 1
+#pragma HLS ARRAY_PARTITION variable = logits2 type = cyclic factor = E4F_LOGITS2_BANKS dim = 2
   for (int r = 0; r < R; ++r)
     for (int h0 = 0; h0 < H; h0 += E4F_LANES_LMH_HLOAD) {
 #pragma HLS PIPELINE II = E4F_II_LMH_HLOAD
@@ -245,7 +256,7 @@ void stage_candidates_in(Port<const float> cand_p, Port<const int64_t> cand_t, c
 // ---- stage 1: softmax + top-K per frontier row (requests [b0, b0+nb)) ------------------------
 void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b0, int64_t nb,
                       EAGLE4_STREAM(CandRec, 4) & cand_s) {
-  const int64_t V = c.Vt;
+  const int V = static_cast<int>(c.Vt);
   static float row[E4F_MAX_VH];
 #pragma HLS ARRAY_PARTITION variable = row type = cyclic factor = 16 dim = 1
   for (int64_t bl = 0; bl < nb; ++bl) {
@@ -253,23 +264,32 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
     for (int64_t w = 0; w < W; ++w) {
       const int64_t r = (b0 + bl) * W + w;
       if (r < E4F_LM_ROWS) {
-        for (int64_t v = 0; v < V; ++v) {
+        for (int v0 = 0; v0 < V; v0 += E4F_LANES_ROW_LOAD) {
 #pragma HLS PIPELINE II = E4F_II_ROW_LOAD
-          E4F_TRIPS(ROW_LOAD, 1);
-          row[v] = tile_get(r, v);
+          E4F_TRIPS(ROW_LOAD, E4F_LANES_ROW_LOAD);
+          for (int j = 0; j < E4F_LANES_ROW_LOAD; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_ROW_LOAD
+            if (v0 + j < V) row[v0 + j] = tile_get(static_cast<int>(r), v0 + j);  // the row's tail: masked
+          }
         }
       } else {
-        for (int64_t v = 0; v < V; ++v) {
+        for (int v0 = 0; v0 < V; v0 += E4F_LANES_ROW_LOAD) {
 #pragma HLS PIPELINE II = E4F_II_ROW_LOAD
-          E4F_TRIPS(ROW_LOAD, 1);
-          row[v] = spill[(r - E4F_LM_ROWS) * V + v];
+          E4F_TRIPS(ROW_LOAD, E4F_LANES_ROW_LOAD);
+          for (int j = 0; j < E4F_LANES_ROW_LOAD; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_ROW_LOAD
+            if (v0 + j < V) row[v0 + j] = spill[(static_cast<int>(r) - E4F_LM_ROWS) * V + v0 + j];
+          }
         }
       }
       const RowStats rs = row_stats(row, V, 1.0f, false);
-      for (int64_t v = 0; v < V; ++v) {
+      for (int v0 = 0; v0 < V; v0 += E4F_LANES_ROW_PROBA) {
 #pragma HLS PIPELINE II = E4F_II_ROW_PROBA
-        E4F_TRIPS(ROW_PROBA, 1);
-        row[v] = proba(row[v], 1.0f, rs);  // in place: the statistics are already taken
+        E4F_TRIPS(ROW_PROBA, E4F_LANES_ROW_PROBA);
+        for (int j = 0; j < E4F_LANES_ROW_PROBA; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_ROW_PROBA
+          if (v0 + j < V) row[v0 + j] = proba(row[v0 + j], 1.0f, rs);  // in place: the statistics are already taken
+        }
       }
       topk_row(row, V, static_cast<int>(c.K), &rec.p[w * c.K], &rec.t[w * c.K]);
     }

@@ -44,7 +44,7 @@ extern "C" int fused_draft_top(
 #pragma HLS INTERFACE m_axi port = draft_hidden offset = slave bundle = gmem0 max_read_burst_length = 256 max_widen_bitwidth = 512
 #pragma HLS INTERFACE m_axi port = lm_weight offset = slave bundle = gmem1 max_read_burst_length = 256 num_read_outstanding = 16 max_widen_bitwidth = 512
 #pragma HLS INTERFACE m_axi port = out_hidden offset = slave bundle = gmem2
-#pragma HLS INTERFACE m_axi port = lm_spill offset = slave bundle = gmem3
+#pragma HLS INTERFACE m_axi port = lm_spill offset = slave bundle = gmem3 max_widen_bitwidth = 512
 // small per-layer traffic: scales, hot map, root, candidates (testbench), frontier tokens, work deltas
 #pragma HLS INTERFACE m_axi port = lm_scale offset = slave bundle = gmem4
 #pragma HLS INTERFACE m_axi port = hot_token_id offset = slave bundle = gmem4

@@ -120,10 +120,13 @@ void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const
       sample = o.row_pred;
     } else {
       lr.load(o.row);  // usually already on-chip (the row whose children were all rejected)
-      for (int64_t v = 0; v < V; ++v) {  // in place: the residual row
+      for (int v0 = 0; v0 < V; v0 += E4F_LANES_ROW_PROBA) {  // in place: the residual row
 #pragma HLS PIPELINE II = E4F_II_ROW_PROBA
-        E4F_TRIPS(ROW_PROBA, 1);
-        rowbuf[v] = proba(rowbuf[v], t, lr.st);
+        E4F_TRIPS(ROW_PROBA, E4F_LANES_ROW_PROBA);
+        for (int j = 0; j < E4F_LANES_ROW_PROBA; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_ROW_PROBA
+          if (v0 + j < V) rowbuf[v0 + j] = proba(rowbuf[v0 + j], t, lr.st);  // the row's tail: masked
+        }
       }
       lr.loaded = -1;
       sample = k6_sample(rowbuf, V, o.rej, o.nrej, fcoins_p[b]);
