@@ -75,3 +75,52 @@ def test_partitions_and_aggregates_shape_the_memories():
     parts, agg = onchip.storage_pragmas(["#pragma HLS ARRAY_PARTITION variable = w type = cyclic factor = 4 dim = 2\n"
                                          "#pragma HLS AGGREGATE variable = w compact = bit\n"])
     assert parts == {"w": ("cyclic", "4", 2)} and agg == {"w"}
+
+
+def test_fifos_are_bound_like_vitis_defaults():
+    """SRL when depth <= 2 and depth x width <= 1024 bits (config_storage defaults); other FIFOs are RAMs:
+    LUTRAM up to 64 deep, block RAM beyond (placed and counted with the arrays)."""
+    from eagle4.budget.onchip import Fifo
+
+    assert Fifo("a", 2, 512).impl == "srl" and Fifo("b", 2, 1024).impl == "lutram" and Fifo("c", 3, 8).impl == "lutram"
+    assert Fifo("d", 64, 6144).impl == "lutram" and Fifo("e", 65, 32).impl == "bram"
+    assert Fifo("a", 2, 512).lut_bytes == 512 * 32 // 8 and Fifo("d", 4, 100, count=2).lut_bytes == 2 * 100 * 64 // 8
+    s = onchip.storage_of("t", [Array("arr", 1024, 32), Fifo("deep", 1024, 64), Fifo("shallow", 4, 64)], 16.5e6, 67.6e6)
+    names = {x.array.name for x in s.placements}
+    assert names == {"arr", "fifo deep"} and [f.name for f in s.lut_fifos] == ["shallow"]
+    assert s.used("bram") + s.used("uram") == (onchip.physical_bytes(Array("arr", 1024, 32), "bram")
+                                               + onchip.physical_bytes(Array("f", 1024, 64), "bram"))
+    assert s.fifo_count == 2 and "fifo deep" in {r["array"] for r in onchip.rows([s], "x")}
+
+
+def test_fifos_of_a_planted_source(tmp_path):
+    """A stream's depth and element width come from its template arguments in the DWARF."""
+    if csim.tools_missing():
+        pytest.fail(csim.tools_missing(), pytrace=False)
+    src = tmp_path / "t.cpp"
+    src.write_text("""#include <cstdint>
+namespace eagle4 { template <typename T, int DEPTH> class stream { public: T last; void write(const T& x) { last = x; } }; }
+struct Rec { float p[3]; int64_t t; };
+int use(int i) { eagle4::stream<Rec, 8> s; eagle4::stream<uint16_t, 2> q; Rec r = {}; s.write(r); q.write(i);
+  return (int)s.last.t + q.last; }
+""")
+    obj = tmp_path / "t.o"
+    p = csim.run_cxx([csim.find_cxx(), *onchip.SYNTH_FLAGS, "-c", str(src), "-o", str(obj)], "test", tmp_path)
+    assert p.returncode == 0, p.stderr
+    got = {a.name: (a.depth, a.width_bits) for a in onchip.static_arrays(obj) if isinstance(a, onchip.Fifo)}
+    assert got == {"use::s": (8, 24 * 8), "use::q": (2, 16)}
+
+
+def test_the_fused_designs_fifos_are_counted():
+    from eagle4.contract import load_contract
+
+    c = load_contract(csim.REPO / "contracts" / "default.toml")
+    parts = {p.design: p for p in onchip.measure(c, ["fused_draft", "fused_verify"])}
+    draft = {f.name.split("::")[-1]: f for f in parts["fused_draft"].lut_fifos}
+    assert set(draft) == {"cand_s", "k1_s", "work_s", "front_s"}  # the draft DATAFLOW region's four streams
+    assert all(f.depth == 4 and f.impl == "lutram" for f in draft.values())
+    assert draft["cand_s"].width_bits == 64 * (4 + 8) * 8  # CandRec: 64 f32 probabilities + 64 int64 tokens
+    assert [f.name.split("::")[-1] for f in parts["fused_verify"].lut_fifos] == ["k6_s"]
+    pair = onchip.combined(list(parts.values()), "pair")
+    assert pair.lut_fifo_bytes == parts["fused_draft"].lut_fifo_bytes + parts["fused_verify"].lut_fifo_bytes > 0
+    assert "FIFOs" in onchip.summary_line(pair)

@@ -176,21 +176,22 @@ void lmh_mac_tile(const WTile& wt, const float (&sc)[E4F_LMH_IL], Port<float> sp
     for (int rr = 0; rr < E4F_LMH_RT; ++rr) {
 #pragma HLS PIPELINE II = E4F_II_LMH_RED
       E4F_TRIPS(LMH_RED, E4F_LANES_LMH_RED);
-      float x[E4F_LMH_IL];
+      float lmh_out[E4F_LMH_IL];
+#pragma HLS ARRAY_PARTITION variable = lmh_out type = complete dim = 1
       for (int il = 0; il < E4F_LANES_LMH_RED; ++il) {
 #pragma HLS UNROLL factor = E4F_LANES_LMH_RED
         const float acc = lm_tree(part[il][rr]);
-        x[il] = use_scale ? acc * sc[il] : acc;
+        lmh_out[il] = use_scale ? acc * sc[il] : acc;
       }
       const int r = r0 + rr;
       for (int il = 0; il < E4F_LMH_IL; il += 2) {
         const int v = v0 + il;
         if (r >= R || v >= V) continue;
         if (r < E4F_LM_ROWS) {
-          tile_set2(r, v >> 1, x[il], v + 1 < V ? x[il + 1] : 0.0f);
+          tile_set2(r, v >> 1, lmh_out[il], v + 1 < V ? lmh_out[il + 1] : 0.0f);
         } else {
-          spill[(r - E4F_LM_ROWS) * V + v] = x[il];
-          if (v + 1 < V) spill[(r - E4F_LM_ROWS) * V + v + 1] = x[il + 1];
+          spill[(r - E4F_LM_ROWS) * V + v] = lmh_out[il];
+          if (v + 1 < V) spill[(r - E4F_LM_ROWS) * V + v + 1] = lmh_out[il + 1];
         }
       }
     }

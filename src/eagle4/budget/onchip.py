@@ -7,8 +7,17 @@ memory: one instance per function, however often it is inlined) is read from the
 (pyelftools): its element type and dimensions, structs split into their members (as HLS disaggregates
 them), arrays of structs into one array per member (one array of struct-wide words under ``#pragma HLS
 AGGREGATE``). ``#pragma HLS ARRAY_PARTITION`` splits an array into its banks, each rounded on its own (a
-complete partition of all dimensions is registers). Scalars are registers and not counted, nor are the
-FIFOs of hls::stream.
+complete partition of all dimensions is registers). Scalars are registers and not counted.
+
+The FIFOs of ``hls::stream<T, DEPTH>`` (``EAGLE4_STREAM``) are read from the same DWARF (the stream's template
+arguments: the element type's width x the depth) and bound the way Vitis binds a FIFO left to its default
+(``config_storage fifo`` / ``syn.storage``, UG1399): a shift register (SRL, in LUTs) when depth <= 2 and
+depth x width <= 1024 bits (the documented ``auto_srl_max_depth`` / ``auto_srl_max_bits`` defaults); any
+other FIFO is a RAM, which this model puts in LUTRAM when it is at most 64 deep (one LUTRAM column: a block
+RAM, 512 or more deep, would sit mostly empty) and in block RAM / URAM otherwise, rounded like an array of
+``depth`` elements of its width. SRL and LUTRAM FIFOs are listed with their LUT storage and are not part of
+the BRAM + URAM share; block-RAM FIFOs are placed with the arrays. (A model of the binding: a synthesis
+report's resource table replaces it.)
 
 Each array is rounded to the physical words of the memories it can map to, at its element width:
 
@@ -27,7 +36,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 BRAM18_BITS = 18 * 1024
@@ -37,6 +46,34 @@ URAM_WIDTH, URAM_DEPTH = 72, 4096
 SYNTH_FLAGS = ("-std=c++17", "-O0", "-g", "-fPIC", "-DEAGLE4_SYNTHESIS", "-DEAGLE4_HLS4ML_HEADERS",
                "-Wno-unknown-pragmas")
 UTILIZATION_GOAL = 0.70  # issue 13: the fused designs fit with margin
+
+
+FIFO_SRL_MAX_DEPTH, FIFO_SRL_MAX_BITS = 2, 1024  # Vitis config_storage fifo defaults (UG1399)
+FIFO_LUTRAM_MAX_DEPTH = 64  # one LUTRAM column (RAM64X1D): deeper FIFOs go to block RAM in this model
+
+
+@dataclass(frozen=True)
+class Fifo:
+    name: str  # the stream variable
+    depth: int
+    width_bits: int  # the element type's bits (its DWARF byte size x 8: a struct's padding included)
+    count: int = 1  # an array of streams: this many FIFOs
+
+    @property
+    def impl(self) -> str:
+        """'srl', 'lutram' or 'bram' (see the module docstring)."""
+        if self.depth <= FIFO_SRL_MAX_DEPTH and self.depth * self.width_bits <= FIFO_SRL_MAX_BITS:
+            return "srl"
+        return "lutram" if self.depth <= FIFO_LUTRAM_MAX_DEPTH else "bram"
+
+    @property
+    def lut_bytes(self) -> int:
+        """LUT storage of an SRL (32 deep per LUT) or LUTRAM (64 deep per LUT) FIFO, one LUT column per bit."""
+        col = 32 if self.impl == "srl" else 64
+        return self.count * self.width_bits * col * math.ceil(self.depth / col) // 8
+
+    def as_array(self) -> "Array":
+        return Array(f"fifo {self.name}", self.depth, self.width_bits, (self.depth,), self.count)
 
 
 @dataclass(frozen=True)
@@ -107,8 +144,8 @@ def _leaves(type_die, name: str, count: int, in_array: bool, dims: tuple = (), a
         return _leaves(t.get_DIE_from_attribute("DW_AT_type"), name, count * math.prod(d), True, dims + d, aggregate)
     if t.tag in ("DW_TAG_structure_type", "DW_TAG_class_type", "DW_TAG_union_type"):
         tname = t.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in t.attributes else ""
-        if "stream" in tname:  # FIFOs are not block-RAM arrays of the design
-            return []
+        if "stream" in tname:  # a FIFO: its element type and depth are the template's arguments
+            return _fifo(t, name, count)
         if aggregate and in_array:
             return [Array(name, count, int(t.attributes["DW_AT_byte_size"].value) * 8, dims)]
         out = []
@@ -124,6 +161,34 @@ def _leaves(type_die, name: str, count: int, in_array: bool, dims: tuple = (), a
     return []
 
 
+def _fifo(t, name: str, count: int) -> list:
+    elem, depth = None, None
+    for ch in t.iter_children():
+        if ch.tag == "DW_TAG_template_type_param" and elem is None and "DW_AT_type" in ch.attributes:
+            elem = _strip(ch.get_DIE_from_attribute("DW_AT_type"))
+        elif ch.tag == "DW_TAG_template_value_param" and depth is None and "DW_AT_const_value" in ch.attributes:
+            depth = int(ch.attributes["DW_AT_const_value"].value)
+    if elem is None or "DW_AT_byte_size" not in elem.attributes:
+        raise ValueError(f"FIFO {name}: the stream's element type is not in the DWARF (its width is unknown)")
+    if depth is None:
+        raise ValueError(f"FIFO {name}: the stream has no depth argument (declare it EAGLE4_STREAM(T, DEPTH))")
+    return [Fifo(name, depth, int(elem.attributes["DW_AT_byte_size"].value) * 8, count)]
+
+
+def _name_of(die) -> str:
+    """A DIE's name; an out-of-line definition (a member or template instance) names its declaration. Template
+    arguments are dropped: the C-sim entry points instantiate a function template for every precision, the
+    synthesized design holds one instance (its locals counted once, as for an inlined function)."""
+    for _ in range(3):
+        if "DW_AT_name" in die.attributes:
+            return re.sub(r"<.*>$", "", die.attributes["DW_AT_name"].value.decode())
+        ref = next((a for a in ("DW_AT_specification", "DW_AT_abstract_origin") if a in die.attributes), None)
+        if ref is None:
+            return ""
+        die = die.get_DIE_from_attribute(ref)
+    return ""
+
+
 def _scope_of(die) -> str:
     parts = []
     p = die.get_parent()
@@ -134,8 +199,9 @@ def _scope_of(die) -> str:
     return "".join(f"{x}::" for x in reversed(parts))
 
 
-def static_arrays(obj: Path, aggregated: frozenset = frozenset()) -> list[Array]:
-    """Every array variable (static storage or a function's local) defined in an object file (its DWARF)."""
+def static_arrays(obj: Path, aggregated: frozenset = frozenset()) -> list:
+    """Every array variable (static storage or a function's local) defined in an object file (its DWARF), and
+    every hls::stream FIFO (as a :class:`Fifo`)."""
     from elftools.elf.elffile import ELFFile
 
     out: dict[tuple, Array] = {}
@@ -149,7 +215,7 @@ def static_arrays(obj: Path, aggregated: frozenset = frozenset()) -> list[Array]
                 die, scope = stack.pop()
                 for ch in die.iter_children():
                     if ch.tag in ("DW_TAG_subprogram", "DW_TAG_lexical_block", "DW_TAG_namespace"):
-                        nm = ch.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in ch.attributes else ""
+                        nm = _name_of(ch)
                         stack.append((ch, f"{scope}{nm}::" if ch.tag != "DW_TAG_lexical_block" else scope))
                     elif ch.tag == "DW_TAG_variable" and "DW_AT_location" in ch.attributes:
                         loc = ch.attributes["DW_AT_location"]
@@ -165,7 +231,7 @@ def static_arrays(obj: Path, aggregated: frozenset = frozenset()) -> list[Array]
                         nm = decl.attributes["DW_AT_name"].value.decode() if "DW_AT_name" in decl.attributes else "?"
                         for a in _leaves(decl.get_DIE_from_attribute("DW_AT_type"), f"{where}{nm}", 1, False,
                                          aggregate=nm in aggregated):
-                            out[(a.name,)] = a
+                            out[(type(a).__name__, a.name)] = a
     return list(out.values())
 
 
@@ -217,9 +283,10 @@ def partition(a: Array, pragma: tuple[str, str, int] | None, macros: dict[str, i
     return Array(a.name + f" [{kind} x{f}, dim {dim}]", math.ceil(a.elems / f), a.elem_bits, a.dims, a.banks * f)
 
 
-def measure_design(name: str, *, cache_dir=None) -> list[Array]:
+def measure_design(name: str, *, cache_dir=None) -> list:
     """Arrays of one design's synthesis-mode build (cached by the sources' hash), as its ARRAY_PARTITION and
-    AGGREGATE pragmas shape them (a partitioned array is several memories, each rounded on its own)."""
+    AGGREGATE pragmas shape them (a partitioned array is several memories, each rounded on its own), and its
+    FIFOs (:class:`Fifo`)."""
     from eagle4.backends import csim, hls_designs
 
     ds = csim.all_designs()
@@ -228,13 +295,14 @@ def measure_design(name: str, *, cache_dir=None) -> list[Array]:
     snap = csim.snapshot_sources(headers + files)
     texts = [b.decode(errors="replace") for b in snap.values()]
     pragmas, aggregated = storage_pragmas(texts)
-    digest = csim.build_digest(f"onchip2_{name}", snap, list(SYNTH_FLAGS))
+    digest = csim.build_digest(f"onchip5_{name}", snap, list(SYNTH_FLAGS))
     root = csim.cache_root(cache_dir) / "onchip"
     cxx = csim.find_cxx()
 
     def builder(tmp: Path):
         src_root = csim.materialize(snap, tmp / "src")
         arrays: dict[str, dict] = {}
+        fifos: dict[str, dict] = {}
         for f in files:
             rel = f.relative_to(csim.HLS_DIR)
             obj = tmp / csim._object_name(str(rel))
@@ -244,9 +312,10 @@ def measure_design(name: str, *, cache_dir=None) -> list[Array]:
                 raise csim.CsimBuildError(f"synthesis-mode build of {name} failed (cache folder {root}; nothing "
                                           f"was cached):\n{' '.join(cmd)}\n{p.stdout}{p.stderr}")
             for a in static_arrays(obj, aggregated):
-                arrays[a.name] = asdict(a)
+                (fifos if isinstance(a, Fifo) else arrays)[a.name] = asdict(a)
             obj.unlink()
         (tmp / "arrays.json").write_text(json.dumps(sorted(arrays.values(), key=lambda a: a["name"]), indent=1))
+        (tmp / "fifos.json").write_text(json.dumps(sorted(fifos.values(), key=lambda a: a["name"]), indent=1))
         (tmp / "build.json").write_text(json.dumps({"design": name, "complete": True}))
 
     if csim.tools_missing():
@@ -260,7 +329,7 @@ def measure_design(name: str, *, cache_dir=None) -> list[Array]:
         p = partition(arr, pragmas.get(var), macros)
         if p is not None:
             out.append(p)
-    return out
+    return out + [Fifo(**a) for a in json.loads((entry / "fifos.json").read_text())]
 
 
 @dataclass
@@ -272,6 +341,7 @@ class Placement:
 
 def place(arrays: list[Array], bram_cap: float, uram_cap: float) -> list[Placement]:
     """Each array where it costs less; a full pool moves arrays to the other, cheapest move first."""
+    arrays = [a.as_array() if isinstance(a, Fifo) else a for a in arrays]
     pl = [Placement(a, p, physical_bytes(a, p)) for a in arrays
           for p in [min(("bram", "uram"), key=lambda q: (physical_bytes(a, q), q))]]
     for full, other, cap in (("bram", "uram", bram_cap), ("uram", "bram", uram_cap)):
@@ -289,9 +359,19 @@ def place(arrays: list[Array], bram_cap: float, uram_cap: float) -> list[Placeme
 @dataclass
 class DesignStorage:
     design: str
-    placements: list[Placement]
+    placements: list[Placement]  # arrays and block-RAM FIFOs
     bram_cap: float
     uram_cap: float
+    lut_fifos: list[Fifo] = field(default_factory=list)  # SRL / LUTRAM FIFOs: LUTs, not BRAM or URAM
+
+    @property
+    def lut_fifo_bytes(self) -> int:
+        return sum(f.lut_bytes for f in self.lut_fifos)
+
+    @property
+    def fifo_count(self) -> int:
+        return sum(f.count for f in self.lut_fifos) + sum(x.array.banks for x in self.placements
+                                                          if x.array.name.startswith("fifo "))
 
     def used(self, pool: str) -> int:
         return sum(x.physical_bytes for x in self.placements if x.pool == pool)
@@ -317,15 +397,23 @@ def measure(contract, designs: list[str] | None = None, *, cache_dir=None) -> li
     f = fpga_section(contract)
     bram_cap, uram_cap = f.bram_mb * 1e6, f.uram_mb * 1e6
     names = designs or sorted(csim.all_designs())
-    return [DesignStorage(n, place(measure_design(n, cache_dir=cache_dir), bram_cap, uram_cap), bram_cap, uram_cap)
-            for n in names]
+    return [storage_of(n, measure_design(n, cache_dir=cache_dir), bram_cap, uram_cap) for n in names]
+
+
+def storage_of(design: str, items: list, bram_cap: float, uram_cap: float) -> DesignStorage:
+    """Arrays and block-RAM FIFOs placed in BRAM / URAM; SRL and LUTRAM FIFOs kept apart."""
+    lut = [x for x in items if isinstance(x, Fifo) and x.impl != "bram"]
+    mem = [x for x in items if not (isinstance(x, Fifo) and x.impl != "bram")]
+    return DesignStorage(design, place(mem, bram_cap, uram_cap), bram_cap, uram_cap, lut)
 
 
 def combined(parts: list[DesignStorage], name: str) -> DesignStorage:
     """Designs resident on the device together (the two fused pipelines): one placement of all arrays."""
     arrays = [Array(f"{p.design}:{x.array.name}", x.array.elems, x.array.elem_bits, x.array.dims, x.array.banks)
               for p in parts for x in p.placements]
-    return DesignStorage(name, place(arrays, parts[0].bram_cap, parts[0].uram_cap), parts[0].bram_cap, parts[0].uram_cap)
+    lut = [Fifo(f"{p.design}:{f.name}", f.depth, f.width_bits, f.count) for p in parts for f in p.lut_fifos]
+    return DesignStorage(name, place(arrays, parts[0].bram_cap, parts[0].uram_cap), parts[0].bram_cap,
+                         parts[0].uram_cap, lut)
 
 
 ONCHIP_COLUMNS = ("contract_sha256", "design", "array", "elems", "elem_bits", "banks", "payload_bytes", "pool",
@@ -340,8 +428,14 @@ def rows(parts: list[DesignStorage], sha: str) -> list[dict]:
                         "elem_bits": x.array.elem_bits, "banks": x.array.banks,
                         "payload_bytes": x.array.payload_bytes, "pool": x.pool,
                         "physical_bytes": x.physical_bytes, "provenance": "computed"})
+        for f in sorted(p.lut_fifos, key=lambda f: -f.lut_bytes):  # LUT storage, not in the BRAM/URAM total
+            out.append({"contract_sha256": sha, "design": p.design, "array": f"fifo {f.name}", "elems": f.depth,
+                        "elem_bits": f.width_bits, "banks": f.count,
+                        "payload_bytes": f.count * f.depth * f.width_bits // 8, "pool": f.impl,
+                        "physical_bytes": f.lut_bytes, "provenance": "computed"})
         out.append({"contract_sha256": sha, "design": p.design, "array": "TOTAL", "elems": "", "elem_bits": "", "banks": "",
-                    "payload_bytes": p.payload, "pool": f"bram {p.used('bram')} + uram {p.used('uram')}",
+                    "payload_bytes": p.payload, "pool": f"bram {p.used('bram')} + uram {p.used('uram')}"
+                    + (f" (+ {p.lut_fifo_bytes} in SRL/LUTRAM FIFOs, not counted here)" if p.lut_fifos else ""),
                     "physical_bytes": p.used("bram") + p.used("uram"), "provenance": "computed"})
     return out
 
@@ -350,8 +444,9 @@ def summary_line(p: DesignStorage) -> str:
     return (f"{p.design}: {p.payload / 2**20:.1f} MiB of arrays -> BRAM {p.used('bram') / 1e6:.1f}/{p.bram_cap / 1e6:.1f} MB"
             f" + URAM {p.used('uram') / 1e6:.1f}/{p.uram_cap / 1e6:.1f} MB = {100 * p.utilization:.1f}% of on-chip "
             f"memory ({'fits' if p.fits else 'DOES NOT FIT'}; goal <= {100 * UTILIZATION_GOAL:.0f}% "
-            f"{'met' if p.fits and p.utilization <= UTILIZATION_GOAL else 'MISSED'}) [computed from the "
-            f"synthesis-mode build]")
+            f"{'met' if p.fits and p.utilization <= UTILIZATION_GOAL else 'MISSED'}); {p.fifo_count} FIFOs: "
+            f"{p.fifo_count - sum(f.count for f in p.lut_fifos)} in block RAM (counted), "
+            f"{p.lut_fifo_bytes / 1e3:.1f} kB in SRL/LUTRAM [computed from the synthesis-mode build]")
 
 
 def write_csv(parts: list[DesignStorage], sha: str, path) -> Path:
@@ -368,5 +463,5 @@ def write_csv(parts: list[DesignStorage], sha: str, path) -> Path:
     return path
 
 
-__all__ = ["Array", "DesignStorage", "measure", "measure_design", "combined", "static_arrays", "place",
+__all__ = ["Array", "Fifo", "DesignStorage", "storage_of", "measure", "measure_design", "combined", "static_arrays", "place",
            "physical_bytes", "summary_line", "write_csv", "UTILIZATION_GOAL"]
