@@ -292,3 +292,27 @@ def test_unfused_chain_counts_equal_the_hls_kernels():
         mine = _sum({p: v for p, v in ucnt.items() if p.startswith(k + "_")})
         want = (theirs[k][0], theirs[k][1] - (k1_ext if k == "k1" else 0))
         assert mine == want, f"{k}: unfused chain {mine} vs hls/{k} kernels {want}"
+
+
+def test_h100_graph_steps_are_the_contracts_rows(tmp_path):
+    """The design report's H100 column: the graph-mode step of the same contract and batch, and the regions the
+    fused designs replace (K1-K7 + sort_topk) summed; other contracts' rows and kernel rows are ignored."""
+    import csv
+
+    from eagle4.budget import design_report as dr
+
+    cols = ["contract_sha256", "device", "batch", "kind", "name", "seconds_per_step", "step_s", "provenance"]
+    rows = [("a" * 64, "H100", 1, "region", "K1", 1e-4, 0.02, "measured"),
+            ("a" * 64, "H100", 1, "region", "sort_topk", 2e-4, 0.02, "measured"),
+            ("a" * 64, "H100", 1, "region", "gemm", 5e-3, 0.02, "measured"),
+            ("a" * 64, "H100", 1, "kernel", "K1", 9.0, 0.02, "measured"),
+            ("b" * 64, "H100", 1, "region", "K1", 9.0, 9.0, "measured")]
+    (tmp_path / "empty").mkdir()
+    with open(tmp_path / dr.H100_HOTSPOTS, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        w.writerows(rows)
+    got = dr.h100_graph_steps("a" * 64, [tmp_path / "empty", tmp_path])
+    assert list(got) == [1] and got[1]["step_us"] == pytest.approx(2e4) and got[1]["k_us"] == pytest.approx(300.0)
+    assert "H100" in got[1]["provenance"]
+    assert dr.h100_graph_steps("c" * 64, [tmp_path]) == {}

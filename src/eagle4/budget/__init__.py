@@ -34,7 +34,10 @@ def run_budget(contract, reports_dir="reports", *, root=None, progress=None):
                            "fused_draft+fused_verify")
     onchip.write_csv([*storage, pair], res.trace.contract_sha256, reports / "onchip_budget.csv")
     res.onchip = (storage, pair)
-    text = design_report.render(res, rows, storage, pair, design_report.h100_itl(reports, res.trace.contract_sha256))
+    from eagle4.backends import csim
+
+    h100 = design_report.h100_graph_steps(res.trace.contract_sha256, [reports, csim.REPO / "reports"])
+    text = design_report.render(res, rows, storage, pair, h100)
     design_report.write(reports / "fusion_design_v1.md", text)
     return res, rows
 

@@ -16,7 +16,7 @@ def _mib(x: float) -> str:
     return f"{x / 2**20:.3f}"
 
 
-def render(res, rows: list[dict], storage: list, pair, h100: dict[int, tuple[float, str]] | None = None) -> str:
+def render(res, rows: list[dict], storage: list, pair, h100: dict[int, dict] | None = None) -> str:
     from eagle4.budget import bytes as bb
     from eagle4.budget import onchip
 
@@ -40,7 +40,15 @@ def render(res, rows: list[dict], storage: list, pair, h100: dict[int, tuple[flo
     for x in sorted(pair.placements, key=lambda x: -x.physical_bytes)[:6]:
         L.append(f"* `{x.array.name}`: {x.array.elems} x {x.array.elem_bits} bit -> {x.physical_bytes / 1e6:.2f} MB "
                  f"{x.pool.upper()}")
-    L += ["", "Not counted: hls::stream FIFOs, registers.", "",
+    lut = [f for f in pair.lut_fifos]
+    L += ["", f"FIFOs (hls::stream, depth x element width from the same build): {pair.fifo_count} in the fused pair; "
+          f"bound as Vitis binds a default FIFO (SRL when depth <= {onchip.FIFO_SRL_MAX_DEPTH} and <= "
+          f"{onchip.FIFO_SRL_MAX_BITS} bits, the config_storage defaults; otherwise a RAM: LUTRAM up to "
+          f"{onchip.FIFO_LUTRAM_MAX_DEPTH} deep, block RAM beyond, counted above with the arrays). In SRL/LUTRAM "
+          f"(LUTs, not in the BRAM+URAM share): {pair.lut_fifo_bytes / 1e3:.1f} kB of LUT storage:", ""]
+    for x in sorted(lut, key=lambda x: -x.lut_bytes):
+        L.append(f"* `{x.name}`: depth {x.depth} x {x.width_bits} bit -> {x.impl}, {x.lut_bytes / 1e3:.1f} kB")
+    L += ["", "Not counted: registers (scalars, completely partitioned arrays such as the LM head's partial sums).", "",
           "## 2. Bytes per token, like for like, per operating point", "",
           f"Trace: {len(t.cycles)} decode cycles, batches {res.batches}, prefix L={t.prefix_len}, accept lengths "
           f"{t.accept_provenance} (mean {t.mean_accept:.3f}). Bytes are 64-B DRAM beats (per port and step, a "
@@ -64,39 +72,75 @@ def render(res, rows: list[dict], storage: list, pair, h100: dict[int, tuple[flo
         L.append(f"* {c}: fused {_mib(fb)}, unfused {_mib(ub)} [{res.fused.prov.get(c)}]")
     L += ["", "## 3. Step latency (code-derived cycle model)", "",
           "Lanes and II are the constants of `hls/fused/common/e4f_perf.h` that the pragmas name, times the C-sim "
-          "loop trips (scaled to the model's H and V); element-wide ports; a lower bound (see budget_sheet.md). "
-          "The fused draft step is the `draft_lm_head` row plus the `draft step (code-derived)` row (the LM head is "
-          "listed apart because comparisons with the H100 leave it out).", "",
-          "| step | batch | cycles | @107.9 MHz (us) | @300 MHz (us) | bound | provenance | H100 measured (us) |",
-          "|---|---|---|---|---|---|---|---|"]
-    fused = [r for r in rows if r["backend"] == "fused"]
+          "loop trips (scaled to the model's H and V); ping-pong loops overlap (E4F_PINGPONG); ports move 512-bit "
+          "beats where widened, else one element per cycle; a lower bound (see budget_sheet.md). The fused draft "
+          "step is the `draft_lm_head` row plus the `draft step (code-derived)` row.", "",
+          "| step | batch | cycles | @107.9 MHz (us) | @300 MHz (us) | bound | provenance |",
+          "|---|---|---|---|---|---|---|"]
+    fused = [r for r in rows if r["backend"] == "fused"
+             and abs(float(r["fclk_mhz"]) - f.fclk_public_estimate_mhz) <= 0.01]
     for r in fused:
-        if abs(float(r["fclk_mhz"]) - f.fclk_public_estimate_mhz) > 0.01:
-            continue
         c = float(r["C_total"])
-        hm = (h100 or {}).get(int(r["batch"]))
         L.append(f"| {r['stage']} | {r['batch']} | {c:.3g} | {c / f.fclk_public_estimate_mhz:.4g} | "
-                 f"{c / f.fclk_target_mhz:.4g} | {r['bound']} | {r['provenance']} | "
-                 + (f"{hm[0]:.4g} ({hm[1]})" if hm else "none for this contract") + " |")
-    L += ["", "H100 column: the measured inter-token latency p50 of the same contract and point (a whole decode "
-          "step including the target model, `reports/fpga_vs_h100_raw.csv`), when such rows exist; not a graph-mode "
-          "measurement of the same two steps.", "", "## Notes", ""] + [f"* {n}" for n in res.notes]
+                 f"{c / f.fclk_target_mhz:.4g} | {r['bound']} | {r['provenance']} |")
+    L += ["", "### Beside the H100 (graph mode, same contract and batch)", ""]
+    if not h100:
+        L += [f"No H100 graph-mode step of this contract (`{t.contract_sha256[:12]}`) in `{H100_HOTSPOTS}`: "
+              "the comparison is made on the contract those rows were measured on (`eagle4 budget --contract "
+              "contracts/deployment-8b.toml --reports reports/deployment-8b`).", ""]
+    else:
+        L += ["FPGA: the fused draft step (LM head included) and verify step of the model above. H100: the "
+              f"measured step of `{H100_HOTSPOTS}` (torch profiler over CUDA-graph replays of one speculative step): "
+              "the kernels the fused designs replace (regions K1-K7 + `sort_topk`; its draft LM head runs inside its "
+              "`gemm` region and is not separable in these rows, so the FPGA sum carries an LM head the H100 "
+              "column does not: the ratio is conservative for the FPGA), and the whole step (target and drafter "
+              "forwards included, which the FPGA designs do not run).", "",
+              "| batch | FPGA draft + verify @107.9 MHz (us) | @300 MHz (us) | of which draft LM head @300 MHz (us) | "
+              "H100 K1-K7 + top-K (us) | H100 whole step (us) | FPGA@300 / H100 K1-K7+top-K | H100 provenance |",
+              "|---|---|---|---|---|---|---|---|"]
+        for b in sorted({int(r["batch"]) for r in fused}):
+            mine = {r["stage"]: float(r["C_total"]) for r in fused if int(r["batch"]) == b}
+            c = sum(mine.values())
+            hm = h100.get(b)
+            if hm is None:
+                L.append(f"| {b} | {c / f.fclk_public_estimate_mhz:.4g} | {c / f.fclk_target_mhz:.4g} | "
+                         f"{mine.get('draft_lm_head', 0.0) / f.fclk_target_mhz:.4g} | none at this batch | | | |")
+                continue
+            L.append(f"| {b} | {c / f.fclk_public_estimate_mhz:.4g} | {c / f.fclk_target_mhz:.4g} | "
+                     f"{mine.get('draft_lm_head', 0.0) / f.fclk_target_mhz:.4g} | {hm['k_us']:.4g} | "
+                     f"{hm['step_us']:.4g} | {c / f.fclk_target_mhz / hm['k_us']:.3g} | {hm['provenance']} |")
+        L += [""]
+    L += ["## Notes", ""] + [f"* {n}" for n in res.notes]
     return "\n".join(L) + "\n"
 
 
-def h100_itl(reports_dir: Path, sha: str) -> dict[int, tuple[float, str]]:
-    """{batch: (ITL p50 in us, provenance)} of the H100 rows of this contract, if any."""
+H100_HOTSPOTS = "h100_e2e_hotspots.csv"
+H100_REPLACED_REGIONS = ("K1", "K2", "K3", "K4", "K5", "K6", "K7", "sort_topk")
+
+
+def h100_graph_steps(sha: str, reports_dirs) -> dict[int, dict]:
+    """{batch: {step_us, k_us, provenance}} of the H100 graph-mode step rows of this contract (the first of
+    ``reports_dirs`` whose h100_e2e_hotspots.csv has them): the whole step, and the regions the fused
+    designs replace."""
     import csv
 
-    p = Path(reports_dir) / "fpga_vs_h100_raw.csv"
-    out: dict[int, tuple[float, str]] = {}
-    if not p.is_file():
-        return out
-    with open(p, newline="") as fh:
-        for r in csv.DictReader(fh):
-            if r.get("contract_sha256") == sha and r.get("side") == "h100" and r.get("metric") == "itl_p50_s":
-                out[int(r["batch"])] = (float(r["value"]) * 1e6, f"{r.get('provenance')}, ITL p50")
-    return out
+    for d in reports_dirs:
+        p = Path(d) / H100_HOTSPOTS
+        if not p.is_file():
+            continue
+        out: dict[int, dict] = {}
+        with open(p, newline="") as fh:
+            for r in csv.DictReader(fh):
+                if r.get("contract_sha256") != sha or r.get("kind") != "region":
+                    continue
+                b = int(r["batch"])
+                e = out.setdefault(b, {"step_us": float(r["step_s"]) * 1e6, "k_us": 0.0,
+                                       "provenance": f"{r.get('provenance')} on {r.get('device')}"})
+                if r["name"] in H100_REPLACED_REGIONS:
+                    e["k_us"] += float(r["seconds_per_step"]) * 1e6
+        if out:
+            return out
+    return {}
 
 
 def write(path, text: str) -> Path:

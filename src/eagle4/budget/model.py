@@ -219,8 +219,10 @@ def write_sheet(rows: list[dict], csv_path, md_path, r: BytesResult) -> None:
          "**Fused designs** (`draft step` / `verify step (code-derived)`): derived from the code "
          "(`eagle4.budget.cycles`): the II and lanes of every counted loop are the constants of "
          "`hls/fused/common/e4f_perf.h` that its pragmas name, times the loop trips the C-sim counts (scaled to "
-         "the model's H and V like the bytes); the ports are element-wide, so the busiest m_axi bundle moves one "
-         "element per cycle; cycles = max(loops, ports), a lower bound (no control overhead or stalls; the top-K "
+         "the model's H and V like the bytes); loops declared ping-pong (E4F_PINGPONG) overlap their consumers but "
+         "for the first tile; an m_axi bundle moves a 512-bit beat per cycle where its pragma widens the port "
+         "(max_widen_bitwidth), else one element; cycles = max(loops, busiest bundle), a lower bound (no control "
+         "overhead or stalls; the top-K "
          "scan, K6 sampling and the K1-K4 cores' loops are not counted). A synthesis report of a design "
          "replaces it (provenance `synthesis`).",
          "",
