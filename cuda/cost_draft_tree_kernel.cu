@@ -121,6 +121,38 @@ __device__ __forceinline__ bool amax_better(float va, int64_t ia, float vb, int6
   return false;
 }
 
+// max of x that propagates NaN (KERNELS.md §5.4 step 4: a NaN x gives a NaN row): once a NaN is
+// seen it stays; otherwise the larger value or a NaN candidate wins.
+__device__ __forceinline__ float nan_max(float m, float x) { return (x > m || (isnan(x) && !isnan(m))) ? x : m; }
+
+// Warp reductions to lane 0 (shuffle-down tree, a fixed association), shared by K5's two kernels
+// and K6: (max, argmax value, argmax index), argmax alone, and the f32 sum of one value per lane.
+__device__ __forceinline__ void warp_max_argmax(float& m, float& av, long long& ai) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_down_sync(FULL, m, o);
+    const float oav = __shfl_down_sync(FULL, av, o);
+    const long long oai = __shfl_down_sync(FULL, ai, o);
+    m = nan_max(m, om);
+    if (amax_better(oav, oai, av, ai)) { av = oav; ai = oai; }
+  }
+}
+
+__device__ __forceinline__ void warp_argmax(float& av, long long& ai) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float oav = __shfl_down_sync(FULL, av, o);
+    const long long oai = __shfl_down_sync(FULL, ai, o);
+    if (amax_better(oav, oai, av, ai)) { av = oav; ai = oai; }
+  }
+}
+
+__device__ __forceinline__ float warp_sum_rn(float s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) s = __fadd_rn(s, __shfl_down_sync(FULL, s, o));
+  return s;
+}
+
 template <typename VT>
 __device__ __forceinline__ void copy_row(const VT* __restrict__ src, VT* __restrict__ dst, int64_t n,
                                          int64_t start, int64_t stride) {
@@ -520,22 +552,32 @@ __global__ void __launch_bounds__(256) k4_kernel(
   const int64_t words = (T + 31) >> 5;
   const int b = blockIdx.x, y = blockIdx.y, Y = gridDim.y;
   const int tid = threadIdx.x, nt = blockDim.x;
+  // this request's scalars, and this thread's first KV index, loaded up front: their latency
+  // overlaps the indptr scans and the ancestor walk (the store waits for the request's offset)
+  const int64_t L = seq_lens[b];
+  const int64_t pb = pool[b];
+  const bool pool_ok = pb >= 0 && pb < P;
+  const int64_t rowlen = L + T;
+  const int64_t j_first = (int64_t)y * nt + tid;
+  int32_t kv_first = 0;
+  if (j_first < rowlen)
+    kv_first = j_first < L ? ((pool_ok && j_first < Smax) ? r2t[pb * Smax + j_first] : (int32_t)-1)
+                           : (int32_t)locs[(int64_t)b * T + (j_first - L)];
   for (int i = tid; i < B; i += nt) {
-    const int64_t L = seq_lens[i];
-    pre_kv[i] = L + T;
-    pre_bits[i] = Q * (L + T);
-    pre_bytes[i] = (Q * (L + T) + 7) >> 3;
+    const int64_t Li = seq_lens[i];
+    pre_kv[i] = Li + T;
+    pre_bytes[i] = (Q * (Li + T) + 7) >> 3;
   }
   for (int64_t t = tid; t < T; t += nt) s_par[t] = parent[(int64_t)b * T + t];
   __syncthreads();
   int64_t tot = block_exclusive_scan<int64_t>(pre_kv, B, wbuf);
   if (tid == 0) pre_kv[B] = tot;
-  tot = block_exclusive_scan<int64_t>(pre_bits, B, wbuf);
-  if (tid == 0) pre_bits[B] = tot;
   tot = block_exclusive_scan<int64_t>(pre_bytes, B, wbuf);
   if (tid == 0) pre_bytes[B] = tot;
   __syncthreads();
-  const int64_t L = seq_lens[b];
+  // the bit indptr needs no scan: every request has Q rows, so sum_{i<b} Q (L_i + T) = Q * kv_indptr[b]
+  for (int i = tid; i <= B; i += nt) pre_bits[i] = Q * pre_kv[i];
+  __syncthreads();
   if (b == 0 && y == 0) {
     for (int i = tid; i <= B; i += nt) {
       qo[i] = (int32_t)((int64_t)i * Q);
@@ -561,12 +603,10 @@ __global__ void __launch_bounds__(256) k4_kernel(
     if (y == 0) pos[(int64_t)b * Q + q] = L + depth;
   }
   __syncthreads();
-  const int64_t rowlen = L + T;
   // KV indices
-  const int64_t pb = pool[b];
-  const bool pool_ok = pb >= 0 && pb < P;
   int32_t* kv = kvi + pre_kv[b];
-  for (int64_t j = (int64_t)y * nt + tid; j < rowlen; j += (int64_t)Y * nt) {
+  if (j_first < rowlen) kv[j_first] = kv_first;
+  for (int64_t j = j_first + (int64_t)Y * nt; j < rowlen; j += (int64_t)Y * nt) {
     int32_t v;
     if (j < L) v = (pool_ok && j < Smax) ? r2t[pb * Smax + j] : (int32_t)-1;
     else v = (int32_t)locs[(int64_t)b * T + (j - L)];
@@ -574,10 +614,11 @@ __global__ void __launch_bounds__(256) k4_kernel(
   }
   // packed mask (little bit order, per-request byte-aligned segments)
   const int64_t nbits = Q * rowlen, nbytes = (nbits + 7) >> 3;
+  const bool small = nbits < 0x7fffffffll;  // the precondition's case: 32-bit division (exact) suffices
   uint8_t* pk = packed + pre_bytes[b];
   for (int64_t k = (int64_t)y * nt + tid; k < nbytes; k += (int64_t)Y * nt) {
     const int64_t f = k << 3;
-    int64_t q = f / rowlen, c = f - q * rowlen;
+    int64_t q = small ? (int64_t)((uint32_t)f / (uint32_t)rowlen) : f / rowlen, c = f - q * rowlen;
     uint32_t byte = 0;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -685,6 +726,63 @@ struct K5Stats {
   long long ai;   // argmax index
 };
 
+// Block (then, CS > 1, cluster) reduction of K5's per-thread (max of x, argmax of the logits): each
+// warp, then warp 0 over the warps, then warp 0 over the cluster's blocks (lane k reads block k's
+// stats through DSMEM, in parallel). rf/rv/ri: 32-entry shared scratch. On return (after a block
+// barrier) s_m and s_ai hold the row's values in every block.
+__device__ __forceinline__ void k5_reduce_stats(cg::cluster_group& cluster, int CS, float m, float av, long long ai,
+                                                float* rf, float* rv, long long* ri, K5Stats& st, float& s_m,
+                                                long long& s_ai) {
+  const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, nw = (int)(blockDim.x >> 5);
+  warp_max_argmax(m, av, ai);
+  if (lane == 0) { rf[wid] = m; rv[wid] = av; ri[wid] = ai; }
+  __syncthreads();
+  if (wid == 0) {
+    float bm = lane < nw ? rf[lane] : -INFINITY, bav = lane < nw ? rv[lane] : -INFINITY;
+    long long bai = lane < nw ? ri[lane] : LLONG_MAX;
+    warp_max_argmax(bm, bav, bai);
+    if (lane == 0) { st.m = bm; st.av = bav; st.ai = bai; st.s = 0.0f; s_m = bm; s_ai = bai; }
+  }
+  if (CS > 1) {
+    cluster.sync();
+    if (wid == 0) {
+      float gm = -INFINITY, gav = -INFINITY;
+      long long gai = LLONG_MAX;
+      if (lane < CS) {
+        const K5Stats* o = cluster.map_shared_rank(&st, lane);
+        gm = o->m; gav = o->av; gai = o->ai;
+      }
+      warp_max_argmax(gm, gav, gai);
+      if (lane == 0) { s_m = gm; s_ai = gai; }
+    }
+  }
+  __syncthreads();
+}
+
+// The row's exp-sum from one partial sum per thread (>= 32 partial sums per row, §5.4: any fixed
+// association): warp trees, a tree over the warps, then over the cluster's blocks. Returns it in
+// every thread.
+__device__ __forceinline__ float k5_reduce_sum(cg::cluster_group& cluster, int CS, float part, float* rf,
+                                               K5Stats& st, float& s_s) {
+  const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, nw = (int)(blockDim.x >> 5);
+  part = warp_sum_rn(part);
+  if (lane == 0) rf[wid] = part;
+  __syncthreads();
+  if (wid == 0) {
+    const float bs = warp_sum_rn(lane < nw ? rf[lane] : 0.0f);
+    if (lane == 0) { st.s = bs; s_s = bs; }
+  }
+  if (CS > 1) {
+    cluster.sync();
+    if (wid == 0) {
+      const float gs = warp_sum_rn(lane < CS ? cluster.map_shared_rank(&st, lane)->s : 0.0f);
+      if (lane == 0) s_s = gs;
+    }
+  }
+  __syncthreads();
+  return s_s;
+}
+
 template <typename T, int VEC>
 __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits, const float* __restrict__ temps,
                                                  int64_t V, int G, bool wp, float* __restrict__ probas,
@@ -695,7 +793,7 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
   const int CS = (int)cluster.num_blocks();
   const int64_t r = blockIdx.y;
   const int64_t b = r / G;
-  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, wid = tid >> 5, nw = nt >> 5;
+  const int tid = threadIdx.x, nt = blockDim.x;
   extern __shared__ float xs[];
   __shared__ K5Stats st;  // this block's stats, read by the cluster through DSMEM
   __shared__ float rf[32];
@@ -743,47 +841,15 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
           if (need_exp) {
             const float x = __fdiv_rn(v[u][k], temp);
             xs[i + k] = x;
-            if (x > m || isnan(x)) m = isnan(m) ? m : x;
+            m = nan_max(m, x);
           }
         }
       }
     }
   }
-  // block reduce (fixed order)
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    float om = __shfl_down_sync(FULL, m, o);
-    float oav = __shfl_down_sync(FULL, av, o);
-    long long oai = __shfl_down_sync(FULL, ai, o);
-    if (om > m || (isnan(om) && !isnan(m))) m = om;
-    if (amax_better(oav, oai, av, ai)) { av = oav; ai = oai; }
-  }
-  if (lane == 0) { rf[wid] = m; rv[wid] = av; ri[wid] = ai; }
-  __syncthreads();
-  if (tid == 0) {
-    float bm = rf[0], bav = rv[0];
-    long long bai = ri[0];
-    for (int w = 1; w < nw; ++w) {
-      if (rf[w] > bm || (isnan(rf[w]) && !isnan(bm))) bm = rf[w];
-      if (amax_better(rv[w], ri[w], bav, bai)) { bav = rv[w]; bai = ri[w]; }
-    }
-    st.m = bm; st.av = bav; st.ai = bai; st.s = 0.0f;
-  }
-  cluster.sync();
-  if (tid == 0) {
-    float gm = -INFINITY, gav = -INFINITY;
-    long long gai = LLONG_MAX;
-    for (int k = 0; k < CS; ++k) {
-      const K5Stats* o = cluster.map_shared_rank(&st, k);
-      const float om = o->m;
-      if (om > gm || (isnan(om) && !isnan(gm))) gm = om;
-      if (amax_better(o->av, o->ai, gav, gai)) { gav = o->av; gai = o->ai; }
-    }
-    s_m = gm;
-    s_ai = gai;
-    if (rank == 0) argmax[r] = (int64_t)gai;
-  }
-  __syncthreads();
+  k5_reduce_stats(cluster, CS, m, av, ai, rf, rv, ri, st, s_m, s_ai);
+  if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
+  float* out = probas + r * V + v0;
   if (need_exp) {
     const float gm = s_m;
     float part = 0.0f;  // one partial sum per thread: 512*CS >= 16 partial sums
@@ -792,41 +858,23 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
       xs[i] = e;
       part = __fadd_rn(part, e);
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) part = __fadd_rn(part, __shfl_down_sync(FULL, part, o));
-    if (lane == 0) rf[wid] = part;
-    __syncthreads();
-    if (tid == 0) {
-      float bs = 0.0f;
-      for (int w = 0; w < nw; ++w) bs = __fadd_rn(bs, rf[w]);
-      st.s = bs;
-    }
-  }
-  cluster.sync();
-  if (need_exp) {
-    if (tid == 0) {
-      float gs = 0.0f;
-      for (int k = 0; k < CS; ++k) gs = __fadd_rn(gs, cluster.map_shared_rank(&st, k)->s);
-      s_s = gs;
-    }
-    __syncthreads();
-    const float gs = s_s;
-    float* out = probas + r * V + v0;
+    // e_v / s as e_v * (1 / s): probas are TOL (§5.5, rtol 5e-5); this is within 2 ulp of the
+    // quotient and saves an IEEE division per element (s is in [1, V] or NaN)
+    const float inv = __frcp_rn(k5_reduce_sum(cluster, CS, part, rf, st, s_s));
     if (VEC > 1 && (V & 3) == 0) {
       for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
         float4 o4;
-        o4.x = __fdiv_rn(xs[i], gs);
-        o4.y = __fdiv_rn(xs[i + 1], gs);
-        o4.z = __fdiv_rn(xs[i + 2], gs);
-        o4.w = __fdiv_rn(xs[i + 3], gs);
-        *reinterpret_cast<float4*>(out + i) = o4;
+        o4.x = __fmul_rn(xs[i], inv);
+        o4.y = __fmul_rn(xs[i + 1], inv);
+        o4.z = __fmul_rn(xs[i + 2], inv);
+        o4.w = __fmul_rn(xs[i + 3], inv);
+        __stcs(reinterpret_cast<float4*>(out + i), o4);
       }
     } else {
-      for (int64_t i = tid; i < n; i += nt) out[i] = __fdiv_rn(xs[i], gs);
+      for (int64_t i = tid; i < n; i += nt) out[i] = __fmul_rn(xs[i], inv);
     }
   } else if (wp) {  // greedy row: one-hot at the argmax
     const long long am = s_ai;
-    float* out = probas + r * V + v0;
     if ((V & 3) == 0) {
       for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
         const long long g = v0 + i;
@@ -838,7 +886,7 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
       for (int64_t i = tid; i < n; i += nt) out[i] = (v0 + i == am) ? 1.f : 0.f;
     }
   }
-  cluster.sync();  // no block leaves while others may still read its shared memory
+  if (CS > 1) cluster.sync();  // no block leaves while others may still read its shared memory
 }
 
 // K5 register-resident variant (f32 logits, 16-byte aligned rows, V % 4 == 0): every thread keeps
@@ -857,7 +905,7 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
   const int CS = (int)cluster.num_blocks();
   const int64_t r = blockIdx.y;
   const int64_t b = r / G;
-  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, wid = tid >> 5, nw = nt >> 5;
+  const int tid = threadIdx.x, nt = blockDim.x;
   __shared__ K5Stats st;
   __shared__ float rf[32];
   __shared__ float rv[32];
@@ -893,55 +941,12 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
         if (e[k] > av || ai == LLONG_MAX || (isnan(e[k]) && !isnan(av))) { av = e[k]; ai = v0 + i + k; }
         if (need_exp) {
           e[k] = __fdiv_rn(e[k], temp);
-          if (e[k] > m || isnan(e[k])) m = isnan(m) ? m : e[k];
+          m = nan_max(m, e[k]);
         }
       }
     }
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    float om = __shfl_down_sync(FULL, m, o);
-    float oav = __shfl_down_sync(FULL, av, o);
-    long long oai = __shfl_down_sync(FULL, ai, o);
-    if (om > m || (isnan(om) && !isnan(m))) m = om;
-    if (amax_better(oav, oai, av, ai)) { av = oav; ai = oai; }
-  }
-  if (lane == 0) { rf[wid] = m; rv[wid] = av; ri[wid] = ai; }
-  __syncthreads();
-  if (wid == 0) {  // block stats, then (CS > 1) the cluster's through DSMEM
-    float bm = lane < nw ? rf[lane] : -INFINITY, bav = lane < nw ? rv[lane] : -INFINITY;
-    long long bai = lane < nw ? ri[lane] : LLONG_MAX;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      float om = __shfl_down_sync(FULL, bm, o);
-      float oav = __shfl_down_sync(FULL, bav, o);
-      long long oai = __shfl_down_sync(FULL, bai, o);
-      if (om > bm || (isnan(om) && !isnan(bm))) bm = om;
-      if (amax_better(oav, oai, bav, bai)) { bav = oav; bai = oai; }
-    }
-    if (lane == 0) { st.m = bm; st.av = bav; st.ai = bai; st.s = 0.0f; s_m = bm; s_ai = bai; }
-  }
-  if (CS > 1) {
-    cluster.sync();
-    if (wid == 0) {
-      float gm = -INFINITY, gav = -INFINITY;
-      long long gai = LLONG_MAX;
-      if (lane < CS) {
-        const K5Stats* o = cluster.map_shared_rank(&st, lane);
-        gm = o->m; gav = o->av; gai = o->ai;
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        float om = __shfl_down_sync(FULL, gm, o);
-        float oav = __shfl_down_sync(FULL, gav, o);
-        long long oai = __shfl_down_sync(FULL, gai, o);
-        if (om > gm || (isnan(om) && !isnan(gm))) gm = om;
-        if (amax_better(oav, oai, gav, gai)) { gav = oav; gai = oai; }
-      }
-      if (lane == 0) { s_m = gm; s_ai = gai; }
-    }
-  }
-  __syncthreads();
+  k5_reduce_stats(cluster, CS, m, av, ai, rf, rv, ri, st, s_m, s_ai);
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
   float* out = probas + r * V + v0;
   if (need_exp) {
@@ -959,36 +964,17 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
         }
       }
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) part = __fadd_rn(part, __shfl_down_sync(FULL, part, o));
-    if (lane == 0) rf[wid] = part;
-    __syncthreads();
-    if (wid == 0) {
-      float bs = lane < nw ? rf[lane] : 0.0f;
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) bs = __fadd_rn(bs, __shfl_down_sync(FULL, bs, o));
-      if (lane == 0) { st.s = bs; s_s = bs; }
-    }
-    if (CS > 1) {
-      cluster.sync();
-      if (wid == 0) {
-        float gs = lane < CS ? cluster.map_shared_rank(&st, lane)->s : 0.0f;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) gs = __fadd_rn(gs, __shfl_down_sync(FULL, gs, o));
-        if (lane == 0) s_s = gs;
-      }
-    }
-    __syncthreads();
-    const float gs = s_s;
+    // e_v * (1 / s): see k5_kernel (TOL, within 2 ulp of e_v / s)
+    const float inv = __frcp_rn(k5_reduce_sum(cluster, CS, part, rf, st, s_s));
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
       const int64_t i = ((int64_t)u * nt + tid) * 4;
       if (i < n) {
         float4 o4;
-        o4.x = __fdiv_rn(x[u].x, gs);
-        o4.y = __fdiv_rn(x[u].y, gs);
-        o4.z = __fdiv_rn(x[u].z, gs);
-        o4.w = __fdiv_rn(x[u].w, gs);
+        o4.x = __fmul_rn(x[u].x, inv);
+        o4.y = __fmul_rn(x[u].y, inv);
+        o4.z = __fmul_rn(x[u].z, inv);
+        o4.w = __fmul_rn(x[u].w, inv);
         __stcs(reinterpret_cast<float4*>(out + i), o4);
       }
     }
@@ -1237,7 +1223,8 @@ __global__ void __launch_bounds__(512) k6_kernel(
   int* s_acc = s_prow + Q;  // per row: the child the walk accepts under it (-1: none)
   __shared__ K6Stats st;
   __shared__ int s_row, s_nrej;
-  __shared__ long long s_last;
+  __shared__ long long s_last, s_gai;
+  __shared__ unsigned long long s_Rq, s_base;
   __shared__ int64_t s_tile;
   __shared__ float rv[32];
   __shared__ long long ri[32];
@@ -1337,6 +1324,18 @@ __global__ void __launch_bounds__(512) k6_kernel(
   const int64_t v0 = (int64_t)rank * chunk;
   const int64_t v1 = v0 + chunk < V ? v0 + chunk : V;
   const int64_t nt_loc = v1 > v0 ? (v1 - v0 + K6_TILE - 1) / K6_TILE : 0;
+  // the rejected tokens (a set: each distinct token once) of this block's range: the first round's
+  // values are loaded before the row's tiles, so their latency overlaps the tile loads
+  const int nrej = s_nrej;
+  auto rej_q = [&](int i, int64_t& tok_out) -> unsigned long long {
+    const int64_t tok = s_rej[i];
+    bool dup = false;
+    for (int j = 0; j < i; ++j) dup |= (s_rej[j] == tok);
+    tok_out = tok;
+    return (!dup && tok >= v0 && tok < v1) ? k6_q(rowp[tok]) : 0ull;
+  };
+  int64_t rej_tok0 = 0;
+  const unsigned long long rej_q0 = tid < nrej ? rej_q(tid, rej_tok0) : 0ull;
   float av = -INFINITY;
   long long ai = LLONG_MAX;
 #pragma unroll 1
@@ -1366,47 +1365,47 @@ __global__ void __launch_bounds__(512) k6_kernel(
     }
   }
   __syncthreads();
-  // remove rejected tokens (a set: each distinct token once)
-  const int nrej = s_nrej;
-  for (int i = tid; i < nrej; i += nt) {
-    const int64_t tok = s_rej[i];
-    bool dup = false;
-    for (int j = 0; j < i; ++j) dup |= (s_rej[j] == tok);
-    if (!dup && tok >= v0 && tok < v1) {
-      const unsigned long long q = k6_q(rowp[tok]);
-      if (q) atomicAdd(&tsum[(tok - v0) / K6_TILE], (unsigned long long)(0ull - q));
-    }
+  // remove the rejected tokens from their tiles' sums
+  if (rej_q0) atomicAdd(&tsum[(rej_tok0 - v0) / K6_TILE], (unsigned long long)(0ull - rej_q0));
+  for (int i = tid + nt; i < nrej; i += nt) {
+    int64_t tok;
+    const unsigned long long q = rej_q(i, tok);
+    if (q) atomicAdd(&tsum[(tok - v0) / K6_TILE], (unsigned long long)(0ull - q));
   }
   // argmax reduce (for the R_q == 0 fallback)
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    float oav = __shfl_down_sync(FULL, av, o);
-    long long oai = __shfl_down_sync(FULL, ai, o);
-    if (amax_better(oav, oai, av, ai)) { av = oav; ai = oai; }
-  }
+  warp_argmax(av, ai);
   if (lane == 0) { rv[wid] = av; ri[wid] = ai; }
   __syncthreads();
   const unsigned long long btotal = block_exclusive_scan<unsigned long long>(tsum, nt_loc, wbuf);
-  if (tid == 0) {
-    tsum[nt_loc] = btotal;
-    float bav = rv[0];
-    long long bai = ri[0];
-    for (int w = 1; w < nw; ++w)
-      if (amax_better(rv[w], ri[w], bav, bai)) { bav = rv[w]; bai = ri[w]; }
-    st.total = btotal; st.av = bav; st.ai = bai;
+  if (wid == 0) {
+    float bav = lane < nw ? rv[lane] : -INFINITY;
+    long long bai = lane < nw ? ri[lane] : LLONG_MAX;
+    warp_argmax(bav, bai);
+    if (lane == 0) { tsum[nt_loc] = btotal; st.total = btotal; st.av = bav; st.ai = bai; }
   }
   cluster.sync();
-  unsigned long long Rq = 0, base = 0;
-  float gav = -INFINITY;
-  long long gai = LLONG_MAX;
-  for (int k = 0; k < CS; ++k) {
-    const K6Stats* o = cluster.map_shared_rank(&st, k);
-    const unsigned long long tk = o->total;
-    if (k < rank) base += tk;
-    Rq += tk;
-    if (amax_better(o->av, o->ai, gav, gai)) { gav = o->av; gai = o->ai; }
+  // warp 0: lane k reads block k's stats through DSMEM (all in parallel), then the cluster's
+  // total R_q, this block's base (blocks of lower rank) and the argmax, by warp reductions
+  if (wid == 0) {
+    unsigned long long tk = 0ull;
+    float oav = -INFINITY;
+    long long oai = LLONG_MAX;
+    if (lane < CS) {
+      const K6Stats* o = cluster.map_shared_rank(&st, lane);
+      tk = o->total; oav = o->av; oai = o->ai;
+    }
+    unsigned long long all = tk, below = lane < rank ? tk : 0ull;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      all += __shfl_down_sync(FULL, all, o);
+      below += __shfl_down_sync(FULL, below, o);
+    }
+    warp_argmax(oav, oai);
+    if (lane == 0) { s_Rq = all; s_base = below; s_gai = oai; }
   }
-  cluster.sync();  // all DSMEM reads done
+  cluster.sync();  // all DSMEM reads done; s_Rq/s_base/s_gai visible to the block
+  const unsigned long long Rq = s_Rq, base = s_base;
+  const long long gai = s_gai;
   if (Rq == 0) {
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)gai;
     return;
@@ -1546,9 +1545,20 @@ __global__ void __launch_bounds__(256) k7_kernel(
   const int tid = threadIdx.x, nt = blockDim.x;
   const int64_t BS = (int64_t)B * S, BQ = (int64_t)B * Q;
   const bool blk0 = blockIdx.x == 0;
+  // loads issued up front so that their latency overlaps the first phase: the per-request scalars of
+  // this thread's first request, and (block 0, <= 8 slots a thread) the cache slots the free-slot
+  // compaction of the end may need
+  const int64_t L_pre = tid < B ? seq_lens[tid] : 0, pool_pre = tid < B ? pool[tid] : 0;
+  const int32_t fin_pre = tid < B ? finish[tid] : 0;
+  const int64_t ev_c = (BQ + nt - 1) / nt;
+  const int64_t ev_s0 = (int64_t)tid * ev_c, ev_s1 = ev_s0 + ev_c < BQ ? ev_s0 + ev_c : BQ;
+  const bool ocl_pre_ok = blk0 && ev_c <= 8;
+  int64_t ocl_pre[8];
+#pragma unroll
+  for (int u = 0; u < 8; ++u) ocl_pre[u] = (ocl_pre_ok && ev_s0 + u < ev_s1) ? ocl[ev_s0 + u] : 0;
   // accepted rows, and (one parallel round of loads) what every accepted entry needs
   for (int64_t e = tid; e < BS; e += nt) {
-    const int64_t b = e / S, j = e - b * S;
+    const int b = (int)e / S, j = (int)e - b * S;  // B*S < 2^21 (host check)
     int32_t v = acc_idx[e];
     const int32_t fp = finish[b];
     if (fp >= 0 && j > fp) v = -1;
@@ -1561,25 +1571,30 @@ __global__ void __launch_bounds__(256) k7_kernel(
   if (blk0)
     for (int64_t w = tid; w < (BQ + 31) / 32; w += nt) bm[w] = 0u;
   __syncthreads();
+  // the three exclusive prefix sums (accepted entries, the same over unfinished requests, rank
+  // among unfinished) in one block scan: three 21-bit fields of one int64 (every total <= B*S < 2^21)
+  constexpr int64_t F21 = (1ll << 21) - 1;
   for (int b = tid; b < B; b += nt) {
-    int cnt = 0;
+    int64_t cnt = 0;
     for (int j = 0; j < S; ++j) cnt += row[(int64_t)b * S + j] != -1;
-    const bool unf = finish[b] < 0;
-    accp[b] = cnt;
-    unfp[b] = unf ? cnt : 0;
-    urank[b] = unf ? 1 : 0;
+    const bool unf = (b == tid ? fin_pre : finish[b]) < 0;
+    accp[b] = cnt | ((unf ? cnt : 0ll) << 21) | ((unf ? 1ll : 0ll) << 42);
   }
   __syncthreads();
-  const int64_t Nacc = block_exclusive_scan<int64_t>(accp, B, wbuf);
-  const int64_t Nunf = block_exclusive_scan<int64_t>(unfp, B, wbuf);
-  const int64_t U = block_exclusive_scan<int64_t>(urank, B, wbuf);
-  if (tid == 0) { accp[B] = Nacc; unfp[B] = Nunf; urank[B] = U; }
+  const int64_t tot3 = block_exclusive_scan<int64_t>(accp, B, wbuf);
+  for (int b = tid; b <= B; b += nt) {
+    const int64_t v = b < B ? accp[b] : tot3;
+    accp[b] = v & F21;
+    unfp[b] = (v >> 21) & F21;
+    urank[b] = v >> 42;
+  }
   __syncthreads();
+  const int64_t Nacc = tot3 & F21, Nunf = (tot3 >> 21) & F21, U = tot3 >> 42;
   // per request: compacted rows
   for (int b = tid; b < B; b += nt) {
-    const bool unf = finish[b] < 0;
-    const int64_t L = seq_lens[b];
-    const int64_t pb = pool[b];
+    const bool unf = (b == tid ? fin_pre : finish[b]) < 0;
+    const int64_t L = b == tid ? L_pre : seq_lens[b];
+    const int64_t pb = b == tid ? pool_pre : pool[b];
     int64_t k = 0;
     int32_t lastpos = -1, lastpred = -1;
     for (int j = 0; j < S; ++j) {
@@ -1661,7 +1676,7 @@ __global__ void __launch_bounds__(256) k7_kernel(
       for (int u = 0; u < 8; ++u) {
         const int64_t p = p0 + u;
         ev[u] = p < s1 && !((bm[p >> 5] >> (p & 31)) & 1u);
-        v[u] = ev[u] ? ocl[p] : 0;
+        v[u] = ev[u] ? (ocl_pre_ok ? ocl_pre[u] : ocl[p]) : 0;  // ocl_pre_ok: one pass, p0 == s0
       }
 #pragma unroll
       for (int u = 0; u < 8; ++u)
@@ -1731,6 +1746,7 @@ void update_verify_result(
   const size_t smem = (size_t)(33 + 3 * (B + 1)) * 8 + (size_t)BS * 8 + 4 + (size_t)BS * 20 +
                      (size_t)((BQ + 31) / 32) * 4;
   TORCH_CHECK(smem <= 200 * 1024, "update_verify_result: B*S / B*Q too large for shared memory");
+  TORCH_CHECK(BS < (1ll << 21), "update_verify_result: B*S >= 2^21 not supported");
   const unsigned nblk = (unsigned)std::max<int64_t>(1, std::min<int64_t>(BS, 2048));
   K7Out o;
   o.acc_out = ptr<int32_t>(accept_index_out); o.acc_len_out = ptr<int32_t>(accept_length_out);

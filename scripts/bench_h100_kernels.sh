@@ -73,7 +73,7 @@ fi
   echo "--- nvcc"
   nvcc --version || true
   echo "--- build flags"
-  python3 -c 'from eagle4.backends.cuda import NVCC_FLAGS, DEFAULT_SRC; import hashlib; print(" ".join(NVCC_FLAGS)); print("kernel_src", DEFAULT_SRC.name, hashlib.sha256(DEFAULT_SRC.read_bytes()).hexdigest())'
+  python3 -c 'import hashlib, os, pathlib; from eagle4.backends.cuda import NVCC_FLAGS, DEFAULT_SRC; src = pathlib.Path(os.environ.get("EAGLE4_KERNEL_SRC") or DEFAULT_SRC); print(" ".join(NVCC_FLAGS)); print("kernel_src", src.name, hashlib.sha256(src.read_bytes()).hexdigest())'
   echo "--- ncu / compute-sanitizer"
   (ncu --version | tail -1) 2>/dev/null || echo "ncu absent"
   (compute-sanitizer --version | tail -1) 2>/dev/null || echo "compute-sanitizer absent"

@@ -2,7 +2,7 @@
 """One-shot H100 dump: every catalog case run on the cuda backend, written as a dump with provenance.
 
     python scripts/dump_h100_goldens.py --out DIR [--select-mb 15] [--tar FILE] [--compare]
-        [--no-dump] [--skip-large] [--kernel K] [--git-commit SHA]
+        [--no-dump] [--skip-large] [--kernel K] [--max-per-kernel N] [--git-commit SHA]
 
 * every case of ``eagle4.cases.catalog.all_cases()`` runs on the GPU through ``CudaBackend``; cases
   the kernel refuses (PreconditionError) have no outputs and are not dumped;
@@ -11,7 +11,9 @@
   tagged ``large`` are skipped first, then each kernel's largest dumps until the total fits; the
   selection and what was left out (and why) go to ``MANIFEST.json`` beside the dumps;
 * ``--tar`` packs the selected dumps and the manifest into one tar file (the device returns few files);
-* ``--no-dump`` only runs the cases (used under compute-sanitizer).
+* ``--no-dump`` only runs the cases (used under compute-sanitizer);
+* ``--max-per-kernel N`` keeps each kernel's first N cases in catalog order (a bounded set for
+  ``compute-sanitizer --tool racecheck``, whose per-launch cost is high).
 Producer metadata: backend, provenance, GPU name, driver, CUDA, torch, nvcc, kernel source hash, git commit.
 """
 
@@ -43,6 +45,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-dump", action="store_true")
     ap.add_argument("--skip-large", action="store_true")
     ap.add_argument("--kernel", default=None, help="only these kernels (spec keys, comma-separated)")
+    ap.add_argument("--max-per-kernel", type=int, default=None, help="only each kernel's first N cases")
     ap.add_argument("--git-commit", default=os.environ.get("EAGLE4_GIT_COMMIT"))
     ap.add_argument("--kernel-src", default=None)
     args = ap.parse_args(argv)
@@ -67,6 +70,14 @@ def main(argv=None) -> int:
     cases = all_cases(include_large=not args.skip_large)
     if args.kernel:
         cases = [c for c in cases if c.kernel in args.kernel.split(",")]
+    if args.max_per_kernel is not None:
+        seen: dict[str, int] = {}
+        kept = []
+        for c in cases:
+            seen[c.kernel] = seen.get(c.kernel, 0) + 1
+            if seen[c.kernel] <= args.max_per_kernel:
+                kept.append(c)
+        cases = kept
     out = Path(args.out) if args.out else None
     written: list[dict] = []
     refused = mismatched = 0

@@ -151,6 +151,42 @@ def sweep_k5(shape: BenchShape, log=print) -> None:
         torch.cuda.empty_cache()
 
 
+def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", rounds: int = 3,
+                    log=print) -> list[dict]:
+    """Development aid (before/after on one card, one process): our op built from each kernel source,
+    graph-timed at every point of the contract, the sources alternating ``rounds`` times per point so
+    that drift hits them alike. Returns one row per (point, source): the median over the rounds'
+    per-window medians (graph mode, the bench's timer)."""
+    import torch
+
+    from eagle4.backends.cuda import CudaBackend
+    from eagle4.perf import timing
+    from eagle4.perf.inputs import make_call
+
+    backends = [CudaBackend(kernel_src=src) for src in sources]
+    for b in backends:
+        b.require()
+    dev = torch.device("cuda", 0)
+    rows = []
+    for p in operating_points(shape, points):
+        tensors, params = make_call(p, dev)
+        fns = [_ours(p, b, tensors, params) for b in backends]
+        g, n = timing.sizes_for(timing.probe_us(fns[0]))
+        meds: list[list[float]] = [[] for _ in fns]
+        for _ in range(rounds):
+            for i, fn in enumerate(fns):
+                meds[i].append(stats.median(timing.graph_times(fn, g, n)))
+        res = [stats.median(m) for m in meds]
+        for src, m in zip(sources, res):
+            rows.append({"contract": shape_name(shape), "point": p.pid, "kernel_src": src, "median_us": f"{m:.4f}"})
+        log(f"compare {shape_name(shape):14s} {p.pid:44s} " +
+            "  ".join(f"{Path(src).name} {m:9.2f}" for src, m in zip(sources, res)) +
+            (f"  new/old {res[-1] / res[0]:.3f}" if len(res) > 1 else ""))
+        del tensors, fns
+        torch.cuda.empty_cache()
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m eagle4.perf.kernel_bench")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -171,6 +207,12 @@ def main(argv=None) -> int:
     n.add_argument("--points", default="all", choices=("all", "B1"))
     k = sub.add_parser("sweep-k5")
     k.add_argument("--contract", action="append")
+    c = sub.add_parser("compare-src", help="our ops from several kernel sources, one process (before/after)")
+    c.add_argument("--contract", action="append")
+    c.add_argument("--src", action="append", required=True, help="kernel source (repeatable; first = baseline)")
+    c.add_argument("--points", default="all", choices=("all", "B1"))
+    c.add_argument("--rounds", type=int, default=3)
+    c.add_argument("--out", required=True, help="CSV of (contract, point, kernel_src, median_us)")
     args = ap.parse_args(argv)
     shapes = [shape_from_contract(c) for c in (args.contract or [DEFAULT_CONTRACT])]
     if args.cmd == "run":
@@ -179,6 +221,12 @@ def main(argv=None) -> int:
             rows += run_points(sh, operating_points(sh, args.points), args.run_index, eager=args.eager,
                                log=lambda m: print(m, flush=True))
         write_csv(Path(args.out), rows, RAW_FIELDS)
+        return 0
+    if args.cmd == "compare-src":
+        rows = []
+        for sh in shapes:
+            rows += compare_sources(sh, args.src, args.points, args.rounds, log=lambda m: print(m, flush=True))
+        write_csv(Path(args.out), rows, ["contract", "point", "kernel_src", "median_us"])
         return 0
     if args.cmd == "sweep-k5":
         for sh in shapes:

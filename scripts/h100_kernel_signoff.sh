@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# One device session for the H100 kernels (issue 14): build, parity, sanitizers, bench, in priority
+# order, every step time-boxed so the whole script ends inside one device call.
+#
+#   scripts/h100_kernel_signoff.sh --out DIR [--old-src FILE] [--budget SECONDS]
+#
+# 1. builds our kernel source (cuda/cost_draft_tree_kernel.cu) and, with --old-src, a baseline
+#    source beside it (two processes, in parallel);
+# 2. parity on the cuda backend: the catalog (each case twice), the committed H100 dumps and the
+#    public CUDA goldens (reports/h100_parity procedure) -> DIR/pytest_log.txt. If our source fails to
+#    build or to match, the bench measures --old-src instead (DIR/bench_source.txt says which);
+# 3. scripts/bench_h100_kernels.sh for contracts/default.toml and contracts/deployment-8b.toml
+#    (5 processes, ncu at B = 1) -> DIR/reports/;
+# 4. with --old-src: before/after of our ops from both sources in one process
+#    (python -m eagle4.perf.kernel_bench compare-src) -> DIR/compare_src.csv, DIR/compare_src_log.txt;
+# 5. compute-sanitizer memcheck over the catalog (no large cases) and racecheck over the first 3
+#    cases of each kernel -> DIR/memcheck_log.txt, DIR/racecheck_log.txt.
+# Never changes the GPU's clocks or settings.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=""; OLD=""; BUDGET=540
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) OUT=$2; shift 2;;
+    --old-src) OLD=$2; shift 2;;
+    --budget) BUDGET=$2; shift 2;;
+    *) echo "unknown argument $1" >&2; exit 2;;
+  esac
+done
+[ -n "$OUT" ] || { echo "--out DIR is required" >&2; exit 2; }
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+NEW=cuda/cost_draft_tree_kernel.cu
+left() { echo $((BUDGET - SECONDS)); }
+box() { local want=$1 l; l=$(( $(left) - ${2:-0} )); [ "$l" -lt "$want" ] && want=$l; [ "$want" -lt 1 ] && want=1; echo "$want"; }
+stamp() { echo "[$(date -u +%H:%M:%S) t=${SECONDS}s] $*"; }
+
+stamp "build"
+build() { python3 -c "import sys; from eagle4.backends.cuda import CudaBackend as C; b=C(kernel_src=sys.argv[1]); ok,why=b.available(); print(sys.argv[1], 'built:', ok, why); raise SystemExit(0 if ok else 1)" "$1"; }
+build "$NEW" > "$OUT/build_new.txt" 2>&1 & PN=$!
+PO=""; [ -n "$OLD" ] && { build "$OLD" > "$OUT/build_old.txt" 2>&1 & PO=$!; }
+wait $PN; NEW_OK=$?
+[ -n "$PO" ] && wait $PO
+stamp "build new rc=$NEW_OK"
+
+BENCH_SRC=$NEW
+if [ "$NEW_OK" = 0 ]; then
+  stamp "parity"
+  { echo "$ python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py -k cuda --hw=cuda -p no:xdist -p no:cacheprovider -q"
+    timeout "$(box 150 300)" python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py \
+      tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py -k cuda --hw=cuda \
+      -p no:xdist -p no:cacheprovider -q 2>&1
+    echo "exit $?"; } > "$OUT/pytest_log.txt"
+  grep -q "^exit 0$" "$OUT/pytest_log.txt" || BENCH_SRC=""
+  tail -3 "$OUT/pytest_log.txt"
+else
+  BENCH_SRC=""
+fi
+if [ -z "$BENCH_SRC" ]; then
+  [ -n "$OLD" ] || { stamp "our source failed to build or to match, no --old-src: stop"; exit 1; }
+  BENCH_SRC=$OLD   # the bench and the sanitizers measure the baseline source (built in step 1)
+  export EAGLE4_KERNEL_SRC="$PWD/$OLD"
+fi
+echo "$BENCH_SRC sha256 $(sha256sum "$BENCH_SRC" | cut -d' ' -f1)" > "$OUT/bench_source.txt"
+stamp "bench ($BENCH_SRC)"
+timeout "$(box 330 120)" scripts/bench_h100_kernels.sh --out "$OUT/reports" > "$OUT/bench_log.txt" 2>&1
+echo "exit $?" >> "$OUT/bench_log.txt"
+tail -3 "$OUT/bench_log.txt"
+
+if [ -n "$OLD" ] && [ "$BENCH_SRC" = "$NEW" ]; then
+  stamp "compare old vs new"
+  timeout "$(box 60 90)" python3 -m eagle4.perf.kernel_bench compare-src --contract contracts/default.toml \
+    --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 --out "$OUT/compare_src.csv" \
+    > "$OUT/compare_src_log.txt" 2>&1
+  echo "exit $?" >> "$OUT/compare_src_log.txt"
+fi
+
+stamp "memcheck"
+{ echo "$ compute-sanitizer --tool memcheck --target-processes all python3 scripts/dump_h100_goldens.py --no-dump --skip-large"
+  timeout "$(box 60 40)" compute-sanitizer --tool memcheck --target-processes all python3 scripts/dump_h100_goldens.py \
+    --no-dump --skip-large 2>&1 | grep -v "^=========     " | tail -40
+  echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_log.txt"
+stamp "racecheck"
+{ echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3"
+  timeout "$(box 90 3)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 \
+    scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 2>&1 | grep -v "^=========     " | tail -40
+  echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_log.txt"
+stamp "done"
