@@ -88,7 +88,7 @@ inline float lm_tree(const float (&p)[E4F_LMH_LANES]) {
 inline float lm_dot(const float* wrow, const float* x, int64_t H, bool use_scale, float sc) {
   float part[E4F_LMH_LANES];
   for (int l = 0; l < E4F_LMH_LANES; ++l) part[l] = 0.0f;
-  for (int64_t h = 0; h < H; ++h) {
+  for (int h = 0; h < H; ++h) {
     const float prod = wrow[h] * x[h];
     part[h % E4F_LMH_LANES] = part[h % E4F_LMH_LANES] + prod;
   }
@@ -98,16 +98,16 @@ inline float lm_dot(const float* wrow, const float* x, int64_t H, bool use_scale
 }
 template <typename WT, typename PW>
 inline float load_wrow(PW w, int64_t v, int64_t H, float* wrow) {
-  for (int64_t h = 0; h < H; ++h) wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
+  for (int h = 0; h < H; ++h) wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
   return 0.0f;
 }
 template <typename WT, typename PW, typename PS, typename PL>
 void lm_head(PW w, PS scales, bool use_scale, const float* x, int64_t R, int64_t H, int64_t V, PL logits,
              int64_t logit_stride, float* wrow) {
-  for (int64_t v = 0; v < V; ++v) {
+  for (int v = 0; v < V; ++v) {
     load_wrow<WT>(w, v, H, wrow);
     const float sc = use_scale ? static_cast<float>(scales[v]) : 1.0f;
-    for (int64_t r = 0; r < R; ++r) logits[r * logit_stride + v] = lm_dot(wrow, x + r * H, H, use_scale, sc);
+    for (int r = 0; r < R; ++r) logits[r * logit_stride + v] = lm_dot(wrow, x + r * H, H, use_scale, sc);
   }
 }
 
@@ -169,7 +169,7 @@ RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   LaneBest la[E4F_ROW_LANES];
 #pragma HLS ARRAY_PARTITION variable = la type = complete dim = 1
   for (int j = 0; j < E4F_ROW_LANES; ++j) la[j] = LaneBest{0.0f, -1};
-  for (int64_t v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
+  for (int v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
 #pragma HLS PIPELINE II = E4F_II_ROW_AMAX
     E4F_TRIPS(ROW_AMAX, E4F_LANES_ROW_AMAX);
     for (int j = 0; j < E4F_ROW_LANES; ++j) {
@@ -184,7 +184,7 @@ RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   LaneBest lm[E4F_ROW_LANES];
 #pragma HLS ARRAY_PARTITION variable = lm type = complete dim = 1
   for (int j = 0; j < E4F_ROW_LANES; ++j) lm[j] = LaneBest{-kInf, -1};
-  for (int64_t v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
+  for (int v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
 #pragma HLS PIPELINE II = E4F_II_ROW_MAX
     E4F_TRIPS(ROW_MAX, E4F_LANES_ROW_MAX);
     for (int j = 0; j < E4F_ROW_LANES; ++j) {
@@ -198,7 +198,7 @@ RowStats row_stats(PR row, int64_t V, float temp, bool greedy) {
   float part[E4F_ROW_LANES];
 #pragma HLS ARRAY_PARTITION variable = part type = complete dim = 1
   for (int i = 0; i < E4F_ROW_LANES; ++i) part[i] = 0.0f;
-  for (int64_t v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
+  for (int v0 = 0; v0 < V; v0 += E4F_ROW_LANES) {
 #pragma HLS PIPELINE II = E4F_II_ROW_EXP
     E4F_TRIPS(ROW_EXP, E4F_LANES_ROW_EXP);
     for (int j = 0; j < E4F_ROW_LANES; ++j) {
@@ -223,7 +223,7 @@ inline float proba(float logit, float temp, const RowStats& st) {
 template <typename PR>
 void topk_row(PR row, int64_t V, int K, float* op, int64_t* oi) {
   int n = 0;
-  for (int64_t v = 0; v < V; ++v) {
+  for (int v = 0; v < V; ++v) {
     const float p = row[v];
     if (n == K && !before(p, v, op[K - 1], oi[K - 1])) continue;
     int pos = (n < K) ? n++ : K - 1;
@@ -253,7 +253,7 @@ void select_verify(PSc scores, PTok tokens, PPrev prev, int64_t n_nodes, int64_t
   int64_t bi[E4F_MAX_Q];
   int n = 0;
   const int want = static_cast<int>(Q - 1);
-  for (int64_t g = 1; g < n_nodes && want > 0; ++g) {
+  for (int g = 1; g < n_nodes && want > 0; ++g) {
     const float s = scores[g];
     if (n == want && !before(s, g, bs[want - 1], bi[want - 1])) continue;
     int pos = (n < want) ? n++ : want - 1;
@@ -276,7 +276,7 @@ void select_verify(PSc scores, PTok tokens, PPrev prev, int64_t n_nodes, int64_t
     }
     vt.node[pos] = g;
   }
-  for (int64_t t = 0; t < Q; ++t) {
+  for (int t = 0; t < Q; ++t) {
     vt.cand[t] = tokens[vt.node[t]];
     vt.next_tok[t] = -1;
     vt.next_sib[t] = -1;
@@ -286,11 +286,11 @@ void select_verify(PSc scores, PTok tokens, PPrev prev, int64_t n_nodes, int64_t
     }
     const int64_t pg = prev[vt.node[t]];
     int64_t pl = -1;
-    for (int64_t u = 0; u < t; ++u)
+    for (int u = 0; u < t; ++u)
       if (vt.node[u] == pg) pl = u;
     vt.parent[t] = pl;
   }
-  for (int64_t t = Q - 1; t >= 1; --t) {  // smallest child first, siblings ascending
+  for (int t = Q - 1; t >= 1; --t) {  // smallest child first, siblings ascending
     const int64_t p = vt.parent[t];
     if (p < 0) continue;
     vt.next_sib[t] = vt.next_tok[p];
@@ -316,14 +316,14 @@ void k6_walk(const int64_t* cand, const int64_t* ridx, const int64_t* next_tok, 
              const float* coins, int64_t Q, int64_t S, int64_t V, bool greedy, PPred predict_rows,
              float thr_single, float thr_acc_in, FProb prob, int32_t* pred /*[Q] local*/, K6Out& o) {
   const float thr_acc = (thr_acc_in < 1e-9f) ? 1e-9f : thr_acc_in;
-  for (int64_t i = 0; i < Q; ++i) pred[i] = -1;
-  for (int64_t j = 0; j < S; ++j) o.acc_row[j] = -1;
+  for (int i = 0; i < Q; ++i) pred[i] = -1;
+  for (int j = 0; j < S; ++j) o.acc_row[j] = -1;
   int64_t row = 0, last = ridx[0], n = 0, cur = 0;
   o.acc_row[0] = static_cast<int32_t>(last);
   float prob_acc = 0.0f, coin = coins[0];
   int64_t row_pred = greedy ? static_cast<int64_t>(predict_rows[0]) : 0;
   o.nrej = 0;
-  for (int64_t j = 1; j < S; ++j) {
+  for (int j = 1; j < S; ++j) {
     cur = next_tok[cur];
     bool accepted = false;
     while (cur != -1) {
@@ -385,7 +385,7 @@ inline uint64_t quant(float t) {
 inline int64_t argmax_row(const float* t, int64_t V) {
   float best = t[0];
   int64_t bi = 0;
-  for (int64_t v = 1; v < V; ++v) {
+  for (int v = 1; v < V; ++v) {
     if (isnan_f(best)) break;
     if (isnan_f(t[v]) || t[v] > best) {
       best = t[v];
@@ -398,7 +398,7 @@ inline int64_t argmax_row(const float* t, int64_t V) {
 inline int64_t k6_sample(const float* t, int64_t V, const int64_t* rej, int nrej, float final_coin) {
   uint64_t R = 0;
   int rp = 0;
-  for (int64_t v = 0; v < V; ++v) {
+  for (int v = 0; v < V; ++v) {
     while (rp < nrej && rej[rp] < v) ++rp;
     const bool ex = (rp < nrej && rej[rp] == v);
     R += ex ? 0 : quant(t[v]);
@@ -409,7 +409,7 @@ inline int64_t k6_sample(const float* t, int64_t V, const int64_t* rej, int nrej
   const uint64_t u = c * (R >> 24) + ((c * (R & 0xFFFFFFull)) >> 24);
   uint64_t acc = 0;
   rp = 0;
-  for (int64_t v = 0; v < V; ++v) {
+  for (int v = 0; v < V; ++v) {
     while (rp < nrej && rej[rp] < v) ++rp;
     const bool ex = (rp < nrej && rej[rp] == v);
     acc += ex ? 0 : quant(t[v]);
@@ -422,7 +422,7 @@ inline int64_t k6_sample(const float* t, int64_t V, const int64_t* rej, int nrej
 // next token is `eos` or that exhausts the request's remaining token budget.
 inline int32_t finish_rule(const int32_t* acc_row, int64_t a, const int32_t* predicts_flat, int64_t eos,
                            int64_t remaining) {
-  for (int64_t j = 0; j <= a; ++j) {
+  for (int j = 0; j <= a; ++j) {
     const int32_t tok = predicts_flat[acc_row[j]];
     if ((eos >= 0 && tok == eos) || j + 1 >= remaining) return static_cast<int32_t>(j);
   }

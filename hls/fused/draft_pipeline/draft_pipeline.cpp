@@ -244,9 +244,9 @@ void load_hidden(Port<const HT> hidden, const DraftCfg& c, int64_t W) {
 }
 void stage_candidates_in(Port<const float> cand_p, Port<const int64_t> cand_t, const DraftCfg& c, int64_t W,
                          int64_t b0, int64_t nb, EAGLE4_STREAM(CandRec, 4) & cand_s) {
-  for (int64_t bl = 0; bl < nb; ++bl) {
+  for (int bl = 0; bl < nb; ++bl) {
     CandRec rec;
-    for (int64_t i = 0; i < W * c.K; ++i) {
+    for (int i = 0; i < W * c.K; ++i) {
       rec.p[i] = cand_p[(b0 + bl) * E4F_MAX_C + i];
       rec.t[i] = cand_t[(b0 + bl) * E4F_MAX_C + i];
     }
@@ -260,9 +260,9 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
   const int V = static_cast<int>(c.Vt);
   static float row[E4F_MAX_VH];
 #pragma HLS ARRAY_PARTITION variable = row type = cyclic factor = 16 dim = 1
-  for (int64_t bl = 0; bl < nb; ++bl) {
+  for (int bl = 0; bl < nb; ++bl) {
     CandRec rec;
-    for (int64_t w = 0; w < W; ++w) {
+    for (int w = 0; w < W; ++w) {
       const int64_t r = (b0 + bl) * W + w;
       if (r < E4F_LM_ROWS) {
         for (int v0 = 0; v0 < V; v0 += E4F_LANES_ROW_LOAD) {
@@ -302,17 +302,17 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
 template <typename HT>
 void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<HT> out_hidden, const DraftCfg& c,
               int64_t W, int64_t Wn, int64_t b0, int64_t nb, EAGLE4_STREAM(K1Out, 4) & k1_s) {
-  for (int64_t bl = 0; bl < nb; ++bl) {
+  for (int bl = 0; bl < nb; ++bl) {
     const int64_t b = b0 + bl;
     const CandRec rec = cand_s.read();
     K1Out o;
-    for (int64_t i = 0; i < W * c.K; ++i) o.tok[i] = rec.t[i];  // remapped in place on the hot path
+    for (int i = 0; i < W * c.K; ++i) o.tok[i] = rec.t[i];  // remapped in place on the hot path
     int par_slot[eagle4::MAX_TOP_K];
     eagle4::k1::score_request(rec.p, o.tok, st.front_scores[b], hot, c.Vh, c.use_hot != 0, static_cast<int>(c.K),
                               static_cast<int>(W), st.cc, o.curr, o.sort_s, o.sort_i, o.cache, o.parent,
                               static_cast<int64_t*>(nullptr), false, par_slot);
     // only the W_next rows the next drafter layer consumes leave the chip
-    for (int64_t r = 0; r < Wn; ++r) {
+    for (int r = 0; r < Wn; ++r) {
       int64_t p = o.parent[r];
       if (p < 0) p = 0;
       if (p > W - 1) p = W - 1;
@@ -326,7 +326,7 @@ void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<
 // ---- stage 3: K2 on the on-chip state ---------------------------------------------------
 void stage_k2(EAGLE4_STREAM(K1Out, 4) & k1_s, const DraftCfg& c, int64_t W, int64_t Vn, int64_t b0, int64_t nb,
               EAGLE4_STREAM(WorkRec, 4) & work_s, EAGLE4_STREAM(FrontRec, 4) & front_s) {
-  for (int64_t bl = 0; bl < nb; ++bl) {
+  for (int bl = 0; bl < nb; ++bl) {
     const int64_t b = b0 + bl;
     const K1Out o = k1_s.read();
     const int K = static_cast<int>(c.K), Wi = static_cast<int>(W);
@@ -338,9 +338,9 @@ void stage_k2(EAGLE4_STREAM(K1Out, 4) & k1_s, const DraftCfg& c, int64_t W, int6
                                fr.tokens, st.work[b], st.sort[b], &st.mask_out[b][0][0], E4F_MAX_I + 1);
     WorkRec wr;
     wr.n0 = z.n0;
-    for (int64_t i = 0; i < z.n0 + c.K; ++i) wr.w[i] = st.work[b][i];
+    for (int i = 0; i < z.n0 + c.K; ++i) wr.w[i] = st.work[b][i];
     work_s.write(wr);
-    for (int64_t r = 0; r < c.K; ++r) {
+    for (int r = 0; r < c.K; ++r) {
       fr.cache[r] = o.cache[r];
       fr.parent[r] = o.parent[r];
     }
@@ -350,28 +350,28 @@ void stage_k2(EAGLE4_STREAM(K1Out, 4) & k1_s, const DraftCfg& c, int64_t W, int6
 
 // ---- stage 4: K3 (batch reduction in ascending b, carried across request tiles) -----------
 void stage_k3(EAGLE4_STREAM(WorkRec, 4) & work_s, const DraftCfg& c, int64_t Vn, int64_t nb, float* total) {
-  for (int64_t bl = 0; bl < nb; ++bl) {
+  for (int bl = 0; bl < nb; ++bl) {
     const WorkRec wr = work_s.read();
     float per[E4F_MAX_K + 1];
     eagle4::k3::work_deltas_request(wr.w, static_cast<int>(wr.n0), static_cast<int>(c.K), static_cast<int>(Vn), per);
-    for (int64_t w = 0; w <= c.K; ++w) total[w] = total[w] + per[w];
+    for (int w = 0; w <= c.K; ++w) total[w] = total[w] + per[w];
   }
 }
 
 // ---- stage 5: frontier hand-off (on-chip) -------------------------------------------------
 void stage_handoff(EAGLE4_STREAM(FrontRec, 4) & front_s, Port<int64_t> out_tokens, const DraftCfg& c, int64_t Wn,
                    int64_t b0, int64_t nb) {
-  for (int64_t bl = 0; bl < nb; ++bl) {
+  for (int bl = 0; bl < nb; ++bl) {
     const int64_t b = b0 + bl;
     const FrontRec fr = front_s.read();
-    for (int64_t w = 0; w < Wn; ++w) {
+    for (int w = 0; w < Wn; ++w) {
       out_tokens[b * c.K + w] = fr.tokens[w];
       st.front_scores[b][w] = fr.scores[w];
       st.front_idx[b][w] = fr.cache[w];
-      for (int64_t j = 0; j < st.Ic - 1; ++j) st.mask_in[b][w][j] = st.mask_out[b][w][j];
-      for (int64_t w2 = 0; w2 < Wn; ++w2) st.mask_in[b][w][st.Ic - 1 + w2] = (w2 == w) ? 1 : 0;
+      for (int j = 0; j < st.Ic - 1; ++j) st.mask_in[b][w][j] = st.mask_out[b][w][j];
+      for (int w2 = 0; w2 < Wn; ++w2) st.mask_in[b][w][st.Ic - 1 + w2] = (w2 == w) ? 1 : 0;
     }
-    for (int64_t r = 0; r < c.K; ++r) st.parent_prev[b][r] = fr.parent[r];
+    for (int r = 0; r < c.K; ++r) st.parent_prev[b][r] = fr.parent[r];
   }
 }
 
@@ -423,7 +423,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
                        const DraftCfg& c) {
   // no INTERFACE pragmas here: they belong to the synthesis top (draft_pipeline_synth.cpp)
   if (phase == 0) {  // §8.1 step 0 (D13): node 0 = root, cc = 1, Ic = 1
-    for (int64_t b = 0; b < c.B; ++b) {
+    for (int b = 0; b < c.B; ++b) {
       st.ctok[b][0] = root[b];
       st.csc[b][0] = 1.0f;
       st.cdel[b][0] = 0;
@@ -441,18 +441,18 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
   if (phase == 1) {
     st.layer += 1;
     float total[E4F_MAX_K + 1];
-    for (int64_t w = 0; w <= c.K; ++w) total[w] = 0.0f;
+    for (int w = 0; w <= c.K; ++w) total[w] = 0.0f;
     const int64_t tile = 16;  // requests per dataflow block of the per-request stages
     const int64_t cc0 = st.cc;
     if (c.bypass_lm_head)
       load_hidden<HT>(hidden, c, W);
     else
       stage_lm_head<HT, WT>(hidden, lmw, lms, spill, c, W);
-    for (int64_t b0 = 0; b0 < c.B; b0 += tile) {
+    for (int b0 = 0; b0 < c.B; b0 += tile) {
       const int64_t nb = (c.B - b0 < tile) ? c.B - b0 : tile;
       draft_tile<HT>(spill, cand_p, cand_t, hot, out_hidden, out_tokens, c, W, Wn, Vn, b0, nb, total);
     }
-    for (int64_t w = 0; w <= c.K; ++w) work_deltas[w] = total[w];
+    for (int w = 0; w <= c.K; ++w) work_deltas[w] = total[w];
     st.cc = cc0 + W * c.K;
     if (Wn > 0) {
       // K4 (draft use) for the next layer: T = Ic_next - 1 tree tokens, Q = Wn queries
@@ -464,8 +464,8 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
       kvptr[0] = 0;
       mbits[0] = 0;
       mbytes[0] = 0;
-      for (int64_t b = 0; b < c.B; ++b) {
-        for (int64_t w = 0; w < Wn; ++w)
+      for (int b = 0; b < c.B; ++b) {
+        for (int w = 0; w < Wn; ++w)
           st.tree_parent[b][off_cur + w] = (st.layer == 1) ? int64_t(-1) : st.off_prev + st.parent_prev[b][w];
         const int64_t L = seq_lens[b];
         const int64_t pl = pool[b];
@@ -489,8 +489,8 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
   const int64_t vnv = c.vn_final < 1 ? 1 : (c.vn_final > c.M ? c.M : c.vn_final);
   const int64_t nn = st.cc < c.N ? st.cc : c.N;
   const int64_t Q = vnv < nn ? vnv : nn;
-  for (int64_t b = 0; b < c.B; ++b) {
-    for (int64_t g = 0; g < nn; ++g) {
+  for (int b = 0; b < c.B; ++b) {
+    for (int g = 0; g < nn; ++g) {
       ctok[b * c.N + g] = st.ctok[b][g];
       csc[b * c.N + g] = st.csc[b][g];
       cdel[b * c.N + g] = st.cdel[b][g];
@@ -500,7 +500,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
     }
     VerifyTree vt;
     select_verify(st.csc[b], st.ctok[b], st.prev[b], nn, Q, vt);
-    for (int64_t t = 0; t < Q; ++t) {
+    for (int t = 0; t < Q; ++t) {
       vt_cand[b * Q + t] = vt.cand[t];
       vt_ridx[b * Q + t] = b * Q + t;
       vt_ntok[b * Q + t] = vt.next_tok[t];
@@ -536,7 +536,7 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
                              Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(),
                              Port<int64_t>(), Port<const float>(), Port<const int64_t>(), c);
   const int64_t rowsH = c.B * c.K * c.H;
-  for (int64_t d = 0; d < c.D; ++d) {
+  for (int d = 0; d < c.D; ++d) {
     const int64_t W = widths[d];
     const int64_t Wn = (d + 1 < c.D) ? static_cast<int64_t>(widths[d + 1]) : 0;
     const int64_t Vn = vns[d];

@@ -30,13 +30,13 @@ void stage_k4(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t
               VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
               VPort<uint8_t> packed, const VerifyCfg& c) {
   const int64_t B = c.B, Q = c.Q;
-  for (int64_t i = 0; i < B * Q; ++i) locs[i] = loc_p[i];
+  for (int i = 0; i < B * Q; ++i) locs[i] = loc_p[i];
   int64_t kv = 0, bits = 0, bytes = 0;
   qo[0] = 0;
   kvptr[0] = 0;
   mbits[0] = 0;
   mbytes[0] = 0;
-  for (int64_t b = 0; b < B; ++b) {
+  for (int b = 0; b < B; ++b) {
     const int64_t L = seq[b], pl = pool[b];
     bytes += eagle4::k4::tree_mask_request(L, pl, r2t, c.S_max, locs + b * Q, tparent + b * Q, static_cast<int>(Q),
                                            static_cast<int>(Q), kvidx + kv, positions + b * Q, packed + bytes, false,
@@ -69,10 +69,10 @@ struct LazyRow {
   void load(int64_t row) {
 #pragma HLS ARRAY_PARTITION variable = rowbuf type = cyclic factor = 16 dim = 1
     if (row == loaded) return;
-    for (int64_t v0 = 0; v0 < V; v0 += E4F_LANES_VROW_LOAD) {
+    for (int v0 = 0; v0 < V; v0 += E4F_LANES_VROW_LOAD) {
 #pragma HLS PIPELINE II = E4F_II_VROW_LOAD
       E4F_TRIPS(VROW_LOAD, E4F_LANES_VROW_LOAD);
-      for (int64_t j = 0; j < E4F_LANES_VROW_LOAD; ++j) {
+      for (int j = 0; j < E4F_LANES_VROW_LOAD; ++j) {
 #pragma HLS UNROLL factor = E4F_LANES_VROW_LOAD
         if (v0 + j < V) rowbuf[v0 + j] = logits[(base + row) * V + v0 + j];  // the row's tail: masked
       }
@@ -94,10 +94,10 @@ void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const
                 VPort<const float> coins_p, VPort<const float> fcoins_p, const VerifyCfg& c,
                 EAGLE4_STREAM(ReqRec, 4) & out_s) {
   const int64_t Q = c.Q, V = c.V;
-  for (int64_t b = 0; b < c.B; ++b) {
+  for (int b = 0; b < c.B; ++b) {
     int64_t cand[E4F_MAX_Q], ridx[E4F_MAX_Q], ntok[E4F_MAX_Q], nsib[E4F_MAX_Q];
     float coins[E4F_MAX_Q];
-    for (int64_t i = 0; i < Q; ++i) {
+    for (int i = 0; i < Q; ++i) {
       cand[i] = cand_p[b * Q + i];
       ridx[i] = ridx_p[b * Q + i];
       ntok[i] = ntok_p[b * Q + i];
@@ -132,7 +132,7 @@ void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const
       sample = k6_sample(rowbuf, V, o.rej, o.nrej, fcoins_p[b]);
     }
     rec.pred[o.last - ridx[0]] = static_cast<int32_t>(sample);
-    for (int64_t j = 0; j < c.S; ++j) rec.acc_row[j] = o.acc_row[j];
+    for (int j = 0; j < c.S; ++j) rec.acc_row[j] = o.acc_row[j];
     rec.n = o.n;
     out_s.write(rec);
   }
@@ -141,15 +141,15 @@ void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const
 // ---- stage: host finish rule moved on-chip, then the accept state for K7 --------------------
 void stage_finish(EAGLE4_STREAM(ReqRec, 4) & in_s, VPort<const int64_t> remaining, VPort<int32_t> dbg_pred,
                   VPort<int32_t> dbg_acc, VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, const VerifyCfg& c) {
-  for (int64_t b = 0; b < c.B; ++b) {
+  for (int b = 0; b < c.B; ++b) {
     const ReqRec rec = in_s.read();
-    for (int64_t i = 0; i < c.Q; ++i) predicts[b * c.Q + i] = rec.pred[i];
-    for (int64_t j = 0; j < c.S; ++j) acc_idx[b * c.S + j] = rec.acc_row[j];
+    for (int i = 0; i < c.Q; ++i) predicts[b * c.Q + i] = rec.pred[i];
+    for (int j = 0; j < c.S; ++j) acc_idx[b * c.S + j] = rec.acc_row[j];
     acc_len[b] = static_cast<int32_t>(rec.n);
     finish[b] = finish_rule(rec.acc_row, rec.n, predicts, c.eos, remaining[b]);
     if (dbg_pred) {  // debug taps (NULL in the counted byte runs): not part of the design's traffic
-      for (int64_t i = 0; i < c.Q; ++i) dbg_pred[b * c.Q + i] = rec.pred[i];
-      for (int64_t j = 0; j < c.S; ++j) dbg_acc[b * c.S + j] = rec.acc_row[j];
+      for (int i = 0; i < c.Q; ++i) dbg_pred[b * c.Q + i] = rec.pred[i];
+      for (int j = 0; j < c.S; ++j) dbg_acc[b * c.S + j] = rec.acc_row[j];
       dbg_len[b] = static_cast<int32_t>(rec.n);
       dbg_fin[b] = finish[b];
     }
