@@ -473,3 +473,15 @@ def test_fused_designs_on_the_chained_catalog():
 def _chain_root(calls):
     k2 = next(c for c in calls if c.kernel == "update_draft_state")
     return np.ascontiguousarray(k2.inputs["cumu_tokens"][:, 0]).astype(np.int64)
+
+
+@pytest.mark.parametrize("tensor", ["root_token", "hot_token_id"])
+def test_draft_refuses_token_ids_beyond_its_32bit_state(tensor):
+    """The on-chip tree state keeps token ids in 32-bit words: a larger id is refused by name, never truncated."""
+    s = fc.DraftShape(B=2, K=4, widths=[1, 4], H=16, Vt=64, V=200, N=64, M=32, I=16, L=8, verify_num=8,
+                      use_hot=True, weight_dtype="int8")
+    a = fc.make_draft_inputs(s)
+    a[tensor] = a[tensor].copy()
+    a[tensor][1] = 2**31
+    with pytest.raises(fc.FusedCsimError, match=rf"{tensor}\[1\] = 2147483648 does not fit"):
+        fc.run_draft("fused", s, a)

@@ -124,3 +124,16 @@ def test_the_fused_designs_fifos_are_counted():
     pair = onchip.combined(list(parts.values()), "pair")
     assert pair.lut_fifo_bytes == parts["fused_draft"].lut_fifo_bytes + parts["fused_verify"].lut_fifo_bytes > 0
     assert "FIFOs" in onchip.summary_line(pair)
+
+
+def test_an_overflowing_pool_moves_the_cheapest_set():
+    """Block RAM over capacity: the arrays whose move to URAM costs the least extra while freeing enough move
+    (here one small 32-bit array), not the one with the best ratio that frees far more than needed."""
+    big = Array("big", 5120, 1024, (), 16)  # 16 banks of wide words: cheaper in BRAM, ratio URAM/BRAM 1.6
+    small = [Array(f"s{i}", 131072, 32) for i in range(4)]  # ratio 2 each
+    bram = sum(onchip.physical_bytes(a, "bram") for a in [big, *small])
+    cap = bram - onchip.physical_bytes(small[0], "bram") // 2  # half a small array too much
+    pl = {x.array.name: x.pool for x in onchip.place([big, *small], cap, 1e9)}
+    assert pl["big"] == "bram" and sorted(pl.values()).count("uram") == 1
+    total = sum(x.physical_bytes for x in onchip.place([big, *small], cap, 1e9))
+    assert total == bram + onchip.physical_bytes(small[0], "uram") - onchip.physical_bytes(small[0], "bram")

@@ -3,6 +3,7 @@
 // See draft_pipeline.hpp and reports/fusion_design_v1.md.
 #include "draft_pipeline.hpp"
 
+#include <climits>
 #include <cstring>
 #include <vector>
 
@@ -17,21 +18,24 @@ namespace e4f {
 namespace draft {
 
 // ---------------- on-chip state kept for the whole draft step (URAM / BRAM) ----------------
+// Token ids, node ids, depths and parents as 32-bit words: node ids < E4F_MAX_N, depths < E4F_MAX_D, and
+// token ids < 2^31 (the C ABI refuses larger ones in root_token, hot_token_id and cand_t): half the storage
+// of int64 (the per-kernel cores take any accessor; the write-back widens to the int64 outputs).
 struct State {
-  int64_t ctok[E4F_MAX_B][E4F_MAX_N];
+  int32_t ctok[E4F_MAX_B][E4F_MAX_N];
   float csc[E4F_MAX_B][E4F_MAX_N];
-  int64_t cdel[E4F_MAX_B][E4F_MAX_N];
-  int64_t prev[E4F_MAX_B][E4F_MAX_N];
-  int64_t next[E4F_MAX_B][E4F_MAX_N];
-  int64_t side[E4F_MAX_B][E4F_MAX_N];
+  int32_t cdel[E4F_MAX_B][E4F_MAX_N];
+  int32_t prev[E4F_MAX_B][E4F_MAX_N];
+  int32_t next[E4F_MAX_B][E4F_MAX_N];
+  int32_t side[E4F_MAX_B][E4F_MAX_N];
   float sort[E4F_MAX_B][E4F_MAX_M];
   float work[E4F_MAX_B][E4F_MAX_M + E4F_MAX_K];
   uint8_t mask_out[E4F_MAX_B][E4F_MAX_K][E4F_MAX_I + 1];
   uint8_t mask_in[E4F_MAX_B][E4F_MAX_K][E4F_MAX_I];
   float front_scores[E4F_MAX_B][E4F_MAX_K];
-  int64_t front_idx[E4F_MAX_B][E4F_MAX_K];  // global node id of each frontier slot
-  int64_t tree_parent[E4F_MAX_B][E4F_MAX_I];  // K4 draft-use tree (local parents)
-  int64_t parent_prev[E4F_MAX_B][E4F_MAX_K];  // K1 parent slots of the previous layer
+  int32_t front_idx[E4F_MAX_B][E4F_MAX_K];  // global node id of each frontier slot
+  int32_t tree_parent[E4F_MAX_B][E4F_MAX_I];  // K4 draft-use tree (local parents)
+  int32_t parent_prev[E4F_MAX_B][E4F_MAX_K];  // K1 parent slots of the previous layer
   int64_t cc, Ic, W, off_prev, layer;
 };
 static State st;
@@ -367,11 +371,11 @@ void stage_handoff(EAGLE4_STREAM(FrontRec, 4) & front_s, Port<int64_t> out_token
     for (int w = 0; w < Wn; ++w) {
       out_tokens[b * c.K + w] = fr.tokens[w];
       st.front_scores[b][w] = fr.scores[w];
-      st.front_idx[b][w] = fr.cache[w];
+      st.front_idx[b][w] = static_cast<int32_t>(fr.cache[w]);
       for (int j = 0; j < st.Ic - 1; ++j) st.mask_in[b][w][j] = st.mask_out[b][w][j];
       for (int w2 = 0; w2 < Wn; ++w2) st.mask_in[b][w][st.Ic - 1 + w2] = (w2 == w) ? 1 : 0;
     }
-    for (int r = 0; r < c.K; ++r) st.parent_prev[b][r] = fr.parent[r];
+    for (int r = 0; r < c.K; ++r) st.parent_prev[b][r] = static_cast<int32_t>(fr.parent[r]);
   }
 }
 
@@ -424,7 +428,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
   // no INTERFACE pragmas here: they belong to the synthesis top (draft_pipeline_synth.cpp)
   if (phase == 0) {  // §8.1 step 0 (D13): node 0 = root, cc = 1, Ic = 1
     for (int b = 0; b < c.B; ++b) {
-      st.ctok[b][0] = root[b];
+      st.ctok[b][0] = static_cast<int32_t>(root[b]);  // < 2^31: checked by the C ABI
       st.csc[b][0] = 1.0f;
       st.cdel[b][0] = 0;
       st.prev[b][0] = st.next[b][0] = st.side[b][0] = -1;
@@ -466,7 +470,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
       mbytes[0] = 0;
       for (int b = 0; b < c.B; ++b) {
         for (int w = 0; w < Wn; ++w)
-          st.tree_parent[b][off_cur + w] = (st.layer == 1) ? int64_t(-1) : st.off_prev + st.parent_prev[b][w];
+          st.tree_parent[b][off_cur + w] = static_cast<int32_t>((st.layer == 1) ? int64_t(-1) : st.off_prev + st.parent_prev[b][w]);
         const int64_t L = seq_lens[b];
         const int64_t pl = pool[b];
         bytes += eagle4::k4::tree_mask_request(L, pl, r2t, c.S_max, locs + b * c.Tcap, st.tree_parent[b],
@@ -610,6 +614,17 @@ extern "C" int eagle4_fused_draft_step(EAGLE4_CAPI_PARAMS) {
   const int64_t max_rows = c.B * c.K;
   if (!c.bypass_lm_head && max_rows > E4F_LM_ROWS && (!x.present(e4f::D_SPILL) || x.numel(e4f::D_SPILL) < (max_rows - E4F_LM_ROWS) * c.Vt))
     return x.fail(eagle4::capi::E_ARG, "lm_spill must hold (B*K - %d) * Vt floats", E4F_LM_ROWS);
+  // the on-chip tree state keeps token ids in 32-bit words: refuse any that does not fit
+  const int tok_slots[3] = {e4f::D_ROOT, e4f::D_HOT, e4f::D_CAND_T};
+  const char* tok_names[3] = {"root_token", "hot_token_id", "cand_t"};
+  for (int s = 0; s < 3; ++s) {
+    if (!x.present(tok_slots[s])) continue;
+    const int64_t* v = x.ptr<const int64_t>(tok_slots[s]);
+    for (int64_t i = 0; i < x.numel(tok_slots[s]); ++i)
+      if (v[i] > INT32_MAX || v[i] < INT32_MIN)
+        return x.fail(eagle4::capi::E_PRECONDITION, "%s[%lld] = %lld does not fit the design's 32-bit token words",
+                      tok_names[s], (long long)i, (long long)v[i]);
+  }
   const int eh = elem_bytes[e4f::D_HIDDEN];
   if (eh == 2) {
     if (c.w_code == 1) return e4f::run_fused<uint16_t, int8_t>(x, c, counters);

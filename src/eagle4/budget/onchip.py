@@ -339,17 +339,65 @@ class Placement:
     physical_bytes: int
 
 
+_UNIT = BRAM18_BITS // 8  # every physical size is a multiple of a RAMB18 (a URAM288 is 16 of them)
+
+
+def _cheapest_cover(extra: list[int], freed: list[int], need: int) -> list[int] | None:
+    """Indices of the items whose moves free at least ``need`` bytes at the least extra cost (exact: a 0/1
+    knapsack over RAMB18 units); None when all of them together free less."""
+    import numpy as np
+
+    if sum(freed) < need:
+        return None
+    units = [w // _UNIT for w in freed]
+    E = -(-need // _UNIT)
+    size = E + max(units) + 1  # sums past E are kept exact, so the walk back is plain
+    inf = np.iinfo(np.int64).max // 4
+    dp = np.full(size, inf, dtype=np.int64)
+    dp[0] = 0
+    take = np.zeros((len(extra), size), dtype=bool)
+    for i, (c, w) in enumerate(zip(extra, units, strict=True)):
+        if w <= 0:
+            continue
+        cand = np.full(size, inf, dtype=np.int64)
+        cand[w:] = dp[:size - w] + c
+        take[i] = cand < dp
+        dp = np.minimum(dp, cand)
+    f = E + int(np.argmin(dp[E:]))
+    if dp[f] >= inf:
+        return None
+    out = []
+    for i in range(len(extra) - 1, -1, -1):
+        if take[i, f]:
+            out.append(i)
+            f -= units[i]
+    return out
+
+
 def place(arrays: list[Array], bram_cap: float, uram_cap: float) -> list[Placement]:
-    """Each array where it costs less; a full pool moves arrays to the other, cheapest move first."""
+    """Each array where it costs less; when a pool overflows, the set of its arrays whose move to the other pool
+    costs the least extra while freeing enough (exact, in RAMB18 units) moves; if the other pool cannot take
+    them, the cheapest moves by ratio first (a greedy fallback)."""
     arrays = [a.as_array() if isinstance(a, Fifo) else a for a in arrays]
     pl = [Placement(a, p, physical_bytes(a, p)) for a in arrays
           for p in [min(("bram", "uram"), key=lambda q: (physical_bytes(a, q), q))]]
-    for full, other, cap in (("bram", "uram", bram_cap), ("uram", "bram", uram_cap)):
+    caps = {"bram": bram_cap, "uram": uram_cap}
+    for full, other in (("bram", "uram"), ("uram", "bram")):
         used = sum(x.physical_bytes for x in pl if x.pool == full)
+        if used <= caps[full]:
+            continue
+        mine = [x for x in pl if x.pool == full]
+        extra = [physical_bytes(x.array, other) - x.physical_bytes for x in mine]
+        pick = _cheapest_cover(extra, [x.physical_bytes for x in mine], int(math.ceil(used - caps[full])))
+        room = caps[other] - sum(x.physical_bytes for x in pl if x.pool == other)
+        if pick is not None and sum(physical_bytes(mine[i].array, other) for i in pick) <= room:
+            for i in pick:
+                mine[i].pool, mine[i].physical_bytes = other, physical_bytes(mine[i].array, other)
+            continue
         # move first what costs the least extra in the other pool (then the largest)
-        for x in sorted((x for x in pl if x.pool == full),
-                        key=lambda x: (physical_bytes(x.array, other) / max(x.physical_bytes, 1), -x.physical_bytes)):
-            if used <= cap:
+        for x in sorted(mine, key=lambda x: (physical_bytes(x.array, other) / max(x.physical_bytes, 1),
+                                             -x.physical_bytes)):
+            if used <= caps[full]:
                 break
             used -= x.physical_bytes
             x.pool, x.physical_bytes = other, physical_bytes(x.array, other)
