@@ -76,8 +76,8 @@ def test_trip_counts_are_the_loop_iterations():
     = D * Vt * H, one row pass per frontier row."""
     from eagle4.budget import fused_csim as fc
 
-    s = fc.DraftShape(B=2, K=4, widths=[1, 4, 3], H=16, Vt=64, V=200, N=64, M=32, I=16, L=8, verify_num=8,
-                      use_hot=True, weight_dtype="int8")
+    s = fc.DraftShape(B=2, K=4, widths=[1, 4, 3], H=80, Vt=64, V=200, N=64, M=32, I=16, L=8, verify_num=8,
+                      use_hot=True, weight_dtype="int8")  # H = one full beat of int8 (two of bf16) + a tail
     fc.run_draft("fused", s, fc.make_draft_inputs(s))
     t = cy.loop_trips()
     rows = sum(s.B * w for w in s.widths)
@@ -90,8 +90,9 @@ def test_trip_counts_are_the_loop_iterations():
     assert t["LMH_MAC"] == sum(tiles * -(-(s.B * w) // rt) * words * il for w in s.widths) * lanes_h * rt
     assert t["LMH_MAC"] >= rows * s.Vt * s.H  # at least one lane per multiply-add the logits need
     assert t["LMH_RED"] == sum(tiles * -(-(s.B * w) // rt) * il * rt for w in s.widths)  # one lane per tree
-    assert t["LMH_WLOAD"] == s.D * s.Vt * words * beat and t["LMH_HLOAD"] == rows * -(-s.H // hb) * hb
-    assert t["LMH_WLOAD@exposed"] == s.D * il * words * beat  # the first tile of each layer
+    # HBM reads count their full 512-bit beats (a row's tail past them is read element-wise, uncounted)
+    assert t["LMH_WLOAD"] == s.D * s.Vt * (s.H // lanes_h) * beat and t["LMH_HLOAD"] == rows * (s.H // hb) * hb
+    assert t["LMH_WLOAD@exposed"] == s.D * il * (s.H // lanes_h) * beat  # the first tile of each layer
     assert red >= 1
     row16 = -(-s.Vt // consts["E4F_LANES_ROW_LOAD"]) * consts["E4F_LANES_ROW_LOAD"]
     assert t["ROW_LOAD"] == t["ROW_PROBA"] == rows * row16  # 16-lane row passes, masked tails
@@ -102,4 +103,4 @@ def test_trip_counts_are_the_loop_iterations():
     fc.run_verify("fused", v, fc.make_verify_inputs(v, parents=np.array([[-1, 0, 1, 2]])), debug=False)
     t = cy.loop_trips()
     beat = consts["E4F_LANES_VROW_LOAD"]
-    assert t["LMH_MAC"] == 0 and t["VROW_LOAD"] % (-(-v.V // beat) * beat) == 0 and t["VROW_LOAD"] > 0
+    assert t["LMH_MAC"] == 0 and t["VROW_LOAD"] % (v.V // beat * beat) == 0 and t["VROW_LOAD"] > 0

@@ -132,19 +132,21 @@ template <typename WT>
 void lmh_load_tile(Port<const WT> lmw, Port<const float> lms, int use_scale, int H, int V, int v0, WTile& wt,
                    float (&sc)[E4F_LMH_IL]) {
 #pragma HLS INLINE off
-  const int words = (H + E4F_LMH_LANES - 1) / E4F_LMH_LANES;
+  // full 512-bit beats with no condition on the port (a burst); a row's tail (H not a multiple of 64: never
+  // at deployment, and the cycle model refuses such H) is read element-wise after them, uncounted
+  const int full = H / E4F_LMH_LANES;
   for (int i = 0; i < E4F_LMH_IL && v0 + i < V; ++i) {
     if (use_scale) sc[i] = static_cast<float>(lms[v0 + i]);
-    for (int j = 0; j < words; ++j) {
+    for (int j = 0; j < full; ++j) {
 #pragma HLS PIPELINE II = E4F_II_LMH_WLOAD
       E4F_TRIPS(LMH_WLOAD, E4F_LANES_LMH_WLOAD);
       for (int k = 0; k < E4F_LANES_LMH_WLOAD; ++k) {
 #pragma HLS UNROLL factor = E4F_LANES_LMH_WLOAD
-        const int h = j * E4F_LMH_LANES + k;
-        // the tail of a row (H a multiple of 64 at deployment: every beat full)
-        wt[i][j].b[k] = h < H ? tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + h])) : WTileWord(0);
+        wt[i][j].b[k] = tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + j * E4F_LMH_LANES + k]));
       }
     }
+    for (int h = full * E4F_LMH_LANES; h < H; ++h)
+      wt[i][full].b[h - full * E4F_LMH_LANES] = tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + h]));
   }
 }
 
@@ -213,15 +215,18 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
 #pragma HLS ARRAY_PARTITION variable = sping type = complete dim = 1
 #pragma HLS ARRAY_PARTITION variable = spong type = complete dim = 1
 #pragma HLS ARRAY_PARTITION variable = logits2 type = cyclic factor = E4F_LOGITS2_BANKS dim = 2
-  for (int r = 0; r < R; ++r)
-    for (int h0 = 0; h0 < H; h0 += E4F_LANES_LMH_HLOAD) {
+  const int hfull = H / E4F_LANES_LMH_HLOAD * E4F_LANES_LMH_HLOAD;  // full beats, then the uncounted tail
+  for (int r = 0; r < R; ++r) {
+    for (int h0 = 0; h0 < hfull; h0 += E4F_LANES_LMH_HLOAD) {
 #pragma HLS PIPELINE II = E4F_II_LMH_HLOAD
       E4F_TRIPS(LMH_HLOAD, E4F_LANES_LMH_HLOAD);
       for (int j = 0; j < E4F_LANES_LMH_HLOAD; ++j) {
 #pragma HLS UNROLL factor = E4F_LANES_LMH_HLOAD
-        if (h0 + j < H) hid_put(r, h0 + j, static_cast<HidWord>(static_cast<HT>(hidden[r * H + h0 + j])));
+        hid_put(r, h0 + j, static_cast<HidWord>(static_cast<HT>(hidden[r * H + h0 + j])));
       }
     }
+    for (int h = hfull; h < H; ++h) hid_put(r, h, static_cast<HidWord>(static_cast<HT>(hidden[r * H + h])));
+  }
   // ping-pong: tile t + 1 is read into one half while the MAC array works on tile t in the other; the two
   // calls of a step touch different buffers (no dependence), so they run side by side
   const int tiles = (V + E4F_LMH_IL - 1) / E4F_LMH_IL;
@@ -278,14 +283,16 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
           }
         }
       } else {
-        for (int v0 = 0; v0 < V; v0 += E4F_LANES_ROW_LOAD) {
+        const int sbase = (static_cast<int>(r) - E4F_LM_ROWS) * V, vfull = V / E4F_LANES_ROW_LOAD * E4F_LANES_ROW_LOAD;
+        for (int v0 = 0; v0 < vfull; v0 += E4F_LANES_ROW_LOAD) {  // full 512-bit beats, then the tail
 #pragma HLS PIPELINE II = E4F_II_ROW_LOAD
           E4F_TRIPS(ROW_LOAD, E4F_LANES_ROW_LOAD);
           for (int j = 0; j < E4F_LANES_ROW_LOAD; ++j) {
 #pragma HLS UNROLL factor = E4F_LANES_ROW_LOAD
-            if (v0 + j < V) row[v0 + j] = spill[(static_cast<int>(r) - E4F_LM_ROWS) * V + v0 + j];
+            row[v0 + j] = spill[sbase + v0 + j];
           }
         }
+        for (int v = vfull; v < V; ++v) row[v] = spill[sbase + v];
       }
       const RowStats rs = row_stats(row, V, 1.0f, false);
       for (int v0 = 0; v0 < V; v0 += E4F_LANES_ROW_PROBA) {

@@ -69,14 +69,18 @@ struct LazyRow {
   void load(int64_t row) {
 #pragma HLS ARRAY_PARTITION variable = rowbuf type = cyclic factor = 16 dim = 1
     if (row == loaded) return;
-    for (int v0 = 0; v0 < V; v0 += E4F_LANES_VROW_LOAD) {
+    // full 512-bit beats with no condition on the port (a burst), then the row's tail element-wise (V a
+    // multiple of 16 at deployment; uncounted)
+    const int64_t vfull = V / E4F_LANES_VROW_LOAD * E4F_LANES_VROW_LOAD;
+    for (int v0 = 0; v0 < vfull; v0 += E4F_LANES_VROW_LOAD) {
 #pragma HLS PIPELINE II = E4F_II_VROW_LOAD
       E4F_TRIPS(VROW_LOAD, E4F_LANES_VROW_LOAD);
       for (int j = 0; j < E4F_LANES_VROW_LOAD; ++j) {
 #pragma HLS UNROLL factor = E4F_LANES_VROW_LOAD
-        if (v0 + j < V) rowbuf[v0 + j] = logits[(base + row) * V + v0 + j];  // the row's tail: masked
+        rowbuf[v0 + j] = logits[(base + row) * V + v0 + j];
       }
     }
+    for (int64_t v = vfull; v < V; ++v) rowbuf[v] = logits[(base + row) * V + v];
     st = row_stats(rowbuf, V, temp, greedy);
     loaded = row;
   }
