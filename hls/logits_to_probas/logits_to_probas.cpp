@@ -1,7 +1,10 @@
 // K5 convert_logits_to_probas (KERNELS.md §5.4).
 //
 // The row is streamed in chunks of LANES = 16 consecutive floats (one 512-bit beat; the unrolled
-// consecutive reads let Vitis widen the m_axi port and burst), lane l = v mod 16. Per row r
+// consecutive reads let Vitis widen the m_axi port and burst), lane l = v mod 16. Every port access
+// of a pipelined loop is unconditional: the V / 16 whole beats of a row in one loop, the V mod 16
+// lanes of its last beat in a short tail loop (a lane test `v < V` around a port access would keep
+// Vitis from inferring the burst). Per row r
 // (request b = r / G):
 //   read pass  (the only HBM read of the row): argmax of the raw logits in LANES x ACC_DEPTH
 //              partial (value, index) candidates merged by the torch.argmax rule (a total order,
@@ -34,6 +37,10 @@ namespace {
 
 using namespace eagle4::k5;
 
+// 32-bit row and element indices; only the flat offset of a row (R * V) needs 64 bits.
+static_assert(int64_t(MAX_BATCH) * MAX_ROWS_PER_REQ <= INT32_MAX, "row index r fits 32 bits");
+static_assert(int64_t(MAX_VOCAB) + LANES <= INT32_MAX, "element index v fits 32 bits");
+
 
 inline float k5_exp(float x) {
 #ifdef __SYNTHESIS__
@@ -49,6 +56,22 @@ using K5Arg = eagle4::ArgBest;  // idx -1: empty
 // torch.argmax order: NaN above every number (lowest index among NaNs), then the larger value,
 // then the lower index (-0.0 == +0.0). A total order: merging in any order gives the same result.
 inline K5Arg k5_better(K5Arg a, K5Arg b) { return eagle4::argmax_better(a, b); }
+
+// One element of the read pass (lane l of chunk c, v = c*16 + l): its partial argmax candidate and, for
+// sampling rows, x/temp into the row buffer and the lane's partial maximum. Ascending v per partial: the
+// candidate is replaced unless it is NaN or x is not larger.
+inline void k5_read_lane(float x, int v, float temp, bool sampling, K5Arg& arg, float& xmax, float* row_buf) {
+#pragma HLS INLINE
+  if (arg.idx < 0 || (!eagle4::f32_isnan(arg.val) && (eagle4::f32_isnan(x) || x > arg.val))) {
+    arg.val = x;
+    arg.idx = v;
+  }
+  if (sampling) {
+    const float xt = x / temp;
+    row_buf[v] = xt;
+    if (xt > xmax) xmax = xt;  // NaN is skipped: its row is NaN anyway
+  }
+}
 
 }  // namespace
 
@@ -73,7 +96,10 @@ void logits_to_probas_top(PORT(const float) logits, PORT(const float) temperatur
 #pragma HLS BIND_STORAGE variable=row_buf type=ram_2p impl=uram
 
   const float kGreedyTemp = 1e-6f;  // binary32 0x358637BD (§5.3, D17)
-  const int n_chunks = (V + LANES - 1) / LANES;
+  const int n_chunks = (V + LANES - 1) / LANES;  // the on-chip exp pass (a masked tail is free on chip)
+  const int n_full = V / LANES;                   // whole 512-bit beats of a row
+  const int n_tail = V - n_full * LANES;          // lanes of the last, partial beat (0..15)
+  const int d_tail = n_full & (ACC_DEPTH - 1);    // the tail beat is chunk n_full
 
 batch_loop:
   for (int b = 0; b < B; ++b) {
@@ -86,8 +112,8 @@ batch_loop:
   row_loop:
     for (int g = 0; g < G; ++g) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=128
-      const int64_t r = int64_t(b) * G + g;
-      const int64_t base = r * int64_t(V);
+      const int r = b * G + g;  // < MAX_BATCH * MAX_ROWS_PER_REQ (static_assert above)
+      const int64_t base = int64_t(r) * V;  // 64-bit: R * V reaches 2^32 at the bounds
 
       K5Arg part_arg[ACC_DEPTH][LANES];
       float part_xmax[ACC_DEPTH][LANES];
@@ -104,11 +130,12 @@ batch_loop:
         }
       }
 
-      // ---- read pass
+      // ---- read pass: whole beats, every lane read unconditionally (one burst of n_full beats), then the
+      // tail beat's valid lanes; a lane's update is the same function in both loops (chunk c, lane l)
     read_chunks:
-      for (int c = 0; c < n_chunks; ++c) {
+      for (int c = 0; c < n_full; ++c) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+#pragma HLS LOOP_TRIPCOUNT min=0 max=9504
         K5_INTER_DISTANCE(part_arg, EAGLE4_K5_ACC_DEPTH)
         K5_INTER_DISTANCE(part_xmax, EAGLE4_K5_ACC_DEPTH)
         const int d = c & (ACC_DEPTH - 1);
@@ -116,21 +143,15 @@ batch_loop:
         for (int l = 0; l < LANES; ++l) {
 #pragma HLS UNROLL
           const int v = c * LANES + l;
-          if (v < V) {
-            const float x = logits[base + v];
-            // ascending v per partial: replace unless the best is NaN or x is not larger
-            const K5Arg cur = part_arg[d][l];
-            if (cur.idx < 0 || (!eagle4::f32_isnan(cur.val) && (eagle4::f32_isnan(x) || x > cur.val))) {
-              part_arg[d][l].val = x;
-              part_arg[d][l].idx = v;
-            }
-            if (sampling) {
-              const float xt = x / temp;
-              row_buf[v] = xt;
-              if (xt > part_xmax[d][l]) part_xmax[d][l] = xt;  // NaN is skipped: its row is NaN anyway
-            }
-          }
+          k5_read_lane(logits[base + v], v, temp, sampling, part_arg[d][l], part_xmax[d][l], row_buf);
         }
+      }
+    read_tail:
+      for (int l = 0; l < n_tail; ++l) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=0 max=15
+        const int v = n_full * LANES + l;
+        k5_read_lane(logits[base + v], v, temp, sampling, part_arg[d_tail][l], part_xmax[d_tail][l], row_buf);
       }
 
       K5Arg best = part_arg[0][0];
@@ -150,14 +171,21 @@ batch_loop:
 
       if (greedy) {
       onehot_chunks:
-        for (int c = 0; c < n_chunks; ++c) {
+        for (int c = 0; c < n_full; ++c) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+#pragma HLS LOOP_TRIPCOUNT min=0 max=9504
           for (int l = 0; l < LANES; ++l) {
 #pragma HLS UNROLL
             const int v = c * LANES + l;
-            if (v < V) probas[base + v] = (v == best.idx) ? 1.0f : 0.0f;
+            probas[base + v] = (v == best.idx) ? 1.0f : 0.0f;
           }
+        }
+      onehot_tail:
+        for (int l = 0; l < n_tail; ++l) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=0 max=15
+          const int v = n_full * LANES + l;
+          probas[base + v] = (v == best.idx) ? 1.0f : 0.0f;
         }
         continue;
       }
@@ -214,16 +242,23 @@ batch_loop:
       }
       const float s = lane_sum[0];
 
-      // ---- write pass
+      // ---- write pass: whole beats unconditionally, then the tail beat's valid lanes
     write_chunks:
-      for (int c = 0; c < n_chunks; ++c) {
+      for (int c = 0; c < n_full; ++c) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+#pragma HLS LOOP_TRIPCOUNT min=0 max=9504
         for (int l = 0; l < LANES; ++l) {
 #pragma HLS UNROLL
           const int v = c * LANES + l;
-          if (v < V) probas[base + v] = row_buf[v] / s;
+          probas[base + v] = row_buf[v] / s;
         }
+      }
+    write_tail:
+      for (int l = 0; l < n_tail; ++l) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=0 max=15
+        const int v = n_full * LANES + l;
+        probas[base + v] = row_buf[v] / s;
       }
     }
   }

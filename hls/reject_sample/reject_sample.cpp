@@ -11,7 +11,8 @@
 //              vocabulary (one 16-bit word per chunk of 16 tokens) plus the list of its members,
 //              which clears it again (at an accept and at the end of the request);
 //   phase B    (sampling) the final row streamed once from HBM in chunks of 16 floats (one
-//              512-bit beat per cycle) into an on-chip buffer: q_v = floor(r_v * 2^32) (u64,
+//              512-bit beat per cycle, every lane read unconditionally; the V mod 16 lanes of the
+//              last, partial beat in a short tail loop) into an on-chip buffer: q_v = floor(r_v * 2^32) (u64,
 //              exact) with the chunk's Rej word masking, a 16-input adder tree per chunk, the chunk
 //              sums kept on chip, R_q = their sum (exact, so any association is the same); the
 //              torch.argmax-rule candidates of the row are tracked for the R_q = 0 fallback;
@@ -28,6 +29,11 @@ namespace {
 
 using namespace eagle4::k6;
 
+// 32-bit request offsets (b*Q, b*S) and token indices; only the flat target_probs offset needs 64 bits.
+static_assert(int64_t(MAX_BATCH) * MAX_VERIFY <= INT32_MAX && int64_t(MAX_BATCH) * MAX_ACCEPT <= INT32_MAX,
+              "request offsets fit 32 bits");
+static_assert(int64_t(MAX_VOCAB) + LANES <= INT32_MAX, "token index v fits 32 bits");
+
 
 // q_v of §6.6 step 2 for one entry; t in [0, 1] or NaN (an entry above 1 is reported).
 inline uint64_t k6_quant(float t, bool excluded) {
@@ -40,6 +46,20 @@ using K6Arg = eagle4::ArgBest;  // idx -1: empty
 
 // §5.4 step 1 order (NaN largest, first NaN wins, lowest index on equal maxima): a total order.
 inline K6Arg k6_better(K6Arg a, K6Arg b) { return eagle4::argmax_better(a, b); }
+
+// One entry t = target_probs[flat] (v = its token) of phase B: into the row buffer, the §6.6 step 2
+// precondition, its quantized residual into the chunk sum, the lane's argmax candidate (ascending v).
+inline void k6_residual_lane(float t, int64_t flat, int v, bool excluded, uint64_t& csum, K6Arg& part,
+                             int64_t& first_bad, float* row_buf) {
+#pragma HLS INLINE
+  row_buf[v] = t;
+  if (t > 1.0f && first_bad < 0) first_bad = flat;
+  csum += k6_quant(t, excluded);
+  if (part.idx < 0 || (!eagle4::f32_isnan(part.val) && (eagle4::f32_isnan(t) || t > part.val))) {
+    part.val = t;
+    part.idx = v;
+  }
+}
 
 }  // namespace
 
@@ -94,12 +114,14 @@ int reject_sample_top(PORT(const int64_t) candidates, PORT(const int64_t) retriv
   const float kMinThr = 1e-9f;
   const float thr_acc = (threshold_acc < kMinThr) ? kMinThr : threshold_acc;
   const int n_chunks = (V + LANES - 1) / LANES;
+  const int n_full = V / LANES;           // whole 512-bit beats of a row
+  const int n_tail = V - n_full * LANES;  // lanes of the last, partial beat (0..15)
   int64_t first_bad = -1;
 
 request_loop:
   for (int b = 0; b < B; ++b) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=128
-    const int64_t qb = int64_t(b) * Q;
+    const int qb = b * Q;  // < MAX_BATCH * MAX_VERIFY (static_assert above)
     const bool greedy = is_greedy[b] != 0;
 
   load_tree:
@@ -128,7 +150,7 @@ request_loop:
     int nrej = 0;
     float coin = coin_l[0];
     int64_t row_predict = greedy ? int64_t(target_predict[qb + 0]) : int64_t(-1);
-    int64_t row_base = qb * int64_t(V);  // flat offset of target_probs[b, row, 0]
+    int64_t row_base = int64_t(qb) * V;  // flat offset of target_probs[b, row, 0] (64-bit: B*Q*V > 2^31)
     acc_row[0] = ridx[0];
 
   walk_loop:
@@ -168,7 +190,7 @@ request_loop:
             rej_bits[rej_list[i] / LANES] = 0;
           }
           nrej = 0;
-          row_base = (qb + row) * int64_t(V);
+          row_base = int64_t(qb + row) * V;
           if (greedy) row_predict = int64_t(target_predict[qb + row]);
           accepted = true;
           break;
@@ -206,10 +228,10 @@ request_loop:
         }
       }
       uint64_t r_q = 0;
-    residual_chunks:
-      for (int c = 0; c < n_chunks; ++c) {
+    residual_chunks:  // whole beats: every lane read unconditionally (one burst of n_full beats)
+      for (int c = 0; c < n_full; ++c) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=9504
+#pragma HLS LOOP_TRIPCOUNT min=0 max=9504
 #pragma HLS DEPENDENCE variable=part type=inter distance=8 dependent=true
         const int d = c & (ARG_DEPTH - 1);
         const uint16_t word = rej_bits[c];
@@ -218,19 +240,25 @@ request_loop:
         for (int l = 0; l < LANES; ++l) {
 #pragma HLS UNROLL
           const int v = c * LANES + l;
-          if (v < V) {
-            const float t = target_probs[row_base + v];
-            row_buf[v] = t;
-            if (t > 1.0f && first_bad < 0) first_bad = row_base + v;  // §6.6 step 2 precondition
-            csum += k6_quant(t, (word >> l) & 1u);
-            const K6Arg cur_p = part[d][l];  // ascending v per partial
-            if (cur_p.idx < 0 || (!eagle4::f32_isnan(cur_p.val) && (eagle4::f32_isnan(t) || t > cur_p.val))) {
-              part[d][l].val = t;
-              part[d][l].idx = v;
-            }
-          }
+          k6_residual_lane(target_probs[row_base + v], row_base + v, v, (word >> l) & 1u, csum, part[d][l],
+                           first_bad, row_buf);
         }
         chunk_sum[c] = csum;
+        r_q += csum;
+      }
+      if (n_tail > 0) {  // the last, partial beat (chunk n_full): its valid lanes, one per cycle
+        const int d = n_full & (ARG_DEPTH - 1);
+        const uint16_t word = rej_bits[n_full];
+        uint64_t csum = 0;
+      residual_tail:
+        for (int l = 0; l < n_tail; ++l) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=1 max=15
+          const int v = n_full * LANES + l;
+          k6_residual_lane(target_probs[row_base + v], row_base + v, v, (word >> l) & 1u, csum, part[d][l],
+                           first_bad, row_buf);
+        }
+        chunk_sum[n_full] = csum;
         r_q += csum;
       }
 
@@ -303,7 +331,7 @@ request_loop:
     for (int j = 0; j < S; ++j) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT min=1 max=64
-      accept_index[int64_t(b) * S + j] = acc_row[j];
+      accept_index[b * S + j] = acc_row[j];
     }
     accept_length[b] = n;
   }

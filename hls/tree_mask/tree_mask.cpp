@@ -11,7 +11,9 @@
 // The chain of the current query is a bitset over the tree tokens; each row is emitted 8 columns
 // per iteration (prefix ones or an 8-bit window of the bitset) through a shift register, so the
 // packer writes one byte per cycle even though rows are not byte-aligned.
-// Each input element is read once; nothing is written past the valid lengths (D21).
+// Each input element is read once; nothing is written past the valid lengths (D21). Whole 8-column
+// chunks write their packed byte and their 8 bool bytes unconditionally (one word per cycle, II = 1);
+// only the last, partial chunk of a row is written after its loop (tree_mask_core.hpp).
 #include "tree_mask.hpp"
 
 #include "tree_mask_core.hpp"
@@ -43,30 +45,32 @@ void tree_mask_top(PORT(const int64_t) seq_lens, PORT(const int64_t) req_pool_in
 #pragma HLS INTERFACE s_axilite port = return
   if (B < 0 || T < 1 || T > eagle4::MAX_TREE_TOKENS || Q < 1 || Q > T) return;  // preconditions: do nothing
 
-  int64_t kv_off = 0, bits_off = 0, bytes_off = 0;
+  // 32-bit offsets: the caller refuses sum over b of Q*(L_b+T) >= 2^31 (the indptrs are int32), which
+  // bounds every KV, bit and byte offset below
+  int kv_off = 0, bits_off = 0, bytes_off = 0;
 
 per_request:
   for (int b = 0; b < B; ++b) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 128
     const int64_t L = seq_lens[b];
     const int64_t pool = req_pool_indices[b];
-    const int64_t len = L + T;
-    const int64_t seg_bits = static_cast<int64_t>(Q) * len;
-    qo_indptr[b] = static_cast<int32_t>(static_cast<int64_t>(b) * Q);
-    kv_indptr[b] = static_cast<int32_t>(kv_off);
-    mask_indptr_bits[b] = static_cast<int32_t>(bits_off);
-    mask_indptr_bytes[b] = static_cast<int32_t>(bytes_off);
-    const int64_t row = static_cast<int64_t>(b) * T;
+    const int len = static_cast<int>(L) + T;
+    const int seg_bits = Q * len;
+    qo_indptr[b] = b * Q;
+    kv_indptr[b] = kv_off;
+    mask_indptr_bits[b] = bits_off;
+    mask_indptr_bytes[b] = bytes_off;
+    const int row = b * T;
     // KV indices, positions and the packed mask segment (tree_mask_core.hpp)
     eagle4::k4::tree_mask_request(L, pool, req_to_token, S_max, tree_cache_locs + row, tree_parent + row, T, Q,
-                                  kv_indices + kv_off, positions + static_cast<int64_t>(b) * Q,
-                                  packed_mask + bytes_off, write_bool_mask, eagle4::port_row(mask_bool, bits_off));
+                                  kv_indices + kv_off, positions + b * Q, packed_mask + bytes_off, write_bool_mask,
+                                  eagle4::port_row(mask_bool, bits_off));
     kv_off += len;
     bits_off += seg_bits;
     bytes_off += (seg_bits + 7) / 8;
   }
-  qo_indptr[B] = static_cast<int32_t>(static_cast<int64_t>(B) * Q);
-  kv_indptr[B] = static_cast<int32_t>(kv_off);
-  mask_indptr_bits[B] = static_cast<int32_t>(bits_off);
-  mask_indptr_bytes[B] = static_cast<int32_t>(bytes_off);
+  qo_indptr[B] = B * Q;
+  kv_indptr[B] = kv_off;
+  mask_indptr_bits[B] = bits_off;
+  mask_indptr_bytes[B] = bytes_off;
 }

@@ -13,6 +13,19 @@
 namespace eagle4 {
 namespace k2 {
 
+// 32-bit mask offsets: a frontier row index times the mask stride (<= MAX_INPUT_SIZE + 1).
+static_assert(int64_t(MAX_CANDIDATES) * (MAX_INPUT_SIZE + 1) <= INT32_MAX, "mask offsets fit 32 bits");
+
+// x mod K (1 <= K <= MAX_TOP_K) of a non-negative 64-bit index in 32-bit arithmetic (no 64-bit divider
+// in the pipelined top-K loop): x = hi * 2^32 + lo, so x mod K = ((hi mod K) * (2^32 mod K) + lo mod K) mod K,
+// whose operands stay below K * K + K.
+inline int mod_k(uint64_t x, uint32_t K, uint32_t two32_mod_k) {
+#pragma HLS INLINE
+  const uint32_t hi = static_cast<uint32_t>(x >> 32), lo = static_cast<uint32_t>(x);
+  return static_cast<int>(((hi % K) * two32_mod_k + lo % K) % K);
+}
+static_assert(int64_t(MAX_TOP_K) * MAX_TOP_K + MAX_TOP_K <= INT32_MAX, "mod_k stays in 32 bits");
+
 // The call-wide region sizes of §2.4 (same for every request).
 struct Sizes {
   int n0;  // min(clamp(Vn, 1, M), cc): old sort entries kept (A)
@@ -51,6 +64,8 @@ void update_request(PProb topk_probas, PTok topk_tokens, PSS sorted_scores, PSI 
   const int n0 = z.n0, n1 = z.n1, nk = z.nk, ns = z.ns;
   const int mask_w = Ic - 1;
   const float decay = EAGLE4_K2_DECAY;
+  const uint32_t uK = static_cast<uint32_t>(K);
+  const uint32_t two32_mod_k = (0xFFFFFFFFu % uK + 1u) % uK;  // 2^32 mod K, once per request
 
   int64_t tok[MAX_CANDIDATES];
   int64_t par_id[MAX_CANDIDATES];  // topk_indexs (W <= C)
@@ -83,21 +98,21 @@ top_k_outputs:
   for (int r = 0; r < K; ++r) {
 #pragma HLS PIPELINE II = 1
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
-    int64_t p = parent_indexs[r];
-    if (p < 0 || p >= W) p = 0;
-    int64_t oi = sorted_indexs[r];
-    if (oi < 0) oi = 0;
-    pp[r] = static_cast<int>(p);
+    const int64_t p64 = parent_indexs[r];
+    const int p = (p64 < 0 || p64 >= W) ? 0 : static_cast<int>(p64);
+    const int64_t oi = sorted_indexs[r];
+    const int oi_mod_k = oi < 0 ? 0 : mod_k(static_cast<uint64_t>(oi), uK, two32_mod_k);
+    pp[r] = p;
     output_scores[r] = ss[r];
-    output_tokens[r] = tok[p * K + oi % K];
+    output_tokens[r] = tok[p * K + oi_mod_k];
   }
 
   // 2. mask prefix copy: columns [0, Ic-1); column Ic-1 and beyond untouched
 mask_rows:
   for (int r = 0; r < K; ++r) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
-    const int64_t src = static_cast<int64_t>(pp[r]) * in_stride;
-    const int64_t dst = static_cast<int64_t>(r) * out_stride;
+    const int src = pp[r] * static_cast<int>(in_stride);  // < MAX_CANDIDATES * (MAX_INPUT_SIZE + 1)
+    const int dst = r * static_cast<int>(out_stride);
   mask_copy:
     for (int j = 0; j < mask_w; ++j) {
 #pragma HLS PIPELINE II = 1
@@ -108,17 +123,18 @@ mask_rows:
 
   // 3. append the kept candidates in original sampling order
   int slot = 0, kk = 0;  // i = slot*K + kk, tracked by counters instead of a divider
+  const int cc32 = nk > 0 ? static_cast<int>(cc) : 0;  // nk > 0 only when cc < N: g = cc + i < N fits 32 bits
 append_nodes:
   for (int i = 0; i < nk; ++i) {
 #pragma HLS PIPELINE II = 1
 #pragma HLS LOOP_TRIPCOUNT min = 0 max = 64
-    const int64_t g = cc + i;
+    const int g = cc32 + i;
     cumu_tokens[g] = tok[i];
     cumu_scores[g] = topk_probas[i] * decay;  // one binary32 multiply
     cumu_deltas[g] = curr_depth;
     prev_indexs[g] = par_id[slot];
     next_indexs[g] = int64_t(-1);
-    side_indexs[g] = (kk == K - 1) ? int64_t(-1) : g + 1;  // g+1 even when g+1 >= N
+    side_indexs[g] = (kk == K - 1) ? int64_t(-1) : static_cast<int64_t>(g) + 1;  // g+1 even when g+1 >= N
     if (++kk == K) {
       kk = 0;
       ++slot;
@@ -131,7 +147,7 @@ link_parents:
 #pragma HLS PIPELINE II = 1
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
     const int64_t P = par_id[w];
-    if (P >= 0 && P < N) next_indexs[P] = cc + static_cast<int64_t>(w) * K;
+    if (P >= 0 && P < N) next_indexs[static_cast<int>(P)] = cc + static_cast<int64_t>(w) * K;
   }
 
   // 5.1 snapshot A = sort_scores[0:n0] before any write; work = [A | output_scores]

@@ -8,7 +8,8 @@
 //             requests next_verified_id, next_positions and the next_hidden row (bit copy);
 //             per request the indptrs, seq_lens_out and the next_* per-request outputs;
 //   evict     one pass over the B*Q positions with the on-chip keep mask: evict_mask and the
-//             ascending free list;
+//             evicted positions on chip, then the ascending free list with its -1 padding in one
+//             unconditional write (the KV slots were loaded on chip in one burst first);
 //   pad       every data-dependent int buffer gets -1 from its valid length up to its cap;
 //             next_hidden rows past N_unf are not written.
 #include "update_verify.hpp"
@@ -66,8 +67,18 @@ void update_verify_top(PORT(const int32_t) accept_index, PORT(const int32_t) acc
 #pragma HLS INTERFACE s_axilite port=has_node_ids
 #pragma HLS INTERFACE s_axilite port=return
 
+  // The KV slots of the B*Q positions on chip, read in one unconditional burst: the commit reads the
+  // accepted ones and the free list the evicted ones (each slot is read from HBM once, as before).
+  static int64_t loc_buf[eagle4::k7::MAX_POSITIONS];
+  const int n_pos = B * Q;
+load_cache_locs:
+  for (int p = 0; p < n_pos; ++p) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=1 max=16384
+    loc_buf[p] = out_cache_loc[p];
+  }
   eagle4::k7::update_verify_core<uint16_t>(accept_index, accept_length, predicts, finish_pos, seq_lens, req_pool_indices, req_to_token,
-                                      out_cache_loc, hidden_states, verify_node_ids, accept_index_out,
+                                      loc_buf, hidden_states, verify_node_ids, accept_index_out,
                                       accept_length_out, accept_indptr, accepted_flat, verified_id, evict_mask,
                                       free_slots, seq_lens_out, accepted_node_ids, unfinished_count, unfinished_index,
                                       next_accept_length, next_indptr, next_verified_id, next_hidden, next_positions,

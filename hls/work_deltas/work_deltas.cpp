@@ -49,7 +49,7 @@ per_request:
     for (int j = 0; j < len; ++j) {
 #pragma HLS PIPELINE II = 1
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 138
-      row[j] = work_scores[static_cast<int64_t>(b) * row_stride + j];
+      row[j] = work_scores[b * row_stride + j];
     }
     eagle4::k3::work_deltas_request(row, n0, K, verify_num, delta);
   reduce_and_store:  // acc[w] += delta[w] in ascending b (one add per column per request)
@@ -57,7 +57,14 @@ per_request:
 #pragma HLS PIPELINE II = 1
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 11
       acc[w] = acc[w] + delta[w];
-      if (write_per_req) per_req_deltas[static_cast<int64_t>(b) * (K + 1) + w] = delta[w];
+    }
+    if (write_per_req) {  // the optional port in its own loop: no run-time test around a port write
+    store_per_req:
+      for (int w = 0; w <= K; ++w) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 11
+        per_req_deltas[b * (K + 1) + w] = delta[w];
+      }
     }
   }
 

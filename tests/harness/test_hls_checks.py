@@ -73,3 +73,136 @@ extern "C" void my_top(int* p, int n) {
 }
 """)
     assert hls_checks.check_file(f, {"my_top"}) == []
+
+
+# ---- the loop rules of the per-kernel tops and the hot-bundle rule (ports: the top's m_axi ports)
+LOOP_PLANTS = {
+    "conditional-port-if": ("""void my_top(const float* logits, float* out, int V) {
+#pragma HLS INTERFACE m_axi port = logits bundle = gmem0 max_widen_bitwidth = 512
+  for (int c = 0; c < (V + 15) / 16; ++c) {
+#pragma HLS PIPELINE II = 1
+    for (int l = 0; l < 16; ++l) {
+#pragma HLS UNROLL
+      const int v = c * 16 + l;
+      if (v < V) out[v] = logits[v];
+    }
+  }
+}
+""", "conditional-port: logits[...] under 'if'"),
+    "conditional-port-ternary-write": ("""void my_top(float* probas, int V, int best) {
+  for (int c = 0; c < V / 16; ++c) {
+#pragma HLS PIPELINE II = 1
+    for (int l = 0; l < 16; ++l) {
+#pragma HLS UNROLL
+      const int v = c * 16 + l;
+      v == best ? probas[v] = 1.0f : probas[v] = 0.0f;
+    }
+  }
+}
+""", "conditional-port: probas[...] under '?:'"),
+    "conditional-port-block": ("""template <typename P>
+void core(P mask_bool, int n, bool debug) {
+  for (int k = 0; k < n; ++k) {
+#pragma HLS PIPELINE II = 1
+    for (int i = 0; i < 8; ++i) {
+#pragma HLS UNROLL
+      if (debug) {
+        mask_bool[8 * k + i] = 1;
+      }
+    }
+  }
+}
+""", "conditional-port: mask_bool[...] under 'if'"),
+    "mod64": ("""void core(const long* in, int* out, int K, int n) {
+  for (int r = 0; r < n; ++r) {
+#pragma HLS PIPELINE II = 1
+    const int64_t oi = in[r];
+    out[r] = static_cast<int>(oi % K);
+  }
+}
+""", "mod64: '%' on a 64-bit operand inside the pipelined loop"),
+    "mod64-cast": ("""void core(const int* in, int* out, int K, int n) {
+  for (int r = 0; r < n; ++r) {
+#pragma HLS PIPELINE II = 1
+    out[r] = static_cast<int>(int64_t(in[r]) % K);
+  }
+}
+""", "mod64"),
+    "index64": ("""void core(int* out, int n) {
+  for (int64_t p = 0; p < n; ++p) {
+#pragma HLS PIPELINE II = 1
+    out[p] = 0;
+  }
+}
+""", "index64: int64_t induction variable p"),
+}
+
+
+@pytest.mark.parametrize("plant", sorted(LOOP_PLANTS))
+def test_a_planted_loop_violation_fails(tmp_path, plant):
+    code, msg = LOOP_PLANTS[plant]
+    f = tmp_path / "x.cpp"
+    f.write_text(code)
+    problems = hls_checks.check_loops(f, {"logits", "probas", "mask_bool", "out"})
+    assert any(msg in p for p in problems), problems
+    assert all(p.startswith(str(f) + ":") for p in problems)
+
+
+def test_canonical_loops_pass(tmp_path):
+    """Whole beats unconditional, the masked tail in its own loop, a select on chip, a 32-bit modulo, a
+    conditional scatter outside any unrolled loop and a documented 64-bit loop are all fine."""
+    f = tmp_path / "ok.cpp"
+    f.write_text("""void my_top(const float* logits, float* probas, int64_t* free_slots, int V, int K, int n) {
+  float row_buf[1024];
+  const int n_full = V / 16;
+  for (int c = 0; c < n_full; ++c) {
+#pragma HLS PIPELINE II = 1
+    for (int l = 0; l < 16; ++l) {
+#pragma HLS UNROLL
+      const float x = logits[c * 16 + l];
+      row_buf[c * 16 + l] = x > 0.0f ? x : 0.0f;  // a select in registers, on chip
+    }
+  }
+  for (int l = 0; l < V - n_full * 16; ++l) {
+#pragma HLS PIPELINE II = 1
+    probas[n_full * 16 + l] = row_buf[n_full * 16 + l];
+  }
+  for (int i = 0; i < n; ++i) {
+#pragma HLS PIPELINE II = 1
+    const int r = i % K;  // 32-bit
+    if (r == 0) free_slots[i] = -1;  // a scatter in a pipelined (not unrolled) loop
+  }
+  for (int64_t j = 0; j < n; ++j) {  // 64-bit: the trip count exceeds 2^31 at the bounds
+#pragma HLS PIPELINE II = 1
+    free_slots[j] = 0;
+  }
+}
+""")
+    assert hls_checks.check_loops(f, {"logits", "probas", "free_slots"}) == []
+
+
+def test_a_planted_shared_hot_bundle_fails(tmp_path):
+    f = tmp_path / "x.cpp"
+    f.write_text("""extern "C" void my_top(const float* logits, const float* temps, float* probas) {
+#pragma HLS INTERFACE m_axi port = logits offset = slave bundle = gmem0 max_widen_bitwidth = 512
+#pragma HLS INTERFACE m_axi port = temps offset = slave bundle = gmem0
+#pragma HLS INTERFACE m_axi port = probas offset = slave bundle = gmem1 max_widen_bitwidth = 512
+  probas[0] = logits[0] / temps[0];
+}
+""")
+    problems = hls_checks.check_hot_bundles(f)
+    assert len(problems) == 1 and "hot-bundle: hot port logits (512-bit) shares bundle gmem0 with temps" in problems[0]
+    f.write_text(f.read_text().replace("port = temps offset = slave bundle = gmem0", "port = temps offset = slave bundle = gmem2"))
+    assert hls_checks.check_hot_bundles(f) == []
+
+
+def test_the_loop_rules_see_the_per_kernel_ports():
+    """The per-kernel tops' m_axi ports are found (the loop rules would pass vacuously without them)."""
+    from eagle4.backends import csim, hls_designs
+
+    ds = hls_designs.designs(csim.HLS_DIR)
+    per_kernel = {n: d for n, d in ds.items() if d.tb}
+    assert len(per_kernel) == 7
+    for name, d in per_kernel.items():
+        ports = {p for f in hls_designs.synth_sources(name, ds) for p, _, _ in hls_checks.maxi_ports(f.read_text())}
+        assert len(ports) >= 3, (name, ports)

@@ -10,6 +10,21 @@ Rules (each problem is one line naming the file and line):
   ``if``/``else``/``for``/``while``/``switch`` at its top level: a conditional task breaks the region).
 * ``pipeline-constants`` (``eagle4.budget.cycles.check_pragmas``): every PIPELINE pragma of the fused
   designs names the cycle model's constant of its counted loop.
+* ``hot-bundle``: a hot stream (an m_axi port widened to 512 bits, ``max_widen_bitwidth = 512``) has its
+  bundle to itself; a second port on it shares the AXI master and serializes the stream's beats.
+
+Rules of the loops of the per-kernel tops (designs with a testbench; their sources and cores). The port
+names are the m_axi ports of the design's top; the checks are lexical (a helper function called from a
+loop is checked where it is defined, not where it is called):
+
+* ``conditional-port``: no access to an m_axi port under an ``if``/``else`` or a ``?:`` inside an
+  unrolled loop: the lanes of a beat must be read and written unconditionally (a masked tail is a
+  separate loop or a select in registers), or Vitis infers no burst and no widened port.
+* ``mod64``: no ``%`` with a 64-bit operand inside a pipelined or unrolled loop (a 64-bit divider
+  per iteration); use a counter, a compare or 32-bit arithmetic.
+* ``index64``: no 64-bit induction variable in a pipelined loop where 32 bits do (every bound of
+  eagle4_bounds.h fits 32 bits); a loop that truly needs 64 bits says why in a ``// 64-bit:`` comment
+  on its line.
 
 CI runs them (tests/harness/test_hls_checks.py); each rule has a planted violation that must fail.
 """
@@ -140,9 +155,179 @@ def check_file(path: Path, tops: set[str]) -> list[str]:
     return problems
 
 
+_MAXI = re.compile(r"(?:#pragma\s+|_Pragma\s*\(\s*\")HLS\s+INTERFACE\s+m_axi\b([^\n\"]*)")
+_LOOP = re.compile(r"^(?:\w+\s*:(?!:)\s*)?(for|while|do)\b")
+_DECL64 = re.compile(r"\b(?:u?int64_t|size_t|(?:unsigned\s+)?long(?:\s+long)?)\s+(?:const\s+)?([A-Za-z_]\w*)\s*(?=[=;,)\[])")
+_TYPE64 = re.compile(r"\b(?:u?int64_t|size_t|long)\b")
+
+
+def maxi_ports(text: str) -> list[tuple[str, str, bool]]:
+    """(port, bundle, hot) of every ``INTERFACE m_axi`` pragma (``#pragma`` or ``_Pragma``) in a source text;
+    hot: widened to 512 bits. A pragma without ``bundle`` is on Vitis' default bundle ``gmem``."""
+    out = []
+    for m in _MAXI.finditer(text):
+        opts = m.group(1)
+        port = re.search(r"\bport\s*=\s*(\w+)", opts)
+        if not port:
+            continue
+        bundle = re.search(r"\bbundle\s*=\s*(\w+)", opts)
+        hot = re.search(r"\bmax_widen_bitwidth\s*=\s*512\b", opts) is not None
+        out.append((port.group(1), bundle.group(1) if bundle else "gmem", hot))
+    return out
+
+
+def check_hot_bundles(path: Path) -> list[str]:
+    """hot-bundle: every hot port of the tops of one source alone on its bundle (per function: a file may
+    hold several tops, e.g. K1's bf16 and f32 tops expand the same pragma macro)."""
+    code = strip_comments(Path(path).read_text())
+    problems = []
+    seen: set[tuple[str, str]] = set()
+    for blk in _blocks(code):
+        if not _is_function_header(_header(code, blk[0])):
+            continue
+        body = code[blk[0]:blk[1]]
+        ports = maxi_ports(body)
+        if not ports and "EAGLE4_K1_INTERFACE" in body:  # a pragma macro: its definition holds the pragmas
+            ports = maxi_ports(code)
+        for port, bundle, hot in ports:
+            others = sorted({p for p, b, _ in ports if b == bundle and p != port})
+            if hot and others and (port, bundle) not in seen:
+                seen.add((port, bundle))
+                problems.append(f"{path}:{_line(code, blk[0])}: hot-bundle: hot port {port} (512-bit) shares bundle "
+                                f"{bundle} with {', '.join(others)}; give the stream its own bundle")
+    return problems
+
+
+def _left_operand(code: str, off: int, lo: int) -> str:
+    """The postfix expression ending just before offset ``off`` (a name, a call or cast with its
+    parentheses and template arguments, indexing, members), e.g. ``static_cast<int64_t>(x)``."""
+    j = off - 1
+    while j >= lo and code[j].isspace():
+        j -= 1
+    end = j + 1
+    pairs = {")": "(", "]": "[", ">": "<"}
+    while j >= lo:
+        ch = code[j]
+        if ch in pairs:
+            depth = 0
+            while j >= lo:
+                depth += 1 if code[j] == ch else (-1 if code[j] == pairs[ch] else 0)
+                if depth == 0:
+                    break
+                j -= 1
+            j -= 1
+        elif ch.isalnum() or ch in "_.:":
+            j -= 1
+        else:
+            break
+    return code[j + 1:end]
+
+
+def _loops(code: str, blocks) -> list[tuple[tuple[int, int], set[str], int]]:
+    """(block, {'PIPELINE', 'UNROLL'} pragmas directly in its body, line) of every loop."""
+    out = []
+    for blk in blocks:
+        h = _header(code, blk[0])
+        if not _LOOP.match(h):
+            continue
+        kinds = set()
+        for m in re.finditer(r"#pragma\s+HLS\s+(PIPELINE|UNROLL)\b([^\n]*)", code[blk[0]:blk[1]]):
+            off = blk[0] + m.start()
+            if _enclosing(blocks, off) == blk and not re.search(r"\boff\b", m.group(2)):
+                kinds.add(m.group(1))
+        out.append((blk, kinds, _line(code, blk[0])))
+    return out
+
+
+def _statement_end(code: str, i: int, end: int) -> int:
+    """End offset of the statement starting at i (a braced block or up to its ';' outside brackets)."""
+    while i < end and code[i].isspace():
+        i += 1
+    depth = 0
+    for j in range(i, end):
+        ch = code[j]
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+            if depth == 0 and ch == "}" and code[i] == "{":
+                return j + 1
+        elif ch == ";" and depth == 0:
+            return j + 1
+    return end
+
+
+def _conditional_spans(code: str, lo: int, hi: int) -> list[tuple[int, int, str]]:
+    """(start, end, what) of the code inside [lo, hi) that runs under a condition: the statement an
+    ``if (...)`` or ``else`` controls, and the arms of a ``?:`` up to the end of its statement."""
+    spans = []
+    for m in re.finditer(r"\bif\s*\(", code[lo:hi]):
+        start = lo + m.end() - 1
+        depth, j = 0, start
+        while j < hi:
+            depth += {"(": 1, ")": -1}.get(code[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        spans.append((j + 1, _statement_end(code, j + 1, hi), "if"))
+    for m in re.finditer(r"\belse\b", code[lo:hi]):
+        spans.append((lo + m.end(), _statement_end(code, lo + m.end(), hi), "else"))
+    for m in re.finditer(r"\?(?!\?)", code[lo:hi]):
+        q = lo + m.start()
+        spans.append((q + 1, _statement_end(code, q + 1, hi), "?:"))
+    return spans
+
+
+def check_loops(path: Path, ports: set[str]) -> list[str]:
+    """conditional-port, mod64 and index64 over the loops of one source; ``ports``: the m_axi port names."""
+    text = Path(path).read_text()
+    code = strip_comments(text)
+    raw_lines = text.splitlines()
+    blocks = _blocks(code)
+    decl64 = set(_DECL64.findall(code))
+    problems, reported = [], set()
+    port_re = re.compile(r"\b(" + "|".join(sorted(map(re.escape, ports))) + r")\s*\[") if ports else None
+    for blk, kinds, line in _loops(code, blocks):
+        lo, hi = blk[0] + 1, blk[1]
+        if "UNROLL" in kinds and port_re:
+            for a, b, what in _conditional_spans(code, lo, hi):
+                for m in port_re.finditer(code, a, b):
+                    key = ("conditional-port", a + m.start() - a)
+                    if key in reported:
+                        continue
+                    reported.add(key)
+                    problems.append(f"{path}:{_line(code, m.start())}: conditional-port: {m.group(1)}[...] under "
+                                    f"'{what}' inside the unrolled loop of line {line}; access whole beats "
+                                    "unconditionally (a masked tail in its own loop or a select in registers)")
+        if kinds:
+            body = code[lo:hi]
+            for m in re.finditer(r"%(?!=)", body):
+                off = lo + m.start()
+                right = re.match(r"\s*([\w.(<>]+)", code[off + 1:off + 80])
+                operands = [_left_operand(code, off, lo)] + ([right.group(1)] if right else [])
+                names = {w for o in operands for w in re.findall(r"[A-Za-z_]\w*", o)}
+                if any(_TYPE64.search(o) for o in operands) or names & decl64:
+                    key = ("mod64", off)
+                    if key not in reported:
+                        reported.add(key)
+                        problems.append(f"{path}:{_line(code, off)}: mod64: '%' on a 64-bit operand inside the "
+                                        f"{'pipelined' if 'PIPELINE' in kinds else 'unrolled'} loop of line {line}; "
+                                        "use a counter, a compare or 32-bit arithmetic")
+        if "PIPELINE" in kinds:
+            h = _header(code, blk[0])
+            m = re.search(r"\bfor\s*\(\s*(?:const\s+)?(u?int64_t|size_t|(?:unsigned\s+)?long(?:\s+long)?)\s+(\w+)", h)
+            hdr_line = _line(code, blk[0])
+            if m and "64-bit:" not in raw_lines[hdr_line - 1]:
+                problems.append(f"{path}:{hdr_line}: index64: {m.group(1)} induction variable {m.group(2)} in the "
+                                "pipelined loop; use 32 bits (static_assert the bound) or say '// 64-bit: why'")
+    return problems
+
+
 def check_designs(hls_dir: Path | None = None) -> list[str]:
-    """The interface and dataflow rules over every design's synthesized sources (design.desc ``synth`` and
-    ``uses``) and the fused designs' headers. (pipeline-constants: eagle4.budget.cycles.check_pragmas.)"""
+    """The interface, dataflow and hot-bundle rules over every design's synthesized sources (design.desc
+    ``synth`` and ``uses``) and the fused designs' headers; the loop rules over the per-kernel designs
+    (those with a testbench), with the m_axi ports of their tops. (pipeline-constants:
+    eagle4.budget.cycles.check_pragmas.)"""
     hls_dir = Path(hls_dir or csim.HLS_DIR)
     ds = hls_designs.designs(hls_dir)
     tops = {d.top for d in ds.values()}
@@ -151,7 +336,16 @@ def check_designs(hls_dir: Path | None = None) -> list[str]:
     problems = []
     for f in files + headers:
         problems += check_file(f, tops)
+        problems += check_hot_bundles(f)
+    for name, d in sorted(ds.items()):
+        if not d.tb:
+            continue
+        srcs = hls_designs.synth_sources(name, ds)
+        ports = {p for port_src in srcs for p, _, _ in maxi_ports(strip_comments(port_src.read_text()))}
+        cores = sorted(d.folder.glob("*_core.hpp"))
+        for f in srcs + [c for c in cores if c not in srcs]:
+            problems += check_loops(f, ports)
     return problems
 
 
-__all__ = ["check_designs", "check_file", "strip_comments"]
+__all__ = ["check_designs", "check_file", "check_hot_bundles", "check_loops", "maxi_ports", "strip_comments"]
