@@ -17,6 +17,9 @@ namespace {
 using eagle4::MAX_CANDIDATES;
 using eagle4::MAX_TOP_K;
 
+// 32-bit row offsets: B*W hidden rows of H elements, B*C candidates.
+static_assert(int64_t(eagle4::MAX_BATCH_SIZE) * MAX_CANDIDATES * eagle4::MAX_HIDDEN <= INT32_MAX, "hidden-row offsets fit 32 bits");
+
 template <typename HW>
 void draft_tree_score_core(EAGLE4_K1_TOP_ARGS(HW)) {
   const int B = batch_size, K = node_top_k, W = tree_width, C = W * K, H = hidden_size;
@@ -29,20 +32,20 @@ void draft_tree_score_core(EAGLE4_K1_TOP_ARGS(HW)) {
 per_request:
   for (int b = 0; b < B; ++b) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 128
-    const int64_t rowC = static_cast<int64_t>(b) * C, rowK = static_cast<int64_t>(b) * K;
+    const int rowC = b * C, rowK = b * K;  // 32-bit offsets (static_assert below)
     // steps 1-4 (draft_tree_score_core.hpp)
-    eagle4::k1::score_request(topk_probas_sampling + rowC, eagle4::port_row(topk_tokens_sampling, rowC),
-                              last_layer_scores + static_cast<int64_t>(b) * W, hot_token_id, hot_len, hot, K, W,
+    eagle4::k1::score_request(topk_probas_sampling + rowC, has_tokens ? topk_tokens_sampling + rowC : topk_tokens_sampling,
+                              last_layer_scores + b * W, hot_token_id, hot_len, hot, K, W,
                               cumu_count, curr_layer_scores + rowC, sort_layer_scores + rowC,
                               sort_layer_indices + rowC, cache_topk_indices + rowK, parent_indices_in_layer + rowK,
-                              eagle4::port_row(output_tokens, rowK), write_output_tokens, par_slot);
+                              write_output_tokens ? output_tokens + rowK : output_tokens, write_output_tokens, par_slot);
   gather_rows:
     for (int r = 0; r < K; ++r) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
       int parent = par_slot[r];
       parent = parent < 0 ? 0 : (parent > W - 1 ? W - 1 : parent);  // never triggers for valid inputs
-      const int64_t src = (static_cast<int64_t>(b) * W + parent) * H;
-      const int64_t dst = (rowK + r) * H;
+      const int src = (b * W + parent) * H;
+      const int dst = (rowK + r) * H;
     gather_copy:
       for (int h = 0; h < H; ++h) {
 #pragma HLS PIPELINE II = 1

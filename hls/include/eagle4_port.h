@@ -69,7 +69,7 @@ class CountedPort {
   CountedPort(T* p, PortCounter* c) : p_(p), c_(c) {}
   Ref operator[](int64_t i) const { return Ref(p_ + i, c_); }
   CountedPort operator+(int64_t off) const { return CountedPort(p_ + off, c_); }
-  explicit operator bool() const { return p_ != nullptr; }
+  explicit operator bool() const { return p_ != nullptr; }  // the fused designs' optional debug ports
 
  private:
   T* p_;
@@ -89,13 +89,8 @@ CountedPort<T> make_port(T* p, PortCounter* counters, int slot) {
 
 #endif  // EAGLE4_CSIM_COUNTERS
 
-namespace eagle4 {
-// A port (or pointer / on-chip array) advanced to a request's row; an absent (NULL) optional port
-// stays NULL (no arithmetic on a null pointer). Used by the per-request kernel cores.
-template <typename P>
-inline P port_row(P p, int64_t off) {
-  return p ? p + off : p;
-}
-}  // namespace eagle4
+// No null tests on ports: an m_axi port is an offset into device memory, not a pointer Vitis can compare
+// with NULL. An optional port is advanced to a request's row only under the flag that says it is used
+// (e.g. `write_bool_mask ? mask_bool + off : mask_bool`), so the C-sim never offsets an absent NULL port.
 
 #endif  // EAGLE4_PORT_H

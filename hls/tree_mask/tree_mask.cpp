@@ -36,7 +36,7 @@ void tree_mask_top(PORT(const int64_t) seq_lens, PORT(const int64_t) req_pool_in
 #pragma HLS INTERFACE m_axi port = positions offset = slave bundle = gmem2 depth = 16384
 #pragma HLS INTERFACE m_axi port = kv_indices offset = slave bundle = gmem3 depth = 1048576 max_write_burst_length = 256 max_widen_bitwidth = 512
 #pragma HLS INTERFACE m_axi port = packed_mask offset = slave bundle = gmem4 depth = 4194304 max_write_burst_length = 256 max_widen_bitwidth = 512
-#pragma HLS INTERFACE m_axi port = mask_bool offset = slave bundle = gmem5 depth = 33554432 max_write_burst_length = 256
+#pragma HLS INTERFACE m_axi port = mask_bool offset = slave bundle = gmem5 depth = 33554432 max_write_burst_length = 256 max_widen_bitwidth = 64
 #pragma HLS INTERFACE s_axilite port = S_max
 #pragma HLS INTERFACE s_axilite port = B
 #pragma HLS INTERFACE s_axilite port = T
@@ -64,7 +64,7 @@ per_request:
     // KV indices, positions and the packed mask segment (tree_mask_core.hpp)
     eagle4::k4::tree_mask_request(L, pool, req_to_token, S_max, tree_cache_locs + row, tree_parent + row, T, Q,
                                   kv_indices + kv_off, positions + b * Q, packed_mask + bytes_off, write_bool_mask,
-                                  eagle4::port_row(mask_bool, bits_off));
+                                  write_bool_mask ? mask_bool + bits_off : mask_bool);
     kv_off += len;
     bits_off += seg_bits;
     bytes_off += (seg_bits + 7) / 8;

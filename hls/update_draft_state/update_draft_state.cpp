@@ -11,6 +11,10 @@
 #include "update_draft_state_core.hpp"
 
 namespace {
+// 32-bit request offsets: B*N node rows, B*W mask rows of <= MAX_INPUT_SIZE bytes, B*K rows of I+1.
+static_assert(int64_t(eagle4::MAX_BATCH_SIZE) * eagle4::MAX_NODE_COUNT <= INT32_MAX, "node-row offsets fit 32 bits");
+static_assert(int64_t(eagle4::MAX_BATCH_SIZE) * eagle4::MAX_CANDIDATES * (eagle4::MAX_INPUT_SIZE + 1) <= INT32_MAX,
+              "mask-row offsets fit 32 bits");
 using eagle4::MAX_CANDIDATES;
 using eagle4::MAX_TOP_K;
 using eagle4::MAX_VERIFY;
@@ -73,15 +77,13 @@ void update_draft_state_top(PORT(const float) topk_probas, PORT(const int64_t) t
 per_request:
   for (int b = 0; b < B; ++b) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 128
-    const int64_t rowC = static_cast<int64_t>(b) * C, rowK = static_cast<int64_t>(b) * K;
-    const int64_t rowN = static_cast<int64_t>(b) * N, rowW = static_cast<int64_t>(b) * W;
+    const int rowC = b * C, rowK = b * K, rowN = b * N, rowW = b * W;  // 32-bit (static_assert above)
     // steps 1-5 (update_draft_state_core.hpp)
     eagle4::k2::update_request(
         topk_probas + rowC, topk_tokens + rowC, sorted_scores + rowC, sorted_indexs + rowC, parent_indexs + rowK,
-        topk_indexs + rowW, eagle4::port_row(input_tree_mask, rowW * mask_w), mask_w, K, W, Ic, cc, curr_depth, N, z,
+        topk_indexs + rowW, mask_w > 0 ? input_tree_mask + rowW * mask_w : input_tree_mask, mask_w, K, W, Ic, cc, curr_depth, N, z,
         cumu_tokens + rowN, cumu_scores + rowN, cumu_deltas + rowN, prev_indexs + rowN, next_indexs + rowN,
         side_indexs + rowN, output_scores + rowK, output_tokens + rowK,
-        work_scores + static_cast<int64_t>(b) * (M + K), sort_scores + static_cast<int64_t>(b) * M,
-        output_tree_mask + rowK * (static_cast<int64_t>(I) + 1), static_cast<int64_t>(I) + 1);
+        work_scores + b * (M + K), sort_scores + b * M, output_tree_mask + rowK * (I + 1), I + 1);
   }
 }

@@ -6,8 +6,9 @@
 # The Vitis entry points (one per kernel and fused pipeline: 32-bit scalars, the counters block) and the HBM
 # bank map are generated from the tops into $(XCLBIN_BUILD)/gen (eagle4.backends.xrt_abi; see README.md here).
 # One .xo per entry point (v++ -c: the entry point plus the synthesized sources of the design it wraps, as its
-# design.desc lists them), then one link (v++ -l) with the bank map (one pseudo-channel per m_axi bundle, striped;
-# CONNECTIVITY= replaces it, e.g. for a platform whose memory is not named HBM[n]).
+# design.desc lists them), then one link (v++ -l) with the bank map (per kernel: each 512-bit hot stream striped over
+# 4 HBM pseudo-channels of its own, every other bundle on a channel of its own; CONNECTIVITY= replaces it, e.g. for a
+# platform whose memory is not named HBM[n]).
 # Without v++ on PATH, or without PLATFORM, the target stops at once and says what is missing.
 
 TARGET          ?= hw

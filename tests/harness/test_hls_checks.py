@@ -203,6 +203,6 @@ def test_the_loop_rules_see_the_per_kernel_ports():
     ds = hls_designs.designs(csim.HLS_DIR)
     per_kernel = {n: d for n, d in ds.items() if d.tb}
     assert len(per_kernel) == 7
-    for name, d in per_kernel.items():
+    for name in per_kernel:
         ports = {p for f in hls_designs.synth_sources(name, ds) for p, _, _ in hls_checks.maxi_ports(f.read_text())}
         assert len(ports) >= 3, (name, ports)

@@ -39,8 +39,8 @@ from eagle4.backends import csim, hls_designs
 _CONTROL = re.compile(r"^(if|else|for|while|switch|do)\b")
 
 
-def strip_comments(text: str) -> str:
-    """C++ text with comments and string literals blanked (newlines and offsets kept)."""
+def strip_comments(text: str, strings: bool = True) -> str:
+    """C++ text with comments and (``strings``) string literals blanked (newlines and offsets kept)."""
     out, i, n = [], 0, len(text)
     while i < n:
         if text.startswith("//", i):
@@ -57,7 +57,7 @@ def strip_comments(text: str) -> str:
             j = i + 1
             while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
-            out.append('"' + " " * (min(j, n - 1) - i - 1) + '"')
+            out.append('"' + (" " * (min(j, n - 1) - i - 1) if strings else text[i + 1:min(j, n - 1)]) + '"')
             i = j + 1
         else:
             out.append(text[i])
@@ -179,16 +179,21 @@ def maxi_ports(text: str) -> list[tuple[str, str, bool]]:
 def check_hot_bundles(path: Path) -> list[str]:
     """hot-bundle: every hot port of the tops of one source alone on its bundle (per function: a file may
     hold several tops, e.g. K1's bf16 and f32 tops expand the same pragma macro)."""
-    code = strip_comments(Path(path).read_text())
+    text = Path(path).read_text()
+    code, with_strings = strip_comments(text), strip_comments(text, strings=False)  # same offsets
     problems = []
     seen: set[tuple[str, str]] = set()
+    macros = {m.group(1): m.start() for m in re.finditer(r"#define\s+(\w+)", code)}
     for blk in _blocks(code):
         if not _is_function_header(_header(code, blk[0])):
             continue
-        body = code[blk[0]:blk[1]]
+        body = with_strings[blk[0]:blk[1]]
         ports = maxi_ports(body)
-        if not ports and "EAGLE4_K1_INTERFACE" in body:  # a pragma macro: its definition holds the pragmas
-            ports = maxi_ports(code)
+        for name in re.findall(r"\b([A-Z][A-Z0-9_]+)\b", code[blk[0]:blk[1]]):
+            if name in macros:  # a pragma macro (K1's tops): its definition holds the pragmas
+                start = macros[name]
+                end = re.search(r"(?<!\\)\n", with_strings[start:])
+                ports += maxi_ports(with_strings[start:start + (end.end() if end else len(with_strings))])
         for port, bundle, hot in ports:
             others = sorted({p for p, b, _ in ports if b == bundle and p != port})
             if hot and others and (port, bundle) not in seen:
@@ -341,7 +346,7 @@ def check_designs(hls_dir: Path | None = None) -> list[str]:
         if not d.tb:
             continue
         srcs = hls_designs.synth_sources(name, ds)
-        ports = {p for port_src in srcs for p, _, _ in maxi_ports(strip_comments(port_src.read_text()))}
+        ports = {p for port_src in srcs for p, _, _ in maxi_ports(strip_comments(port_src.read_text(), strings=False))}
         cores = sorted(d.folder.glob("*_core.hpp"))
         for f in srcs + [c for c in cores if c not in srcs]:
             problems += check_loops(f, ports)

@@ -313,26 +313,51 @@ def bank_map(text: str | None = None) -> dict[tuple[str, str], list[int]]:
     return out
 
 
-def render_connectivity(n_channels: int = 32) -> str:
-    """One HBM pseudo-channel per m_axi bundle, striped round-robin over the kernels' bundles so the hot
-    streams of one kernel sit on different channels (the striping the FPGA-designs issue asks for)."""
+HBM_CHANNELS = 32  # pseudo-channels of the board's HBM as the generated map numbers them
+HOT_STRIPE = 4     # pseudo-channels a hot stream is striped over (a 512-bit port at II=1 outruns one channel)
+
+
+def bundles(k: KernelIface) -> dict[str, tuple[list[str], bool]]:
+    """{bundle: ([its m_axi ports in argument order], hot)} of a kernel. A bundle is hot when one of its
+    ports is widened to 512 bits (``max_widen_bitwidth = 512``: a stream moved at a beat per cycle)."""
+    out: dict[str, tuple[list[str], bool]] = {}
+    for a in k.buffers:
+        b = re.search(r"bundle\s*=\s*(\w+)", a.pragma or "bundle = gmem").group(1)
+        hot = re.search(r"max_widen_bitwidth\s*=\s*512\b", a.pragma or "") is not None
+        ports, was_hot = out.get(b, ([], False))
+        out[b] = (ports + [a.name], was_hot or hot)
+    return out
+
+
+def render_connectivity(n_channels: int = HBM_CHANNELS) -> str:
+    """The HBM map of the compute units: per kernel, each hot bundle striped over its own HOT_STRIPE
+    pseudo-channels (``HBM[a:a+3]``), each other bundle and the counters block on a channel of its own, so
+    no two bundles of a kernel share a channel. Kernels take consecutive channel ranges, wrapping to 0 when
+    a kernel's range would pass the last channel (compute units of different kernels run one after the
+    other in this flow, so their ranges may overlap)."""
     L = ["# GENERATED at build time by eagle4.backends.xrt_abi: v++ --config of the EAGLE4 xclbin.",
-         "# One compute unit per kernel; each m_axi bundle of a kernel on its own HBM pseudo-channel, striped",
-         "# round-robin so that two bundles of one kernel never share a channel. Ports of one bundle share it.",
+         "# One compute unit per kernel. Per kernel: each hot bundle (a 512-bit widened stream) striped over",
+         f"# {HOT_STRIPE} HBM pseudo-channels of its own, every other bundle and the counters block on one channel",
+         "# each: two bundles of a kernel never share a channel. Ports of one bundle share its channels.",
          "[connectivity]"]
     ch = 0
     for n in KERNEL_NAMES:
         L.append(f"nk={n}:1:{n}_1")
     for n in KERNEL_NAMES:
-        k = interface(n)
-        bundle_ch: dict[str, int] = {}
-        for a in k.buffers:
-            b = re.search(r"bundle\s*=\s*(\w+)", a.pragma or "bundle = gmem0").group(1)
-            if b not in bundle_ch:
-                bundle_ch[b] = ch % n_channels
-                ch += 1
-            L.append(f"sp={n}_1.{a.name}:HBM[{bundle_ch[b]}]")
-        L.append(f"sp={n}_1.e4_counters:HBM[{ch % n_channels}]")
+        bs = bundles(interface(n))
+        need = sum(HOT_STRIPE if hot else 1 for _, hot in bs.values()) + 1
+        if need > n_channels:
+            raise InterfaceError(f"{n}: its bundles need {need} HBM pseudo-channels, the map has {n_channels}")
+        if ch + need > n_channels:
+            ch = 0
+        ranges: dict[str, str] = {}
+        for b, (_, hot) in sorted(bs.items(), key=lambda kv: not kv[1][1]):  # hot bundles first
+            width = HOT_STRIPE if hot else 1
+            ranges[b] = f"HBM[{ch}:{ch + width - 1}]" if width > 1 else f"HBM[{ch}]"
+            ch += width
+        for b, (ports, _) in bs.items():
+            L += [f"sp={n}_1.{port}:{ranges[b]}" for port in ports]
+        L.append(f"sp={n}_1.e4_counters:HBM[{ch}]")
         ch += 1
     return "\n".join(L) + "\n"
 
