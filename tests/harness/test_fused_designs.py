@@ -485,3 +485,55 @@ def test_draft_refuses_token_ids_beyond_its_32bit_state(tensor):
     a[tensor][1] = 2**31
     with pytest.raises(fc.FusedCsimError, match=rf"{tensor}\[1\] = 2147483648 does not fit"):
         fc.run_draft("fused", s, a)
+
+
+def test_lane_topk_equals_one_sequential_scan(tmp_path):
+    """The draft top-K in 16 lanes + merge (e4f_stages.hpp topk_row) selects the same K in the same order as one
+    sequential insertion scan in (p desc, v asc), on rows with ties, NaN and infinities, every K and short rows."""
+    from eagle4.backends import csim
+
+    if csim.tools_missing():
+        pytest.fail(csim.tools_missing(), pytrace=False)
+    src = tmp_path / "topk.cpp"
+    src.write_text(r"""#include <cstdio>
+#include <random>
+#include "e4f_stages.hpp"
+using namespace e4f;
+static void ref(const float* row, int V, int K, float* op, int64_t* oi) {  // one sequential insertion scan
+  int n = 0;
+  for (int v = 0; v < V; ++v) {
+    const float p = row[v];
+    if (n == K && !before(p, v, op[K - 1], oi[K - 1])) continue;
+    int pos = (n < K) ? n++ : K - 1;
+    while (pos > 0 && before(p, v, op[pos - 1], oi[pos - 1])) { op[pos] = op[pos - 1]; oi[pos] = oi[pos - 1]; --pos; }
+    op[pos] = p; oi[pos] = v;
+  }
+}
+int main() {
+  std::mt19937 g(7);
+  const float pool[] = {0.5f, 0.25f, 0.125f, 0.0f, -0.0f, __builtin_nanf(""), __builtin_inff(), -__builtin_inff(), 1e-30f};
+  int bad = 0, cases = 0;
+  for (int t = 0; t < 3000; ++t, ++cases) {
+    const int V = 1 + g() % 120, K = 1 + g() % E4F_MAX_K;
+    float row[128];
+    for (int v = 0; v < V; ++v) row[v] = (g() % 3 == 0) ? pool[g() % 9] : float(g() % 7) / 7.0f;
+    float a[E4F_MAX_K], b[E4F_MAX_K]; int64_t ia[E4F_MAX_K], ib[E4F_MAX_K];
+    ref(row, V, K, a, ia);
+    topk_row(row, V, K, b, ib);
+    const int n = V < K ? V : K;
+    for (int k = 0; k < n; ++k)
+      if (ia[k] != ib[k] || std::memcmp(&a[k], &b[k], 4) != 0) { ++bad; break; }
+  }
+  std::printf("%d %d\n", cases, bad);
+  return 0;
+}
+""")
+    exe = tmp_path / "topk"
+    p = csim.run_cxx([csim.find_cxx(), "-std=c++17", "-O1", "-ffp-contract=off", "-Wno-unknown-pragmas",
+                      *csim.include_flags(), f"-I{csim.HLS_DIR / 'fused' / 'common'}", str(src), "-o", str(exe)],
+                     "top-K equivalence", tmp_path)
+    assert p.returncode == 0, p.stderr
+    import subprocess
+
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    assert out == ["3000", "0"], out

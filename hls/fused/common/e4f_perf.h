@@ -10,8 +10,8 @@
 // (tests/harness/test_hls_cycles.py) fails when a pragma and its constant disagree. Where a synthesis
 // report exists, its II replaces the constant (eagle4.budget.cycles says which).
 //
-// The values are what the code does: lanes 1 where no loop is unrolled. Not counted (the model is a lower bound): the
-// draft top-K insertion scan, K6's sampling passes and the per-request loops of the K1-K4 cores.
+// The values are what the code does: lanes 1 where no loop is unrolled. Not counted (the model is a lower bound):
+// K6's sampling passes, the per-request loops of the K1-K4 cores, and a row's tail past its last full beat.
 #ifndef E4F_PERF_H
 #define E4F_PERF_H
 
@@ -28,7 +28,9 @@
   X(ROW_AMAX)        /* K5 row statistics: argmax pass */                                           \
   X(ROW_MAX)         /* K5 row statistics: max pass */                                              \
   X(ROW_EXP)         /* K5 row statistics: exp-sum pass (16 partial sums) */                        \
-  X(ROW_PROBA)       /* softmax probability of one element */
+  X(ROW_PROBA)       /* softmax probability of one element */                                       \
+  X(TOPK_SCAN)       /* draft top-K: 16 lane-local sorted lists, one insertion per lane and cycle */  \
+  X(TOPK_MERGE)      /* draft top-K: one pick of the merge of the lanes' lists */
 
 // Loops that run beside others (ping-pong buffers): X(producer, consumer). The producer's iterations run
 // while its consumers work on the other buffer, except those counted with E4F_EXPOSED on (the first
@@ -72,6 +74,12 @@
 #define E4F_LANES_ROW_EXP 16
 #define E4F_II_ROW_PROBA 1
 #define E4F_LANES_ROW_PROBA 16  // element-wise over a row buffer partitioned cyclically by 16
+// draft top-K (e4f_stages.hpp topk_row): 16 lanes over the row buffer, each a K-entry sorted list in
+// registers compared with the new element at once (one insertion per cycle); the merge picks one of K per cycle
+#define E4F_II_TOPK_SCAN 1
+#define E4F_LANES_TOPK_SCAN 16
+#define E4F_II_TOPK_MERGE 1
+#define E4F_LANES_TOPK_MERGE 1
 
 static_assert(E4F_LANES_LMH_MAC == E4F_LMH_LANES * E4F_LMH_RT, "the MAC array's lanes are its h lanes x hidden rows");
 static_assert(E4F_LANES_LMH_WLOAD == E4F_LMH_LANES, "a weight beat is one word of the MAC array's lanes");

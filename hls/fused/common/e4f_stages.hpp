@@ -220,20 +220,57 @@ inline float proba(float logit, float temp, const RowStats& st) {
 }
 
 // ---- external draft top-K (§5.4 step 6, D24): best K of a probability row, (p desc, v asc) ----
+// E4F_LANES_TOPK_SCAN lanes: lane j keeps the best K of the elements v = j, j + LANES, ... (a sorted list
+// of K registers, one insertion per cycle: every entry compares with the new element at once), then the
+// lanes' lists merge, best head first. `before` is a total order (ties broken by the unique index), so
+// the K selected and their order are exactly those of one sequential scan.
+#define E4F_TOPK_LANES E4F_LANES_TOPK_SCAN
+inline void topk_insert(float* lp, int32_t* li, int& n, int K, float p, int v) {
+  int pos = 0;  // entries ranked before the new element (the list is sorted)
+  for (int q = 0; q < E4F_MAX_K; ++q)
+    if (q < n && before(lp[q], li[q], p, v)) ++pos;
+  if (pos >= K) return;
+  for (int q = E4F_MAX_K - 1; q > 0; --q)  // shift the entries after pos one down (the K-th falls off)
+    if (q > pos && q < K && q - 1 < n) {
+      lp[q] = lp[q - 1];
+      li[q] = li[q - 1];
+    }
+  lp[pos] = p;
+  li[pos] = v;
+  if (n < K) ++n;
+}
 template <typename PR>
 void topk_row(PR row, int64_t V, int K, float* op, int64_t* oi) {
-  int n = 0;
-  for (int v = 0; v < V; ++v) {
-    const float p = row[v];
-    if (n == K && !before(p, v, op[K - 1], oi[K - 1])) continue;
-    int pos = (n < K) ? n++ : K - 1;
-    while (pos > 0 && before(p, v, op[pos - 1], oi[pos - 1])) {
-      op[pos] = op[pos - 1];
-      oi[pos] = oi[pos - 1];
-      --pos;
+  float tk_p[E4F_TOPK_LANES][E4F_MAX_K];
+  int32_t tk_i[E4F_TOPK_LANES][E4F_MAX_K];
+  int tk_n[E4F_TOPK_LANES];
+#pragma HLS ARRAY_PARTITION variable = tk_p type = complete dim = 0
+#pragma HLS ARRAY_PARTITION variable = tk_i type = complete dim = 0
+#pragma HLS ARRAY_PARTITION variable = tk_n type = complete dim = 0
+  for (int j = 0; j < E4F_TOPK_LANES; ++j) tk_n[j] = 0;
+  for (int v0 = 0; v0 < V; v0 += E4F_TOPK_LANES) {
+#pragma HLS PIPELINE II = E4F_II_TOPK_SCAN
+    E4F_TRIPS(TOPK_SCAN, E4F_LANES_TOPK_SCAN);
+    for (int j = 0; j < E4F_TOPK_LANES; ++j) {
+#pragma HLS UNROLL factor = E4F_LANES_TOPK_SCAN
+      if (v0 + j < V) topk_insert(tk_p[j], tk_i[j], tk_n[j], K, row[v0 + j], v0 + j);  // the row's tail: masked
     }
-    op[pos] = p;
-    oi[pos] = v;
+  }
+  int head[E4F_TOPK_LANES];
+#pragma HLS ARRAY_PARTITION variable = head type = complete dim = 0
+  for (int j = 0; j < E4F_TOPK_LANES; ++j) head[j] = 0;
+  const int n = V < K ? static_cast<int>(V) : K;
+  for (int k = 0; k < n; ++k) {  // the merge: the best head of the lanes, K times
+#pragma HLS PIPELINE II = E4F_II_TOPK_MERGE
+    E4F_TRIPS(TOPK_MERGE, 1);
+    int best = -1;
+    for (int j = 0; j < E4F_TOPK_LANES; ++j)
+      if (head[j] < tk_n[j] &&
+          (best < 0 || before(tk_p[j][head[j]], tk_i[j][head[j]], tk_p[best][head[best]], tk_i[best][head[best]])))
+        best = j;
+    op[k] = tk_p[best][head[best]];
+    oi[k] = tk_i[best][head[best]];
+    ++head[best];
   }
 }
 

@@ -12,8 +12,9 @@
 * An m_axi bundle moves one element per cycle, or a full beat (``max_widen_bitwidth``/8 bytes) for a
   port its pragma widens: ``C_ports = the busiest bundle's accesses`` (bundles and widths from the
   synthesis top's INTERFACE pragmas, bytes from the port counters).
-* ``cycles = max(C_loops, C_ports)``: a lower bound (no control overhead, no stalls; the top-K insertion
-  scan, K6's sampling passes and the K1-K4 cores' loops are not counted; their port accesses are).
+* ``cycles = max(C_loops, C_ports)``: a lower bound (no control overhead, no stalls; K6's sampling passes
+  and the K1-K4 cores' loops are not counted, nor a row's tail past its last full beat; their port accesses
+  are).
 
 Where a synthesis report of a design exists (``<[fpga].synth_reports_dir>/<design>/csynth.xml``), its
 latency and estimated clock replace the model and the provenance says ``synthesis``.

@@ -222,8 +222,7 @@ def write_sheet(rows: list[dict], csv_path, md_path, r: BytesResult) -> None:
          "the model's H and V like the bytes); loops declared ping-pong (E4F_PINGPONG) overlap their consumers but "
          "for the first tile; an m_axi bundle moves a 512-bit beat per cycle where its pragma widens the port "
          "(max_widen_bitwidth), else one element; cycles = max(loops, busiest bundle), a lower bound (no control "
-         "overhead or stalls; the top-K "
-         "scan, K6 sampling and the K1-K4 cores' loops are not counted). A synthesis report of a design "
+         "overhead or stalls; K6 sampling and the K1-K4 cores' loops are not counted). A synthesis report of a design "
          "replaces it (provenance `synthesis`).",
          "",
          f"**Unfused kernels**: the declared model of the contract (HBM {f.hbm_peak_gbps:g} GB/s x efficiency "
