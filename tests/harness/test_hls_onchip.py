@@ -137,3 +137,24 @@ def test_an_overflowing_pool_moves_the_cheapest_set():
     assert pl["big"] == "bram" and sorted(pl.values()).count("uram") == 1
     total = sum(x.physical_bytes for x in onchip.place([big, *small], cap, 1e9))
     assert total == bram + onchip.physical_bytes(small[0], "uram") - onchip.physical_bytes(small[0], "bram")
+
+
+def test_bind_storage_pins_an_array():
+    """An array the code binds (BIND_STORAGE impl = uram / bram) stays in that pool: the model neither places it
+    where it would cost less nor moves it when the pool overflows; unbound URAM arrays are listed."""
+    assert onchip.bind_pragmas(["#pragma HLS BIND_STORAGE variable = w type = ram_2p impl = uram\n"
+                                "#pragma HLS BIND_STORAGE variable = f type = fifo impl = srl\n"]) == {"w": "uram"}
+    small = Array("small", 128, 32, (), 1, "uram")  # one RAMB18 in BRAM, a whole URAM288 when bound there
+    assert {x.array.name: x.pool for x in onchip.place([small], 1e9, 1e9)} == {"small": "uram"}
+    big = Array("big", 5120, 1024, (), 16, "bram")
+    s = Array("s", 131072, 32)
+    cap = onchip.physical_bytes(big, "bram")  # only the bound array fits: the unbound one must move
+    pl = {x.array.name: x for x in onchip.place([big, s], cap, 1e9)}
+    assert pl["big"].pool == "bram" and pl["s"].pool == "uram"
+    st = onchip.DesignStorage("d", list(pl.values()), cap, 1e9)
+    assert [x.array.name for x in st.unbound_uram] == ["s"]
+    from eagle4.contract import load_contract
+
+    c = load_contract(csim.REPO / "contracts" / "default.toml")
+    draft = {x.array.name.split(" ")[0]: x for x in onchip.measure(c, ["fused_draft"])[0].placements}
+    assert draft["e4f::draft::logits2"].array.bind == "uram" and draft["e4f::draft::logits2"].pool == "uram"

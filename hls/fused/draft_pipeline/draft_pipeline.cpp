@@ -215,6 +215,8 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
 #pragma HLS ARRAY_PARTITION variable = sping type = complete dim = 1
 #pragma HLS ARRAY_PARTITION variable = spong type = complete dim = 1
 #pragma HLS ARRAY_PARTITION variable = logits2 type = cyclic factor = E4F_LOGITS2_BANKS dim = 2
+#pragma HLS BIND_STORAGE variable = logits2 type = ram_s2p impl = uram
+#pragma HLS BIND_STORAGE variable = hid_bits type = ram_s2p impl = bram
   const int hfull = H / E4F_LANES_LMH_HLOAD * E4F_LANES_LMH_HLOAD;  // full beats, then the uncounted tail
   for (int r = 0; r < R; ++r) {
     for (int h0 = 0; h0 < hfull; h0 += E4F_LANES_LMH_HLOAD) {

@@ -41,6 +41,11 @@ def render(res, rows: list[dict], storage: list, pair, h100: dict[int, dict] | N
         L.append(f"* `{x.array.name}`: {x.array.elems} x {x.array.elem_bits} bit -> {x.physical_bytes / 1e6:.2f} MB "
                  f"{x.pool.upper()}")
     lut = [f for f in pair.lut_fifos]
+    ub = pair.unbound_uram
+    L += ["", "Bound by the code (`#pragma HLS BIND_STORAGE`): "
+          + (", ".join(f"`{x.array.name}` ({x.pool.upper()})" for x in pair.placements if x.array.bind) or "none")
+          + ". Placed in URAM by this model with no binding in the code (Vitis alone would bind them to block "
+          "RAM): " + (", ".join(f"`{x.array.name}` ({x.physical_bytes / 1e6:.2f} MB)" for x in ub) or "none") + "."]
     L += ["", f"FIFOs (hls::stream, depth x element width from the same build): {pair.fifo_count} in the fused pair; "
           f"bound as Vitis binds a default FIFO (SRL when depth <= {onchip.FIFO_SRL_MAX_DEPTH} and <= "
           f"{onchip.FIFO_SRL_MAX_BITS} bits, the config_storage defaults; otherwise a RAM: LUTRAM up to "

@@ -25,8 +25,10 @@ Each array is rounded to the physical words of the memories it can map to, at it
   elements wider than 36 bits as 72-bit BRAM36 pairs;
 * URAM288: 72-bit words x 4096, 288 Kib per block (a 32-bit element wastes 40 of 72 bits).
 
-An array goes where it costs less; a full pool moves arrays to the other, those that cost the least
-extra there first. The device budget
+An array the code binds (``#pragma HLS BIND_STORAGE ... impl = bram|uram``) goes where the code puts it; any
+other goes where it costs less, and a full pool moves the set of them that costs the least extra to the other
+(a binding a designer would declare: Vitis alone binds an unbound array to block RAM; the report lists the
+unbound arrays this model puts in URAM). The device budget
 is ``[fpga].bram_mb`` and ``[fpga].uram_mb`` of the contract (10^6 bytes). Provenance ``computed``
 (from the synthesis-mode build, not from a synthesis report).
 """
@@ -36,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 BRAM18_BITS = 18 * 1024
@@ -83,6 +85,7 @@ class Array:
     elem_bits: int
     dims: tuple = ()  # the array's dimensions (outermost first), as declared
     banks: int = 1  # ARRAY_PARTITION: this many memories of ``elems`` elements each
+    bind: str = ""  # BIND_STORAGE impl the code declares ("bram" / "uram"); "" = placed by the model
 
     @property
     def payload_bytes(self) -> int:
@@ -259,6 +262,21 @@ def storage_pragmas(texts: list[str]) -> tuple[dict[str, tuple[str, str, int]], 
     return parts, frozenset(agg)
 
 
+_BIND = re.compile(r"#pragma\s+HLS\s+BIND_STORAGE\b([^\n]*)", re.I)
+
+
+def bind_pragmas(texts: list[str]) -> dict[str, str]:
+    """{variable: "bram" | "uram"} of the ``#pragma HLS BIND_STORAGE ... impl = bram|uram`` in C++ sources."""
+    out = {}
+    for text in texts:
+        for m in _BIND.finditer(text):
+            kv = dict(re.findall(r"(\w+)\s*=\s*(\w+)", m.group(1)))
+            impl = kv.get("impl", "").lower()
+            if kv.get("variable") and impl in ("bram", "uram"):
+                out[kv["variable"]] = impl
+    return out
+
+
 def _macros(texts: list[str]) -> dict[str, int]:
     out = {}
     for text in texts:
@@ -280,7 +298,7 @@ def partition(a: Array, pragma: tuple[str, str, int] | None, macros: dict[str, i
     if f < 1:
         raise ValueError(f"ARRAY_PARTITION of {a.name}: factor {factor!r} is not a number or a known macro")
     f = min(f, d)
-    return Array(a.name + f" [{kind} x{f}, dim {dim}]", math.ceil(a.elems / f), a.elem_bits, a.dims, a.banks * f)
+    return Array(a.name + f" [{kind} x{f}, dim {dim}]", math.ceil(a.elems / f), a.elem_bits, a.dims, a.banks * f, a.bind)
 
 
 def measure_design(name: str, *, cache_dir=None) -> list:
@@ -322,13 +340,14 @@ def measure_design(name: str, *, cache_dir=None) -> list:
         raise csim.BackendUnavailable(f"on-chip measurement needs g++ and hls4ml: {csim.tools_missing()}")
     entry, _ = csim.cached_build(root, digest, builder)
     macros = _macros(texts)
+    binds = bind_pragmas(texts)
     out = []
     for a in json.loads((entry / "arrays.json").read_text()):
         arr = Array(**{**a, "dims": tuple(a.get("dims", ()))})
         var = re.split(r"[.]", arr.name)[0].split(":")[-1]
         p = partition(arr, pragmas.get(var), macros)
         if p is not None:
-            out.append(p)
+            out.append(replace(p, bind=binds.get(var, "")))
     return out + [Fifo(**a) for a in json.loads((entry / "fifos.json").read_text())]
 
 
@@ -380,13 +399,13 @@ def place(arrays: list[Array], bram_cap: float, uram_cap: float) -> list[Placeme
     them, the cheapest moves by ratio first (a greedy fallback)."""
     arrays = [a.as_array() if isinstance(a, Fifo) else a for a in arrays]
     pl = [Placement(a, p, physical_bytes(a, p)) for a in arrays
-          for p in [min(("bram", "uram"), key=lambda q: (physical_bytes(a, q), q))]]
+          for p in [a.bind or min(("bram", "uram"), key=lambda q: (physical_bytes(a, q), q))]]
     caps = {"bram": bram_cap, "uram": uram_cap}
     for full, other in (("bram", "uram"), ("uram", "bram")):
         used = sum(x.physical_bytes for x in pl if x.pool == full)
         if used <= caps[full]:
             continue
-        mine = [x for x in pl if x.pool == full]
+        mine = [x for x in pl if x.pool == full and not x.array.bind]  # a bound array stays where the code puts it
         extra = [physical_bytes(x.array, other) - x.physical_bytes for x in mine]
         pick = _cheapest_cover(extra, [x.physical_bytes for x in mine], int(math.ceil(used - caps[full])))
         room = caps[other] - sum(x.physical_bytes for x in pl if x.pool == other)
@@ -425,6 +444,11 @@ class DesignStorage:
         return sum(x.physical_bytes for x in self.placements if x.pool == pool)
 
     @property
+    def unbound_uram(self) -> list[Placement]:
+        """Arrays the model puts in URAM although the code declares no BIND_STORAGE for them."""
+        return [x for x in self.placements if x.pool == "uram" and not x.array.bind]
+
+    @property
     def payload(self) -> int:
         return sum(x.array.payload_bytes for x in self.placements)
 
@@ -457,8 +481,7 @@ def storage_of(design: str, items: list, bram_cap: float, uram_cap: float) -> De
 
 def combined(parts: list[DesignStorage], name: str) -> DesignStorage:
     """Designs resident on the device together (the two fused pipelines): one placement of all arrays."""
-    arrays = [Array(f"{p.design}:{x.array.name}", x.array.elems, x.array.elem_bits, x.array.dims, x.array.banks)
-              for p in parts for x in p.placements]
+    arrays = [replace(x.array, name=f"{p.design}:{x.array.name}") for p in parts for x in p.placements]
     lut = [Fifo(f"{p.design}:{f.name}", f.depth, f.width_bits, f.count) for p in parts for f in p.lut_fifos]
     return DesignStorage(name, place(arrays, parts[0].bram_cap, parts[0].uram_cap), parts[0].bram_cap,
                          parts[0].uram_cap, lut)
@@ -474,7 +497,8 @@ def rows(parts: list[DesignStorage], sha: str) -> list[dict]:
         for x in sorted(p.placements, key=lambda x: -x.physical_bytes):
             out.append({"contract_sha256": sha, "design": p.design, "array": x.array.name, "elems": x.array.elems,
                         "elem_bits": x.array.elem_bits, "banks": x.array.banks,
-                        "payload_bytes": x.array.payload_bytes, "pool": x.pool,
+                        "payload_bytes": x.array.payload_bytes,
+                        "pool": x.pool + (" (BIND_STORAGE)" if x.array.bind else ""),
                         "physical_bytes": x.physical_bytes, "provenance": "computed"})
         for f in sorted(p.lut_fifos, key=lambda f: -f.lut_bytes):  # LUT storage, not in the BRAM/URAM total
             out.append({"contract_sha256": sha, "design": p.design, "array": f"fifo {f.name}", "elems": f.depth,
@@ -511,5 +535,5 @@ def write_csv(parts: list[DesignStorage], sha: str, path) -> Path:
     return path
 
 
-__all__ = ["Array", "Fifo", "DesignStorage", "storage_of", "measure", "measure_design", "combined", "static_arrays", "place",
+__all__ = ["Array", "Fifo", "DesignStorage", "storage_of", "bind_pragmas", "measure", "measure_design", "combined", "static_arrays", "place",
            "physical_bytes", "summary_line", "write_csv", "UTILIZATION_GOAL"]
