@@ -13,6 +13,7 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,17 @@ namespace cg = cooperative_groups;
   } while (0)
 
 static constexpr unsigned FULL = 0xffffffffu;
+
+// Programmatic dependent launch (sm_90; every op's kernel is launched with programmatic stream
+// serialization, see launch_ex). Each kernel begins with griddepcontrol.wait, which returns once the
+// previous kernel of the stream has completed and its memory is visible, so nothing is read or
+// written earlier than with a plain launch; then launch_dependents lets the next kernel of the
+// stream be launched now: its launch and block scheduling overlap this kernel instead of following
+// its completion. Without a programmatic predecessor the wait returns at once.
+__device__ __forceinline__ void pdl_begin() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 
 // ------------------------------------------------------------------------------------------
 // host-side tensor checks
@@ -63,6 +75,47 @@ static T* optptr(const std::optional<at::Tensor>& t) {
   return (t.has_value() && t->defined()) ? reinterpret_cast<T*>(t->data_ptr()) : nullptr;
 }
 static bool has(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
+
+// Programmatic dependent launch on unless EAGLE4_CUDA_PDL=0 (read once).
+static bool pdl_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("EAGLE4_CUDA_PDL");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
+// Every kernel launch of this file: cudaLaunchKernelEx with programmatic stream serialization
+// (pdl_begin) and, for cs >= 1, a thread-block cluster of cs blocks along x.
+template <typename KernelT, typename... Args>
+static void launch_ex(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs, cudaStream_t stream,
+                      Args... args) {
+  if (smem > 48 * 1024)
+    E4_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  if (cs > 8) E4_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (cs >= 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cs;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (pdl_enabled()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  E4_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
 
 // ------------------------------------------------------------------------------------------
 // device helpers
@@ -208,6 +261,7 @@ __global__ void __launch_bounds__(256) k1_kernel(
     int64_t* __restrict__ cache, int64_t* __restrict__ parent, const VT* __restrict__ hin,
     VT* __restrict__ hout, const int64_t* __restrict__ hot, int64_t Vh, int K, int W, int64_t cc,
     bool use_hot, int64_t row_units) {
+  pdl_begin();
   const int64_t b = blockIdx.x;
   const int r = blockIdx.y;
   const int C = W * K;
@@ -308,7 +362,7 @@ void draft_tree_layer_score_index_gen_op(
   dispatch_units(row_bytes, {input_hidden_states.data_ptr(), output_hidden_states.data_ptr()},
                  [&](auto unit, int64_t ub) {
                    using VT = decltype(unit);
-                   k1_kernel<VT><<<grid, 256, 0, stream>>>(
+                   launch_ex(k1_kernel<VT>, grid, dim3(256), 0, 0, stream,
                        ptr<float>(topk_probas_sampling), tok, ptr<float>(last_layer_scores),
                        ptr<float>(curr_layer_scores), ptr<float>(sort_layer_scores),
                        ptr<int64_t>(sort_layer_indices), ptr<int64_t>(cache_topk_indices),
@@ -332,6 +386,7 @@ __global__ void __launch_bounds__(128) k2_kernel(
     int64_t* __restrict__ next, int64_t* __restrict__ side, float* __restrict__ out_scores,
     int64_t* __restrict__ out_tokens, float* __restrict__ work, float* __restrict__ sort_scores,
     uint8_t* __restrict__ out_mask) {
+  pdl_begin();
   const int64_t b = blockIdx.x;
   const int C = W * K;
   const int tid = threadIdx.x, nt = blockDim.x;
@@ -460,7 +515,7 @@ void update_cumu_draft_state(
   TORCH_CHECK(smem <= 48 * 1024, "update_cumu_draft_state: max_verify_num too large for shared memory");
   const c10::cuda::CUDAGuard guard(topk_probas.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
-  k2_kernel<<<(unsigned)B, 128, smem, stream>>>(
+  launch_ex(k2_kernel, dim3((unsigned)B), dim3(128), smem, 0, stream,
       ptr<float>(topk_probas), ptr<int64_t>(topk_tokens), ptr<float>(sorted_scores),
       ptr<int64_t>(sorted_indexs), ptr<int64_t>(parent_indexs), ptr<int64_t>(topk_indexs),
       ptr<uint8_t>(input_tree_mask), (int)K, (int)W, Ic, cc, curr_depth, I, N, M, n0, n1,
@@ -477,6 +532,7 @@ void update_cumu_draft_state(
 __global__ void __launch_bounds__(128) k3_kernel(const float* __restrict__ work, int64_t B, int64_t n0, int K,
                                                  int64_t Vb, int64_t stride, float* __restrict__ deltas,
                                                  float* __restrict__ per_req) {
+  pdl_begin();
   extern __shared__ float pr[];  // [B, K+1]
   const int tid = threadIdx.x, nt = blockDim.x;
   const int64_t Vbp = Vb > 1 ? Vb : 1;
@@ -528,8 +584,8 @@ void calculate_work_deltas(at::Tensor work_scores, int64_t batch_size, int64_t n
   TORCH_CHECK(smem <= 48 * 1024, "calculate_work_deltas: batch too large for shared memory");
   const c10::cuda::CUDAGuard guard(work_scores.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
-  k3_kernel<<<1, 128, smem, stream>>>(ptr<float>(work_scores), B, n0, (int)K, verify_num, row_stride,
-                                      ptr<float>(work_deltas), optptr<float>(per_req_deltas));
+  launch_ex(k3_kernel, dim3(1), dim3(128), smem, 0, stream, ptr<float>(work_scores), B, n0, (int)K, verify_num,
+            row_stride, ptr<float>(work_deltas), optptr<float>(per_req_deltas));
   E4_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -542,6 +598,7 @@ __global__ void __launch_bounds__(256) k4_kernel(
     int64_t T, int64_t Q, bool wb, int32_t* __restrict__ qo, int32_t* __restrict__ kvp,
     int32_t* __restrict__ kvi, int64_t* __restrict__ pos, int32_t* __restrict__ mbits,
     int32_t* __restrict__ mbytes, uint8_t* __restrict__ packed, uint8_t* __restrict__ mbool) {
+  pdl_begin();
   extern __shared__ int64_t k4_sm[];
   int64_t* pre_kv = k4_sm;               // B+1
   int64_t* pre_bits = pre_kv + (B + 1);  // B+1
@@ -688,7 +745,7 @@ void fused_tree_mask_operator(at::Tensor seq_lens, at::Tensor req_pool_indices, 
   if (smem > 48 * 1024)
     E4_CUDA_CHECK(cudaFuncSetAttribute(k4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const int Y = (int)std::max<int64_t>(1, std::min<int64_t>(16, 264 / B));
-  k4_kernel<<<dim3((unsigned)B, (unsigned)Y), 256, smem, stream>>>(
+  launch_ex(k4_kernel, dim3((unsigned)B, (unsigned)Y), dim3(256), smem, 0, stream,
       ptr<int64_t>(seq_lens), ptr<int64_t>(req_pool_indices), ptr<int32_t>(req_to_token), req_to_token.size(0),
       S_max, ptr<int64_t>(tree_cache_locs), ptr<int64_t>(tree_parent), (int)B, T, Q, write_bool_mask,
       ptr<int32_t>(qo_indptr), ptr<int32_t>(kv_indptr), ptr<int32_t>(kv_indices), ptr<int64_t>(positions),
@@ -788,6 +845,7 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
                                                  int64_t V, int G, bool wp, float* __restrict__ probas,
                                                  int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
                                                  int64_t chunk) {
+  pdl_begin();
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
   const int CS = (int)cluster.num_blocks();
@@ -900,6 +958,7 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
                                                  int64_t V, int G, bool wp, float* __restrict__ probas,
                                                  int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
                                                  int64_t chunk) {
+  pdl_begin();
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
   const int CS = (int)cluster.num_blocks();
@@ -1028,26 +1087,6 @@ static int usable_cluster(KernelT kernel, int want, dim3 block, size_t smem) {
   return ok;
 }
 
-template <typename KernelT, typename... Args>
-static void launch_cluster(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs, cudaStream_t stream,
-                           Args... args) {
-  if (smem > 48 * 1024)
-    E4_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  if (cs > 8) E4_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cs;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  E4_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
-}
 
 // Tuning hook (the bench's sweep only): 0 = automatic, 1 = always the shared-memory kernel, 2 = the
 // register kernel wherever it applies; blocks = the grid size the register kernel aims at (0: 2 per SM).
@@ -1099,7 +1138,7 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
       }
     }
     c = (int)((V + chunk - 1) / chunk);
-    launch_cluster(kern, dim3((unsigned)c, (unsigned)R), dim3(nt), 0, c, stream, (const float*)ptr<float>(logits),
+    launch_ex(kern, dim3((unsigned)c, (unsigned)R), dim3(nt), 0, c, stream, (const float*)ptr<float>(logits),
                    (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
                    ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
     return true;
@@ -1147,7 +1186,7 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
     cs = (int)((V + chunk - 1) / chunk);
     const size_t smem = (size_t)chunk * sizeof(float);
     TORCH_CHECK(smem <= 227 * 1024, "convert_logits_to_probas: V too large");
-    launch_cluster(kern, dim3((unsigned)cs, (unsigned)R), block, smem, cs, stream, lp,
+    launch_ex(kern, dim3((unsigned)cs, (unsigned)R), block, smem, cs, stream, lp,
                    (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
                    ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
   };
@@ -1200,6 +1239,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
     const uint8_t* __restrict__ greedy_in, const float* __restrict__ coins, const float* __restrict__ fcoins,
     float thr_single, float thr_acc, int Q, int S, int64_t V, int32_t* __restrict__ predicts,
     int32_t* __restrict__ acc_idx, int32_t* __restrict__ acc_len, int64_t chunk) {
+  pdl_begin();
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
   const int CS = (int)cluster.num_blocks();
@@ -1460,6 +1500,25 @@ __global__ void __launch_bounds__(512) k6_kernel(
   }
 }
 
+// Blocks of `threads` threads and `smem` bytes the GPU holds at once (occupancy per SM x SMs; cached).
+template <typename KernelT>
+static int64_t resident_blocks(KernelT kernel, int threads, size_t smem) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, size_t>, int64_t> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_tuple((const void*)kernel, threads, smem);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  int per_sm = 0;
+  if (smem > 48 * 1024) (void)cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess || per_sm < 1)
+    per_sm = 1;
+  (void)cudaGetLastError();
+  const int64_t n = (int64_t)per_sm * sm_count();
+  cache[key] = n;
+  return n;
+}
+
 void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, at::Tensor retrive_next_token,
                               at::Tensor retrive_next_sibling, at::Tensor target_probs, at::Tensor target_predict,
                               at::Tensor is_greedy, at::Tensor coins, at::Tensor final_coins, double threshold_single,
@@ -1487,21 +1546,25 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   const float ta = ta_in > 1e-9f ? ta_in : 1e-9f;  // max(f32(threshold_acc), f32(1e-9))
   const c10::cuda::CUDAGuard guard(candidates.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
-  const dim3 block(B <= 16 ? 512 : 256);  // large batches: more (smaller) clusters resident per SM
+  const dim3 block(512);
   const bool vec = V % 4 == 0 && reinterpret_cast<uintptr_t>(target_probs.data_ptr()) % 16 == 0;
   auto k = vec ? k6_kernel<true> : k6_kernel<false>;
   auto smem_of = [&](int64_t chunk) {
     return (size_t)(chunk / K6_TILE + 1 + 33) * 8 + (size_t)Q * (6 * 8 + 4 + 4 + 4 + 4) + 8;
   };
   auto chunk_of = [&](int c) { int64_t ch = (V + c - 1) / c; return (ch + K6_TILE - 1) / K6_TILE * K6_TILE; };
-  int cs = (int)std::min<int64_t>(B <= 16 ? 16 : 8, std::max<int64_t>(1, (V + 8191) / 8192));
+  // blocks per request: as many as one wave of resident blocks holds for all B requests (large B: fewer,
+  // longer blocks instead of a second wave), at most 16 and at most one per 8192 entries of the row
+  const int64_t slots = resident_blocks(k, (int)block.x, smem_of(chunk_of(1)));
+  int cs = (int)std::min<int64_t>(std::min<int64_t>(16, std::max<int64_t>(1, slots / B)),
+                                  std::max<int64_t>(1, (V + 8191) / 8192));
   if (cs > 8) cs = usable_cluster(k, cs, block, smem_of(chunk_of(cs)));
   const int64_t chunk = chunk_of(cs);
   cs = (int)((V + chunk - 1) / chunk);
   const size_t smem = smem_of(chunk);
   TORCH_CHECK(smem <= 227 * 1024, "draft_tree_reject_sample: Q/V too large for shared memory");
   const dim3 grid((unsigned)cs, (unsigned)B);
-  launch_cluster(k, grid, block, smem, cs, stream, (const int64_t*)ptr<int64_t>(candidates),
+  launch_ex(k, grid, block, smem, cs, stream, (const int64_t*)ptr<int64_t>(candidates),
                  (const int64_t*)ptr<int64_t>(retrive_index), (const int64_t*)ptr<int64_t>(retrive_next_token),
                  (const int64_t*)ptr<int64_t>(retrive_next_sibling), (const float*)ptr<float>(target_probs),
                  (const int64_t*)ptr<int64_t>(target_predict), (const uint8_t*)ptr<uint8_t>(is_greedy),
@@ -1531,6 +1594,7 @@ __global__ void __launch_bounds__(256) k7_kernel(
     const int64_t* __restrict__ seq_lens, const int64_t* __restrict__ pool, int32_t* __restrict__ r2t, int64_t P,
     const int64_t* __restrict__ ocl, const VT* __restrict__ hidden, const int64_t* __restrict__ vnode, int B, int Q,
     int S, int64_t Smax, int64_t row_units, VT* __restrict__ next_hidden, K7Out o) {
+  pdl_begin();
   extern __shared__ int64_t k7_sm[];
   int64_t* wbuf = k7_sm;               // 33
   int64_t* accp = wbuf + 33;           // B+1: exclusive prefix of (a_b + 1)
@@ -1546,16 +1610,17 @@ __global__ void __launch_bounds__(256) k7_kernel(
   const int64_t BS = (int64_t)B * S, BQ = (int64_t)B * Q;
   const bool blk0 = blockIdx.x == 0;
   // loads issued up front so that their latency overlaps the first phase: the per-request scalars of
-  // this thread's first request, and (block 0, <= 8 slots a thread) the cache slots the free-slot
+  // this thread's first request, and (block 0, <= 4 slots a thread) the cache slots the free-slot
   // compaction of the end may need
   const int64_t L_pre = tid < B ? seq_lens[tid] : 0, pool_pre = tid < B ? pool[tid] : 0;
   const int32_t fin_pre = tid < B ? finish[tid] : 0;
   const int64_t ev_c = (BQ + nt - 1) / nt;
   const int64_t ev_s0 = (int64_t)tid * ev_c, ev_s1 = ev_s0 + ev_c < BQ ? ev_s0 + ev_c : BQ;
-  const bool ocl_pre_ok = blk0 && ev_c <= 8;
-  int64_t ocl_pre[8];
+  constexpr int NPRE = 4;
+  const bool ocl_pre_ok = blk0 && ev_c <= NPRE;
+  int64_t ocl_pre[NPRE];
 #pragma unroll
-  for (int u = 0; u < 8; ++u) ocl_pre[u] = (ocl_pre_ok && ev_s0 + u < ev_s1) ? ocl[ev_s0 + u] : 0;
+  for (int u = 0; u < NPRE; ++u) ocl_pre[u] = (ocl_pre_ok && ev_s0 + u < ev_s1) ? ocl[ev_s0 + u] : 0;
   // accepted rows, and (one parallel round of loads) what every accepted entry needs
   for (int64_t e = tid; e < BS; e += nt) {
     const int b = (int)e / S, j = (int)e - b * S;  // B*S < 2^21 (host check)
@@ -1676,7 +1741,8 @@ __global__ void __launch_bounds__(256) k7_kernel(
       for (int u = 0; u < 8; ++u) {
         const int64_t p = p0 + u;
         ev[u] = p < s1 && !((bm[p >> 5] >> (p & 31)) & 1u);
-        v[u] = ev[u] ? (ocl_pre_ok ? ocl_pre[u] : ocl[p]) : 0;  // ocl_pre_ok: one pass, p0 == s0
+        // ocl_pre_ok: one pass (p0 == s0) over <= NPRE slots
+        v[u] = ev[u] ? ((u < NPRE && ocl_pre_ok) ? ocl_pre[u % NPRE] : ocl[p]) : 0;
       }
 #pragma unroll
       for (int u = 0; u < 8; ++u)
@@ -1765,7 +1831,7 @@ void update_verify_result(
     auto k = k7_kernel<VT>;
     if (smem > 48 * 1024)
       E4_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    k<<<nblk, 256, smem, stream>>>(
+    launch_ex(k, dim3(nblk), dim3(256), smem, 0, stream,
         ptr<int32_t>(accept_index), ptr<int32_t>(predicts), ptr<int32_t>(finish_pos), ptr<int64_t>(seq_lens),
         ptr<int64_t>(req_pool_indices), ptr<int32_t>(req_to_token), req_to_token.size(0), ptr<int64_t>(out_cache_loc),
         ptr<VT>(hidden_states), with_nodes ? ptr<int64_t>(*verify_node_ids) : nullptr, (int)B, (int)Q, (int)S, S_max,

@@ -8,11 +8,14 @@
 #    source beside it (two processes, in parallel);
 # 2. parity on the cuda backend: the catalog (each case twice), the committed H100 dumps and the
 #    public CUDA goldens (reports/h100_parity procedure) -> DIR/pytest_log.txt. If our source fails to
-#    build or to match, the bench measures --old-src instead (DIR/bench_source.txt says which);
+#    match, parity again with EAGLE4_CUDA_PDL=0 (plain launches); if it fails to build or still to
+#    match, the bench measures --old-src instead (DIR/bench_source.txt says which); a graph-capture
+#    smoke test of the programmatic launches before the bench (EAGLE4_CUDA_PDL=0 if it fails);
 # 3. scripts/bench_h100_kernels.sh for contracts/default.toml and contracts/deployment-8b.toml
 #    (5 processes, ncu at B = 1) -> DIR/reports/;
 # 4. with --old-src: before/after of our ops from both sources in one process
-#    (python -m eagle4.perf.kernel_bench compare-src) -> DIR/compare_src.csv, DIR/compare_src_log.txt;
+#    (python -m eagle4.perf.kernel_bench compare-src) -> DIR/compare_src.csv, DIR/compare_src_log.txt,
+#    and the same with the kernels' programmatic dependent launch off -> DIR/compare_src_nopdl*;
 # 5. compute-sanitizer memcheck over the catalog (no large cases) and racecheck over the first 3
 #    cases of each kernel -> DIR/memcheck_log.txt, DIR/racecheck_log.txt.
 # Never changes the GPU's clocks or settings.
@@ -44,16 +47,24 @@ wait $PN; NEW_OK=$?
 [ -n "$PO" ] && wait $PO
 stamp "build new rc=$NEW_OK"
 
+parity() {  # $1: log file
+  { echo "$ EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1} python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py -k cuda --hw=cuda -p no:xdist -p no:cacheprovider -q"
+    timeout "$(box 150 250)" python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py \
+      tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py -k cuda --hw=cuda \
+      -p no:xdist -p no:cacheprovider -q 2>&1
+    echo "exit $?"; } > "$1"
+  tail -3 "$1"
+  grep -q "^exit 0$" "$1"
+}
 BENCH_SRC=$NEW
 if [ "$NEW_OK" = 0 ]; then
   stamp "parity"
-  { echo "$ python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py -k cuda --hw=cuda -p no:xdist -p no:cacheprovider -q"
-    timeout "$(box 150 300)" python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py \
-      tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py -k cuda --hw=cuda \
-      -p no:xdist -p no:cacheprovider -q 2>&1
-    echo "exit $?"; } > "$OUT/pytest_log.txt"
-  grep -q "^exit 0$" "$OUT/pytest_log.txt" || BENCH_SRC=""
-  tail -3 "$OUT/pytest_log.txt"
+  if ! parity "$OUT/pytest_log.txt"; then
+    # the kernels' programmatic dependent launch off (EAGLE4_CUDA_PDL=0), then the baseline source
+    export EAGLE4_CUDA_PDL=0
+    stamp "parity with EAGLE4_CUDA_PDL=0"
+    parity "$OUT/pytest_log_nopdl.txt" || BENCH_SRC=""
+  fi
 else
   BENCH_SRC=""
 fi
@@ -62,7 +73,16 @@ if [ -z "$BENCH_SRC" ]; then
   BENCH_SRC=$OLD   # the bench and the sanitizers measure the baseline source (built in step 1)
   export EAGLE4_KERNEL_SRC="$PWD/$OLD"
 fi
-echo "$BENCH_SRC sha256 $(sha256sum "$BENCH_SRC" | cut -d' ' -f1)" > "$OUT/bench_source.txt"
+if [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_CUDA_PDL:-1}" != 0 ]; then
+  # graph capture of the programmatic launches (the bench captures every op in CUDA graphs)
+  stamp "graph smoke test"
+  if ! timeout "$(box 60 200)" python3 -m eagle4.perf.kernel_bench compare-src --contract contracts/default.toml \
+       --src "$NEW" --points B1 --rounds 1 --out "$OUT/smoke.csv" > "$OUT/smoke_log.txt" 2>&1; then
+    export EAGLE4_CUDA_PDL=0
+    echo "graph capture with programmatic launches failed: EAGLE4_CUDA_PDL=0 from here" | tee -a "$OUT/smoke_log.txt"
+  fi
+fi
+echo "$BENCH_SRC sha256 $(sha256sum "$BENCH_SRC" | cut -d' ' -f1) EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1}" > "$OUT/bench_source.txt"
 stamp "bench ($BENCH_SRC)"
 timeout "$(box 330 120)" scripts/bench_h100_kernels.sh --out "$OUT/reports" > "$OUT/bench_log.txt" 2>&1
 echo "exit $?" >> "$OUT/bench_log.txt"
@@ -70,10 +90,17 @@ tail -3 "$OUT/bench_log.txt"
 
 if [ -n "$OLD" ] && [ "$BENCH_SRC" = "$NEW" ]; then
   stamp "compare old vs new"
-  timeout "$(box 60 90)" python3 -m eagle4.perf.kernel_bench compare-src --contract contracts/default.toml \
+  timeout "$(box 60 110)" python3 -m eagle4.perf.kernel_bench compare-src --contract contracts/default.toml \
     --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 --out "$OUT/compare_src.csv" \
     > "$OUT/compare_src_log.txt" 2>&1
-  echo "exit $?" >> "$OUT/compare_src_log.txt"
+  echo "exit $? (EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1})" >> "$OUT/compare_src_log.txt"
+  if [ "${EAGLE4_CUDA_PDL:-1}" != 0 ]; then  # the same without programmatic launches: what the kernels' code gives alone
+    stamp "compare old vs new, EAGLE4_CUDA_PDL=0"
+    EAGLE4_CUDA_PDL=0 timeout "$(box 60 90)" python3 -m eagle4.perf.kernel_bench compare-src \
+      --contract contracts/default.toml --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 \
+      --out "$OUT/compare_src_nopdl.csv" > "$OUT/compare_src_nopdl_log.txt" 2>&1
+    echo "exit $? (EAGLE4_CUDA_PDL=0)" >> "$OUT/compare_src_nopdl_log.txt"
+  fi
 fi
 
 stamp "memcheck"
