@@ -48,17 +48,16 @@ B1_MAX_US, STEP_B1_MAX_US, STEP_B128_MAX_US, K6_B128_MAX_US = 5.0, 8.0, 12.0, 20
 
 # (contract, point) -> why ours is slower than the best PyTorch anchor there (statement, not a waiver)
 KNOWN_SLOWER: dict[tuple[str, str], str] = {}
-# (contract, point, bar) -> why the bar is missed (measured 2026-11-26 10:45 UTC on the H100, 76f3df6;
-# before/after of issue 14's second kernel pass from kernel_bench compare-src in the same session)
-_K4 = 'one launch rebuilds two block scans and the ancestor rows before its first store (about three dependent global rounds); at B = 1, T = Q = 64 it also packs 16.9 KB in 16 blocks (verify: 6.98 -> 5.99 us in issue 14; the draft points met the bar)'
+# (contract, point, bar) -> why the bar is missed (measured 2026-11-26 11:02 UTC on the H100, f72c534, with
+# the kernels' programmatic dependent launches; before/after in reports/kernel_before_after/)
+_K4 = 'B = 1, T = Q = 64: 16 blocks each rebuild two block scans and 64 ancestor rows, then pack 16.9 KB (issue 14: 7.0 -> 5.7 us; the draft points and the default verify point meet the bar)'
 _K5S = 'a block per row (V = 260) still pays launch, two reduction barriers and IEEE divisions; anchor 12-13 us'
-_K5V = 'shared-memory kernel (8-block clusters of 512 threads): 1.58-1.62x at B >= 8, 2.23x at B = 1 (64 rows, 512 blocks in 1.3 waves of the resident slots); the register-resident variant measured slower at V = 128256 (sweep-k5)'
-_K5D = "register-resident kernel: each block loads, reduces across its cluster and stores in sequence; 3 blocks per SM do not overlap one block's loads with another's stores well enough (1.83-2.28x)"
-_K6 = "tree staged in shared memory, rows' accepted children resolved in parallel, then the final row's integer inverse CDF with a block scan and two cluster barriers; the cluster totals read by one warp in parallel took it from 13.7-17.7 to 11.5-11.9 us; the chain of dependent global reads (tree, tested probabilities, final row, sample tile) remains"
-_K7 = "the bookkeeping block's chain (accepted entries -> their predicts and slots -> one packed scan -> compaction -> free-slot scan) and the next_hidden copies; issue 14's up-front loads and single scan took it from 8.4-8.6 to 7.4-7.6 us"
-_STEP = 'three launches in one graph cost their sum (K1 + K2 + K3); the fused draft-layer kernel is not written'
-_K5B = 'a few rows of 16384 (0.5-2.1 MB, HBM roofline 0.16-0.63 us): launch, two cluster barriers and IEEE divisions dominate (6.6-7.8 us); anchor ~19.5 us; not reworked'
-_COV_NOTE = ' over 5 processes (2026-11-26 10:45 UTC, 76f3df6): one process slower; not re-run (device budget)'
+_K5V = 'shared-memory kernel (8-block clusters of 512 threads): 1.56-1.61x at B >= 8, 2.24x at B = 1 (64 rows, 512 blocks in 1.3 waves of the resident slots); the register-resident variant measured slower at V = 128256 (sweep-k5)'
+_K5D = "register-resident kernel: each block loads, reduces across its cluster and stores in sequence; 3 blocks per SM do not overlap one block's loads with another's stores well enough (1.83-2.26x)"
+_K6 = "tree staged in shared memory, rows' accepted children resolved in parallel, then the final row's integer inverse CDF with a block scan and two cluster barriers: a chain of dependent global reads (tree, tested probabilities, final row, sample tile); issue 14 took it from 13.7-17.7 to 11.1-11.4 us (cluster totals read by one warp in parallel, programmatic launch)"
+_K7 = "the bookkeeping block's chain (accepted entries -> their predicts and slots -> one packed scan -> compaction -> free-slot scan) and the next_hidden copies; issue 14 took it from 8.4-8.6 to 6.9-7.1 us (up-front loads, one scan, programmatic launch)"
+_STEP = 'three launches in one graph cost about their sum (K1 + K2 + K3: 8.3 us default, 10.5 deployment-8b at B = 1, 16.0 at B = 128, with programmatic launches); the fused draft-layer kernel is not written'
+_K5B = 'a few rows of 16384-32768 (0.5-2.1 MB, HBM roofline 0.16-0.63 us): launch, two cluster barriers and IEEE divisions dominate (6.2-7.3 us); anchor ~19.5 us; not reworked'
 KNOWN_MISSES: dict[tuple[str, str, str], str] = {
     ('default', 'draft_step/B1/dtypefloat32', 'step_b1'): _STEP,
     ('default', 'logits_to_probas/draft/B1/Q4/V16384', 'b1_5us'): _K5B,
@@ -67,8 +66,7 @@ KNOWN_MISSES: dict[tuple[str, str, str], str] = {
     ('default', 'update_verify/B1/Q16/dtypefloat32', 'b1_5us'): _K7,
     ('deployment-8b', 'draft_step/B1/dtypebfloat16', 'step_b1'): _STEP,
     ('deployment-8b', 'draft_step/B128/dtypebfloat16', 'step_b128'): _STEP,
-    ('deployment-8b', 'logits_to_probas/draft/B1/Q8/V32768', 'b1_5us'): '8 rows of 32768: 2.1 MB, one cluster launch and two cluster barriers (7.8 us)',
-    ('deployment-8b', 'logits_to_probas/draft/B8/Q8/V32768', 'cov'): 'run medians 13.55-14.36 us' + _COV_NOTE,
+    ('deployment-8b', 'logits_to_probas/draft/B1/Q8/V32768', 'b1_5us'): _K5B,
     ('deployment-8b', 'logits_to_probas/draft/B128/Q8/V32768', 'k5_roofline'): _K5D,
     ('deployment-8b', 'logits_to_probas/draft/B32/Q8/V32768', 'k5_roofline'): _K5D,
     ('deployment-8b', 'logits_to_probas/verify/B1/Q64/V128256', 'b1_5us'): 'byte-bound: 65.7 MB per call, HBM roofline 19.6 us',
@@ -77,8 +75,7 @@ KNOWN_MISSES: dict[tuple[str, str, str], str] = {
     ('deployment-8b', 'logits_to_probas/verify/B32/Q64/V128256', 'k5_roofline'): _K5V,
     ('deployment-8b', 'logits_to_probas/verify/B8/Q64/V128256', 'k5_roofline'): _K5V,
     ('deployment-8b', 'reject_sample/B1/Q64/V128256', 'b1_5us'): _K6,
-    ('deployment-8b', 'reject_sample/B128/Q64/V128256', 'k6_b128'): 'the final rows alone are 65.7 MB at B = 128 (HBM roofline 19.7 us): 20 us is the floor; 57.3 us (66.3 before issue 14\'s second pass): 1024 blocks of 256 threads in two waves',
-    ('deployment-8b', 'tree_mask/draft/B8/Q8', 'cov'): 'run medians 4.88-5.98 us' + _COV_NOTE,
+    ('deployment-8b', 'reject_sample/B128/Q64/V128256', 'k6_b128'): 'the final rows alone are 65.7 MB at B = 128 (HBM roofline 19.7 us): 20 us is the floor; 39.5 us (66.3 before issue 14\'s second pass: blocks per request now from one wave of resident blocks, 2 instead of 8)',
     ('deployment-8b', 'tree_mask/verify/B1/Q64', 'b1_5us'): _K4,
     ('deployment-8b', 'update_verify/B1/Q64/dtypebfloat16', 'b1_5us'): _K7,
 }
