@@ -75,29 +75,39 @@ load_parent_scores:
     lls[w] = last[w];
   }
   int slot = 0, kk = 0;  // c = slot*K + kk, tracked by counters instead of a divider
+  // the C candidates (every port access unconditional), then the pad lanes of the network on chip
 score:
-  for (int c = 0; c < SORT_LANES; ++c) {
+  for (int c = 0; c < C; ++c) {
 #pragma HLS PIPELINE II = 1
-    if (c < C) {
-      const float p = probas[c];
-      const float v = p * lls[slot];  // exactly one binary32 multiply (no contraction)
-      if (++kk == K) {
-        kk = 0;
-        ++slot;
-      }
-      s[c] = v;
-      curr[c] = v;
-      key[c] = sort_key(v);
-      if (hot) {
-        int64_t t = tokens[c];
-        if (t >= 0 && t < hot_len) t = hot_token_id[t];
-        tok[c] = t;
-        tokens[c] = t;  // in place: K2 consumes the remapped tensor
-      }
-    } else {
-      key[c] = -__builtin_inff();  // pad lane: (-inf, lane)
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
+    const float p = probas[c];
+    const float v = p * lls[slot];  // exactly one binary32 multiply (no contraction)
+    if (++kk == K) {
+      kk = 0;
+      ++slot;
     }
+    s[c] = v;
+    curr[c] = v;
+    key[c] = sort_key(v);
     idx[c] = c;
+  }
+pad_lanes:
+  for (int c = C; c < SORT_LANES; ++c) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 0 max = 63
+    key[c] = -__builtin_inff();  // pad lane: (-inf, lane)
+    idx[c] = c;
+  }
+  if (hot) {  // the hot path in its own loop: no loop-invariant test around its port accesses
+  remap_tokens:
+    for (int c = 0; c < C; ++c) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 64
+      int64_t t = tokens[c];
+      if (t >= 0 && t < hot_len) t = hot_token_id[t];
+      tok[c] = t;
+      tokens[c] = t;  // in place: K2 consumes the remapped tensor
+    }
   }
 
   bitonic_sort(key, idx);
@@ -120,7 +130,22 @@ project_top_k:
     cache[r] = cumu_count + p;
     parent[r] = par;
     par_slot[r] = par;
-    if (write_output_tokens) out_tokens[r] = hot ? tok[p] : static_cast<int64_t>(tokens[p]);
+  }
+  // the optional token output: one loop per case (remapped tokens on chip, or the K winners from the port)
+  if (write_output_tokens && hot) {
+  project_tokens_hot:
+    for (int r = 0; r < K; ++r) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
+      out_tokens[r] = tok[top[r]];
+    }
+  } else if (write_output_tokens) {
+  project_tokens:
+    for (int r = 0; r < K; ++r) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS LOOP_TRIPCOUNT min = 1 max = 10
+      out_tokens[r] = static_cast<int64_t>(tokens[top[r]]);
+    }
   }
 }
 

@@ -128,6 +128,22 @@ void core(P mask_bool, int n, bool debug) {
   }
 }
 """, "mod64"),
+    "invariant-condition": ("""void core(const float* delta, float* out, int K, bool write_per_req) {
+  for (int w = 0; w <= K; ++w) {
+#pragma HLS PIPELINE II = 1
+    if (write_per_req) out[w] = delta[w];
+  }
+}
+""", "invariant-condition: out[...] under the loop-invariant test 'write_per_req'"),
+    "invariant-condition-ternary": ("""template <typename PTok>
+void core(PTok tokens, long* out, const long* tok, const int* top, int K, bool hot) {
+  for (int r = 0; r < K; ++r) {
+#pragma HLS PIPELINE II = 1
+    const int p = top[r];
+    out[r] = hot ? tok[p] : tokens[p];
+  }
+}
+""", "invariant-condition: tokens[...] under the loop-invariant test 'hot'"),
     "index64": ("""void core(int* out, int n) {
   for (int64_t p = 0; p < n; ++p) {
 #pragma HLS PIPELINE II = 1
@@ -143,7 +159,7 @@ def test_a_planted_loop_violation_fails(tmp_path, plant):
     code, msg = LOOP_PLANTS[plant]
     f = tmp_path / "x.cpp"
     f.write_text(code)
-    problems = hls_checks.check_loops(f, {"logits", "probas", "mask_bool", "out"})
+    problems = hls_checks.check_loops(f, {"logits", "probas", "mask_bool", "out", "tokens"})
     assert any(msg in p for p in problems), problems
     assert all(p.startswith(str(f) + ":") for p in problems)
 
@@ -167,10 +183,13 @@ def test_canonical_loops_pass(tmp_path):
 #pragma HLS PIPELINE II = 1
     probas[n_full * 16 + l] = row_buf[n_full * 16 + l];
   }
+  int nfree = 0;
   for (int i = 0; i < n; ++i) {
 #pragma HLS PIPELINE II = 1
     const int r = i % K;  // 32-bit
-    if (r == 0) free_slots[i] = -1;  // a scatter in a pipelined (not unrolled) loop
+    if (r == 0) free_slots[i] = -1;  // a data-dependent test in a pipelined (not unrolled) loop
+    free_slots[n + i] = i < nfree ? logits[i] : -1;  // the test changes with the loop variable
+    nfree += r;
   }
   for (int64_t j = 0; j < n; ++j) {  // 64-bit: the trip count exceeds 2^31 at the bounds
 #pragma HLS PIPELINE II = 1
@@ -179,6 +198,12 @@ def test_canonical_loops_pass(tmp_path):
 }
 """)
     assert hls_checks.check_loops(f, {"logits", "probas", "free_slots"}) == []
+
+
+def test_core_accessors_count_as_ports():
+    assert hls_checks.accessor_params("""template <typename PTok, typename PHot>
+void score(PTok tokens, PHot hot_token_id, PORT(float) curr, int K, int64_t cc, float* scratch) {}
+""") == {"tokens", "hot_token_id", "curr"}
 
 
 def test_a_planted_shared_hot_bundle_fails(tmp_path):

@@ -20,6 +20,9 @@ loop is checked where it is defined, not where it is called):
 * ``conditional-port``: no access to an m_axi port under an ``if``/``else`` or a ``?:`` inside an
   unrolled loop: the lanes of a beat must be read and written unconditionally (a masked tail is a
   separate loop or a select in registers), or Vitis infers no burst and no widened port.
+* ``invariant-condition``: no access to an m_axi port under a test of loop-invariant values (a flag
+  such as ``write_per_req``) inside a pipelined loop: the test belongs outside, one loop per case, so
+  the loop's accesses are unconditional.
 * ``mod64``: no ``%`` with a 64-bit operand inside a pipelined or unrolled loop (a 64-bit divider
   per iteration); use a counter, a compare or 32-bit arithmetic.
 * ``index64``: no 64-bit induction variable in a pipelined loop where 32 bits do (every bound of
@@ -176,6 +179,14 @@ def maxi_ports(text: str) -> list[tuple[str, str, bool]]:
     return out
 
 
+def accessor_params(text: str) -> set[str]:
+    """Names of the parameters a per-request core takes as accessors (``PORT(T) name`` or a template
+    accessor type ``P<Name> name``, e.g. ``PTok tokens``): the top passes its m_axi ports there."""
+    code = strip_comments(text)
+    return set(re.findall(r"\bPORT\s*\([^)]*\)\s+(\w+)\s*[,)]", code)) | \
+        set(re.findall(r"[(,]\s*P[A-Z]\w*\s+(\w+)\s*(?=[,)])", code))
+
+
 def check_hot_bundles(path: Path) -> list[str]:
     """hot-bundle: every hot port of the tops of one source alone on its bundle (per function: a file may
     hold several tops, e.g. K1's bf16 and f32 tops expand the same pragma macro)."""
@@ -262,9 +273,11 @@ def _statement_end(code: str, i: int, end: int) -> int:
     return end
 
 
-def _conditional_spans(code: str, lo: int, hi: int) -> list[tuple[int, int, str]]:
-    """(start, end, what) of the code inside [lo, hi) that runs under a condition: the statement an
-    ``if (...)`` or ``else`` controls, and the arms of a ``?:`` up to the end of its statement."""
+def _conditional_spans(code: str, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
+    """(start, end, what, condition) of the code inside [lo, hi) that runs under a condition: the statement
+    an ``if (...)`` controls (condition: the parenthesized test), what an ``else`` controls (condition:
+    empty, unknown here) and the arms of a ``?:`` up to the end of its statement (condition: the operand
+    before the ``?``)."""
     spans = []
     for m in re.finditer(r"\bif\s*\(", code[lo:hi]):
         start = lo + m.end() - 1
@@ -274,13 +287,49 @@ def _conditional_spans(code: str, lo: int, hi: int) -> list[tuple[int, int, str]
             if depth == 0:
                 break
             j += 1
-        spans.append((j + 1, _statement_end(code, j + 1, hi), "if"))
+        spans.append((j + 1, _statement_end(code, j + 1, hi), "if", code[start + 1:j]))
     for m in re.finditer(r"\belse\b", code[lo:hi]):
-        spans.append((lo + m.end(), _statement_end(code, lo + m.end(), hi), "else"))
+        spans.append((lo + m.end(), _statement_end(code, lo + m.end(), hi), "else", ""))
     for m in re.finditer(r"\?(?!\?)", code[lo:hi]):
         q = lo + m.start()
-        spans.append((q + 1, _statement_end(code, q + 1, hi), "?:"))
+        spans.append((q + 1, _statement_end(code, q + 1, hi), "?:", _ternary_test(code, q, lo)))
     return spans
+
+
+def _ternary_test(code: str, q: int, lo: int) -> str:
+    """The test of the ``?:`` at offset q: back to an unmatched '(', a ',', ';', '{', '}' or a plain '='."""
+    j, depth = q - 1, 0
+    while j >= lo:
+        ch = code[j]
+        if ch in ")]":
+            depth += 1
+        elif ch in "([":
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and (ch in ",;{}" or (ch == "=" and code[j - 1] not in "=!<>" and code[j + 1] != "=")):
+            break
+        j -= 1
+    return code[j + 1:q]
+
+
+_NOT_VALUES = {"true", "false", "nullptr", "static_cast", "int", "bool", "float", "int64_t", "int32_t", "uint8_t",
+               "uint16_t", "uint32_t", "uint64_t", "const", "sizeof"}
+
+
+def _invariant(cond: str, body: str, header: str) -> bool:
+    """Is a condition loop-invariant: made of names the loop neither declares nor assigns (no element
+    reads, no calls)? An empty condition (an ``else``) is not judged."""
+    if not cond.strip() or re.search(r"[\w\]]\s*[\[(]", cond):
+        return False
+    names = set(re.findall(r"\b([A-Za-z_]\w*)\b", cond)) - _NOT_VALUES
+    if not names:
+        return False
+    text = body + ";" + header
+    changed = set(re.findall(r"\b([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)", text))  # assigned or declared
+    changed |= {n for pair in re.findall(r"(?:\+\+|--)\s*([A-Za-z_]\w*)|\b([A-Za-z_]\w*)\s*(?:\+\+|--)", text)
+                for n in pair if n}
+    return not (names & changed)
 
 
 def check_loops(path: Path, ports: set[str]) -> list[str]:
@@ -294,10 +343,23 @@ def check_loops(path: Path, ports: set[str]) -> list[str]:
     port_re = re.compile(r"\b(" + "|".join(sorted(map(re.escape, ports))) + r")\s*\[") if ports else None
     for blk, kinds, line in _loops(code, blocks):
         lo, hi = blk[0] + 1, blk[1]
-        if "UNROLL" in kinds and port_re:
-            for a, b, what in _conditional_spans(code, lo, hi):
+        if "PIPELINE" in kinds and port_re:
+            body, hdr = code[lo:hi], _header(code, blk[0])
+            for a, b, _what, cond in _conditional_spans(code, lo, hi):
+                if not _invariant(cond, body, hdr):
+                    continue
                 for m in port_re.finditer(code, a, b):
-                    key = ("conditional-port", a + m.start() - a)
+                    key = ("invariant-condition", m.start())
+                    if key in reported:
+                        continue
+                    reported.add(key)
+                    problems.append(f"{path}:{_line(code, m.start())}: invariant-condition: {m.group(1)}[...] under "
+                                    f"the loop-invariant test '{' '.join(cond.split())}' inside the pipelined loop "
+                                    f"of line {line}; test it outside, one loop per case")
+        if "UNROLL" in kinds and port_re:
+            for a, b, what, _ in _conditional_spans(code, lo, hi):
+                for m in port_re.finditer(code, a, b):
+                    key = ("conditional-port", m.start())
                     if key in reported:
                         continue
                     reported.add(key)
@@ -348,9 +410,11 @@ def check_designs(hls_dir: Path | None = None) -> list[str]:
         srcs = hls_designs.synth_sources(name, ds)
         ports = {p for port_src in srcs for p, _, _ in maxi_ports(strip_comments(port_src.read_text(), strings=False))}
         cores = sorted(d.folder.glob("*_core.hpp"))
+        ports |= {n for c in cores for n in accessor_params(c.read_text())}
         for f in srcs + [c for c in cores if c not in srcs]:
             problems += check_loops(f, ports)
     return problems
 
 
-__all__ = ["check_designs", "check_file", "check_hot_bundles", "check_loops", "maxi_ports", "strip_comments"]
+__all__ = ["accessor_params", "check_designs", "check_file", "check_hot_bundles", "check_loops", "maxi_ports",
+           "strip_comments"]
