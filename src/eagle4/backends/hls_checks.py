@@ -332,6 +332,18 @@ def _invariant(cond: str, body: str, header: str) -> bool:
     return not (names & changed)
 
 
+def _port_hits(code: str, lo: int, hi: int, port_re, reported: set, rule: str, keep):
+    """(port match, 'if'/'else'/'?:', test) of each port access in [lo, hi) under a condition that
+    ``keep(test)`` selects, once per rule and offset (``reported`` remembers them)."""
+    for a, b, what, cond in _conditional_spans(code, lo, hi):
+        if not keep(cond):
+            continue
+        for m in port_re.finditer(code, a, b):
+            if (rule, m.start()) not in reported:
+                reported.add((rule, m.start()))
+                yield m, what, cond
+
+
 def check_loops(path: Path, ports: set[str]) -> list[str]:
     """conditional-port, mod64 and index64 over the loops of one source; ``ports``: the m_axi port names."""
     text = Path(path).read_text()
@@ -345,27 +357,16 @@ def check_loops(path: Path, ports: set[str]) -> list[str]:
         lo, hi = blk[0] + 1, blk[1]
         if "PIPELINE" in kinds and port_re:
             body, hdr = code[lo:hi], _header(code, blk[0])
-            for a, b, _what, cond in _conditional_spans(code, lo, hi):
-                if not _invariant(cond, body, hdr):
-                    continue
-                for m in port_re.finditer(code, a, b):
-                    key = ("invariant-condition", m.start())
-                    if key in reported:
-                        continue
-                    reported.add(key)
-                    problems.append(f"{path}:{_line(code, m.start())}: invariant-condition: {m.group(1)}[...] under "
-                                    f"the loop-invariant test '{' '.join(cond.split())}' inside the pipelined loop "
-                                    f"of line {line}; test it outside, one loop per case")
+            for m, _, cond in _port_hits(code, lo, hi, port_re, reported, "invariant-condition",
+                                         lambda c, body=body, hdr=hdr: _invariant(c, body, hdr)):
+                problems.append(f"{path}:{_line(code, m.start())}: invariant-condition: {m.group(1)}[...] under "
+                                f"the loop-invariant test '{' '.join(cond.split())}' inside the pipelined loop "
+                                f"of line {line}; test it outside, one loop per case")
         if "UNROLL" in kinds and port_re:
-            for a, b, what, _ in _conditional_spans(code, lo, hi):
-                for m in port_re.finditer(code, a, b):
-                    key = ("conditional-port", m.start())
-                    if key in reported:
-                        continue
-                    reported.add(key)
-                    problems.append(f"{path}:{_line(code, m.start())}: conditional-port: {m.group(1)}[...] under "
-                                    f"'{what}' inside the unrolled loop of line {line}; access whole beats "
-                                    "unconditionally (a masked tail in its own loop or a select in registers)")
+            for m, what, _ in _port_hits(code, lo, hi, port_re, reported, "conditional-port", lambda c: True):
+                problems.append(f"{path}:{_line(code, m.start())}: conditional-port: {m.group(1)}[...] under "
+                                f"'{what}' inside the unrolled loop of line {line}; access whole beats "
+                                "unconditionally (a masked tail in its own loop or a select in registers)")
         if kinds:
             body = code[lo:hi]
             for m in re.finditer(r"%(?!=)", body):
