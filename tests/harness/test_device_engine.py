@@ -160,14 +160,14 @@ def test_runner_waits_for_its_share_of_finished_requests_and_resumes(tmp_path):
     from eagle4.workload.device_runner import run_contract
 
     path = write_tiny_contract(tmp_path / "c", ROOT / "contracts" / "deployment-8b.toml", min_duration_s=0.01,
-                               min_samples=12, cov_max=1.0)
+                               min_samples=6, cov_max=1.0)
     out = tmp_path / "out"
     stats = run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", log=lambda *_: None)
     rows = list(csv.DictReader(open(out / "h100_e2e_runs.csv")))
     assert len(rows) == 2
     for r in rows:
-        assert int(r["min_finished_rule"]) == 6 and int(r["finished_requests"]) >= 6, r
-    assert stats[0]["ttft_n"] >= 12 and stats[0]["tpot_n"] >= 12
+        assert int(r["min_finished_rule"]) == 3 and int(r["finished_requests"]) >= 3, r
+    assert stats[0]["ttft_n"] >= 6 and stats[0]["tpot_n"] >= 6
     again = run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", resume=True,
                          log=lambda *_: None)
     # nothing re-run: the resumed rows give the same summary (CSV keeps 9 significant digits)
