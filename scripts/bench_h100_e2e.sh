@@ -10,7 +10,8 @@
 # the timed runs (one process each). Writes OUT_DIR/h100_e2e_{raw,runs,accept,points}.csv,
 # h100_e2e_summary.md, h100_e2e_manifest.json, h100_e2e_selfcheck.json, h100_e2e_hotspots.{csv,md}.
 #   E2E_DURATION  measured seconds per run, overriding the contract's runs.min_duration_s (the rows of
-#                 a shorter run say INVALID; the rule is never relaxed)
+#                 a shorter run say INVALID; the rule is never relaxed; a local-engine contract only
+#                 lengthens its runs with it)
 #   E2E_RESUME=1  keep the rows already in OUT_DIR (same contract and commit) and run only the points
 #                 they lack: a baseline longer than one device call is measured in parts (E2E_POINTS)
 #   E2E_SELFCHECK=0  skip the self-check + WP2 profile (a part that follows one that ran it)
@@ -60,6 +61,8 @@ if [[ "$LOAD" == "dummy" ]]; then
 fi
 [[ -n "${E2E_POINTS:-}" ]] && EXTRA+=(--points "$E2E_POINTS")
 [[ -n "${E2E_RUNS:-}" ]] && EXTRA+=(--runs "$E2E_RUNS")
+# a local-engine run may measure longer than the contract's minimum, never shorter
+[[ -n "${E2E_DURATION:-}" ]] && EXTRA+=(--min-duration "$E2E_DURATION")
 
 "$PY" - "$BACKEND" "$DEVICE" <<'PY'
 import sys, torch

@@ -74,7 +74,7 @@ class Fifo:
         col = 32 if self.impl == "srl" else 64
         return self.count * self.width_bits * col * math.ceil(self.depth / col) // 8
 
-    def as_array(self) -> "Array":
+    def as_array(self) -> Array:
         return Array(f"fifo {self.name}", self.depth, self.width_bits, (self.depth,), self.count)
 
 

@@ -32,6 +32,8 @@ def register(sub) -> None:
     r.add_argument("--prefix", default="e2e", help="output file prefix (e2e -> e2e_raw.csv, e2e_summary.md)")
     r.add_argument("--threads", type=int, default=None, help="torch CPU threads per run process (default 1 on cpu)")
     r.add_argument("--in-process", action="store_true", help="run in this process (runs are then not independent)")
+    r.add_argument("--min-duration", type=float, default=None,
+                   help="measured seconds per run, at least the contract's runs.min_duration_s (never shorter)")
     r.set_defaults(func=_run)
 
     s = ws.add_parser("serve", help="serve the local engine as a vLLM- or sglang-style streaming server (tests, demos)")
@@ -87,7 +89,7 @@ def _run(a) -> int:
     from eagle4.workload import run_contract
 
     res = run_contract(a.contract, a.backend, a.out, points=_points(a.points), runs=a.runs, device=a.device,
-                       isolate=not a.in_process, prefix=a.prefix, threads=a.threads)
+                       isolate=not a.in_process, prefix=a.prefix, threads=a.threads, min_duration_s=a.min_duration)
     for s in res["stats"]:
         print(f"{s['point']}: {s['tokens_per_s_mean']:.1f} tok/s (CoV {s['tokens_per_s_cov']:.2%}), "
               f"TTFT p50 {s['ttft_p50_s'] * 1e3:.1f} ms, ITL p50 {s['itl_p50_s'] * 1e3:.2f} ms "

@@ -177,10 +177,10 @@ def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", 
             for i, fn in enumerate(fns):
                 meds[i].append(stats.median(timing.graph_times(fn, g, n)))
         res = [stats.median(m) for m in meds]
-        for src, m in zip(sources, res):
+        for src, m in zip(sources, res, strict=True):
             rows.append({"contract": shape_name(shape), "point": p.pid, "kernel_src": src, "median_us": f"{m:.4f}"})
         log(f"compare {shape_name(shape):14s} {p.pid:44s} " +
-            "  ".join(f"{Path(src).name} {m:9.2f}" for src, m in zip(sources, res)) +
+            "  ".join(f"{Path(src).name} {m:9.2f}" for src, m in zip(sources, res, strict=True)) +
             (f"  new/old {res[-1] / res[0]:.3f}" if len(res) > 1 else ""))
         del tensors, fns
         torch.cuda.empty_cache()

@@ -72,6 +72,7 @@ def make_engine(contract, backend: str, device: str):
 
 
 def run_point_once(contract, point_name: str, run_index: int, backend: str = "ref", *, device: str = "cpu",
+                   min_duration_s: float | None = None,
                    warmup: int | None = None, commit: str | None = None, engine=None) -> dict:
     """One measured run of one operating point (after ``warmup`` unmeasured runs) in this process."""
     import torch
@@ -100,7 +101,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
             res = eng.generate(ids, n_out, temps, seed=seed + 7919 * len(iterations))
             iterations.append(res)
             measured += max(r.e2e for r in res)
-            if measured >= contract.runs.min_duration_s:
+            if measured >= max(contract.runs.min_duration_s, min_duration_s or 0.0):
                 break
     dev_info = eng.backend.device_info()
     # the kernels' backend may only emulate a device (the pyxrt test double): its rows are not measurements
@@ -223,9 +224,10 @@ def render_summary(stats: list[dict], *, contract_sha: str, title: str = "End-to
 
 def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports", *, points=None, runs: int | None = None,
                  device: str = "cpu", isolate: bool = True, prefix: str = "e2e", threads: int | None = None,
-                 timeout_s: float = 900, log=print) -> dict:
+                 timeout_s: float = 900, min_duration_s: float | None = None, log=print) -> dict:
     """Run the contract's operating points (or ``points``), ``runs`` measured runs each (default: the
-    contract's), write the CSVs and the summary into ``out_dir``; return {"stats", "paths"}."""
+    contract's), write the CSVs and the summary into ``out_dir``; return {"stats", "paths"}.
+    ``min_duration_s`` may only lengthen each run's measured time beyond the contract's minimum."""
     from eagle4.contract import MIN_RUNS, load_contract
 
     if isinstance(contract, (str, Path)):
@@ -246,13 +248,14 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
     for p in pts:
         for i in range(n_runs):
             if isolate:
-                res = _child(contract, p, i, backend, device, threads, commit, timeout_s)
+                res = _child(contract, p, i, backend, device, threads, commit, timeout_s, min_duration_s)
             else:
                 if threads:
                     import torch
 
                     torch.set_num_threads(threads)
-                res = run_point_once(contract, p, i, backend, device=device, commit=commit)
+                res = run_point_once(contract, p, i, backend, device=device, commit=commit,
+                                     min_duration_s=min_duration_s)
             raw += res["rows"]
             runrows.append(res["run"])
             prof += res["profile"]
@@ -272,13 +275,15 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
     return {"stats": point_stats, "paths": paths, "raw": raw, "runs": runrows, "profile": prof}
 
 
-def _child(contract, point, run_index, backend, device, threads, commit, timeout_s) -> dict:
+def _child(contract, point, run_index, backend, device, threads, commit, timeout_s, min_duration_s=None) -> dict:
     from eagle4.workload.run_process import run_child
 
     args = ["--contract", str(contract.source_path), "--point", point, "--run-index", str(run_index),
             "--backend", backend, "--device", device, "--commit", commit]
     if threads:
         args += ["--threads", str(threads)]
+    if min_duration_s:
+        args += ["--min-duration", str(min_duration_s)]
     return run_child("eagle4.workload.runner", args, timeout_s=timeout_s, what=f"run {point}#{run_index}")
 
 
@@ -292,6 +297,7 @@ def _child_main(argv=None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--commit", default=None)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--min-duration", type=float, default=None)
     ap.add_argument("--result", required=True)
     a = ap.parse_args(argv)
     import torch
@@ -301,7 +307,8 @@ def _child_main(argv=None) -> int:
     from eagle4.contract import load_contract
 
     c = load_contract(a.contract)
-    res = run_point_once(c, a.point, a.run_index, a.backend, device=a.device, commit=a.commit)
+    res = run_point_once(c, a.point, a.run_index, a.backend, device=a.device, commit=a.commit,
+                         min_duration_s=a.min_duration)
     atomic.write_text(a.result, json.dumps(res))
     return 0
 
