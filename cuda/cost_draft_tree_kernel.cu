@@ -85,6 +85,14 @@ static bool pdl_enabled() {
   return on;
 }
 
+// Set by draft_step while it calls K1..K3's ops for their argument checks only: each op returns right
+// before its launch (CheckOnly scopes it; an exception clears it too).
+static thread_local bool g_check_only = false;
+struct CheckOnly {
+  CheckOnly() { g_check_only = true; }
+  ~CheckOnly() { g_check_only = false; }
+};
+
 // Every kernel launch of this file: cudaLaunchKernelEx with programmatic stream serialization
 // (pdl_begin) and, for cs >= 1, a thread-block cluster of cs blocks along x.
 template <typename KernelT, typename... Args>
@@ -254,19 +262,13 @@ __device__ __forceinline__ void warp_bitonic64(float& k0, int& i0, float& k1, in
   }
 }
 
-template <typename VT>
-__global__ void __launch_bounds__(256) k1_kernel(
-    const float* __restrict__ probs, int64_t* __restrict__ tokens, const float* __restrict__ last,
-    float* __restrict__ curr, float* __restrict__ sscores, int64_t* __restrict__ sidx,
-    int64_t* __restrict__ cache, int64_t* __restrict__ parent, const VT* __restrict__ hin,
-    VT* __restrict__ hout, const int64_t* __restrict__ hot, int64_t Vh, int K, int W, int64_t cc,
-    bool use_hot, int64_t row_units) {
-  pdl_begin();
-  const int64_t b = blockIdx.x;
-  const int r = blockIdx.y;
+// K1's phases, shared by k1_kernel and the draft-step kernel. Plain (not __restrict__) pointers: in
+// the draft-step kernel the same block later reads what these write.
+// Scores of request b and their (score desc, index asc) order into s_sc / s_perm; every block of the
+// request computes them (ends with a block barrier).
+__device__ __forceinline__ void k1_sort(int64_t b, const float* probs, const float* last, int K, int W,
+                                        float* s_sc, int* s_perm) {
   const int C = W * K;
-  __shared__ float s_sc[64];
-  __shared__ int s_perm[64];
   const int tid = threadIdx.x;
   if (tid < 32) {
     float key0 = -INFINITY, key1 = -INFINITY;
@@ -286,24 +288,53 @@ __global__ void __launch_bounds__(256) k1_kernel(
     s_perm[tid + 32] = i1;
   }
   __syncthreads();
-  if (r == 0) {
-    for (int c = tid; c < C; c += blockDim.x) {
-      const int p = s_perm[c];
-      curr[b * C + c] = s_sc[c];
-      sscores[b * C + c] = s_sc[p];
-      sidx[b * C + c] = p;
-      if (use_hot) {
-        const int64_t t = tokens[b * C + c];
-        if (t >= 0 && t < Vh) tokens[b * C + c] = hot[t];
-      }
-    }
-    for (int rr = tid; rr < K; rr += blockDim.x) {
-      cache[b * K + rr] = cc + s_perm[rr];
-      parent[b * K + rr] = s_perm[rr] / K;
+}
+
+// K1's outputs of request b other than the hidden rows (one block per request).
+__device__ __forceinline__ void k1_store(int64_t b, int64_t* tokens, float* curr, float* sscores, int64_t* sidx,
+                                         int64_t* cache, int64_t* parent, const int64_t* hot, int64_t Vh, int K,
+                                         int W, int64_t cc, bool use_hot, const float* s_sc, const int* s_perm) {
+  const int C = W * K;
+  const int tid = threadIdx.x;
+  for (int c = tid; c < C; c += blockDim.x) {
+    const int p = s_perm[c];
+    curr[b * C + c] = s_sc[c];
+    sscores[b * C + c] = s_sc[p];
+    sidx[b * C + c] = p;
+    if (use_hot) {
+      const int64_t t = tokens[b * C + c];
+      if (t >= 0 && t < Vh) tokens[b * C + c] = hot[t];
     }
   }
+  for (int rr = tid; rr < K; rr += blockDim.x) {
+    cache[b * K + rr] = cc + s_perm[rr];
+    parent[b * K + rr] = s_perm[rr] / K;
+  }
+}
+
+// K1's hidden row r of request b: the input row of its parent.
+template <typename VT>
+__device__ __forceinline__ void k1_copy(int64_t b, int r, const VT* hin, VT* hout, int K, int W, int64_t row_units,
+                                        const int* s_perm) {
   const int p = s_perm[r] / K;
-  copy_row<VT>(hin + (b * W + p) * row_units, hout + (b * K + r) * row_units, row_units, tid, blockDim.x);
+  copy_row<VT>(hin + (b * W + p) * row_units, hout + (b * K + r) * row_units, row_units, threadIdx.x, blockDim.x);
+}
+
+template <typename VT>
+__global__ void __launch_bounds__(256) k1_kernel(
+    const float* __restrict__ probs, int64_t* __restrict__ tokens, const float* __restrict__ last,
+    float* __restrict__ curr, float* __restrict__ sscores, int64_t* __restrict__ sidx,
+    int64_t* __restrict__ cache, int64_t* __restrict__ parent, const VT* __restrict__ hin,
+    VT* __restrict__ hout, const int64_t* __restrict__ hot, int64_t Vh, int K, int W, int64_t cc,
+    bool use_hot, int64_t row_units) {
+  pdl_begin();
+  const int64_t b = blockIdx.x;
+  const int r = blockIdx.y;
+  __shared__ float s_sc[64];
+  __shared__ int s_perm[64];
+  k1_sort(b, probs, last, K, W, s_sc, s_perm);
+  if (r == 0) k1_store(b, tokens, curr, sscores, sidx, cache, parent, hot, Vh, K, W, cc, use_hot, s_sc, s_perm);
+  k1_copy<VT>(b, r, hin, hout, K, W, row_units, s_perm);
 }
 
 template <typename F>
@@ -352,7 +383,7 @@ void draft_tree_layer_score_index_gen_op(
     check_tensor(*hot_token_id, "hot_token_id", at::kLong, {-1});
     Vh = hot_token_id->size(0);
   }
-  if (B == 0) return;
+  if (B == 0 || g_check_only) return;
   const c10::cuda::CUDAGuard guard(topk_probas_sampling.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t row_bytes = H * input_hidden_states.element_size();
@@ -376,21 +407,16 @@ void draft_tree_layer_score_index_gen_op(
 // ==========================================================================================
 // K2 update_cumu_draft_state (§2)
 
-__global__ void __launch_bounds__(128) k2_kernel(
-    const float* __restrict__ in_scores, const int64_t* __restrict__ tokens,
-    const float* __restrict__ sorted_scores, const int64_t* __restrict__ sorted_idx,
-    const int64_t* __restrict__ parent_idx, const int64_t* __restrict__ topk_idx,
-    const uint8_t* __restrict__ in_mask, int K, int W, int64_t Ic, int64_t cc, int64_t d, int64_t I,
-    int64_t N, int64_t M, int64_t n0, int64_t n1, int64_t* __restrict__ cumu_tokens,
-    float* __restrict__ cumu_scores, int64_t* __restrict__ cumu_deltas, int64_t* __restrict__ prev,
-    int64_t* __restrict__ next, int64_t* __restrict__ side, float* __restrict__ out_scores,
-    int64_t* __restrict__ out_tokens, float* __restrict__ work, float* __restrict__ sort_scores,
-    uint8_t* __restrict__ out_mask) {
-  pdl_begin();
-  const int64_t b = blockIdx.x;
+// K2 for request b (one block per request, blockDim % 32 == 0, >= 64 threads). sm: n0 + C + n1 floats
+// of shared memory. Plain pointers (see k1_sort); k2_kernel passes its __restrict__ ones.
+__device__ __forceinline__ void k2_phase(
+    int64_t b, const float* in_scores, const int64_t* tokens, const float* sorted_scores, const int64_t* sorted_idx,
+    const int64_t* parent_idx, const int64_t* topk_idx, const uint8_t* in_mask, int K, int W, int64_t Ic, int64_t cc,
+    int64_t d, int64_t I, int64_t N, int64_t M, int64_t n0, int64_t n1, int64_t* cumu_tokens, float* cumu_scores,
+    int64_t* cumu_deltas, int64_t* prev, int64_t* next, int64_t* side, float* out_scores, int64_t* out_tokens,
+    float* work, float* sort_scores, uint8_t* out_mask, float* k2_sm) {
   const int C = W * K;
   const int tid = threadIdx.x, nt = blockDim.x;
-  extern __shared__ float k2_sm[];
   float* A = k2_sm;             // n0
   float* Bs = A + n0;           // C
   float* Mg = Bs + C;           // n1
@@ -473,6 +499,23 @@ __global__ void __launch_bounds__(128) k2_kernel(
   for (int64_t t = tid; t < n1; t += nt) sort_scores[b * M + t] = Mg[t];
 }
 
+__global__ void __launch_bounds__(128) k2_kernel(
+    const float* __restrict__ in_scores, const int64_t* __restrict__ tokens,
+    const float* __restrict__ sorted_scores, const int64_t* __restrict__ sorted_idx,
+    const int64_t* __restrict__ parent_idx, const int64_t* __restrict__ topk_idx,
+    const uint8_t* __restrict__ in_mask, int K, int W, int64_t Ic, int64_t cc, int64_t d, int64_t I,
+    int64_t N, int64_t M, int64_t n0, int64_t n1, int64_t* __restrict__ cumu_tokens,
+    float* __restrict__ cumu_scores, int64_t* __restrict__ cumu_deltas, int64_t* __restrict__ prev,
+    int64_t* __restrict__ next, int64_t* __restrict__ side, float* __restrict__ out_scores,
+    int64_t* __restrict__ out_tokens, float* __restrict__ work, float* __restrict__ sort_scores,
+    uint8_t* __restrict__ out_mask) {
+  pdl_begin();
+  extern __shared__ float k2_sm[];
+  k2_phase(blockIdx.x, in_scores, tokens, sorted_scores, sorted_idx, parent_idx, topk_idx, in_mask, K, W, Ic, cc, d,
+           I, N, M, n0, n1, cumu_tokens, cumu_scores, cumu_deltas, prev, next, side, out_scores, out_tokens, work,
+           sort_scores, out_mask, k2_sm);
+}
+
 void update_cumu_draft_state(
     at::Tensor topk_probas, at::Tensor topk_tokens, at::Tensor sorted_scores, at::Tensor sorted_indexs,
     at::Tensor parent_indexs, at::Tensor topk_indexs, at::Tensor input_tree_mask, int64_t batch_size,
@@ -513,6 +556,7 @@ void update_cumu_draft_state(
   const int64_t n0 = std::min(Vn, cc), n1 = std::min(Vn, cc + C);
   const size_t smem = (size_t)(n0 + C + n1) * sizeof(float);
   TORCH_CHECK(smem <= 48 * 1024, "update_cumu_draft_state: max_verify_num too large for shared memory");
+  if (g_check_only) return;
   const c10::cuda::CUDAGuard guard(topk_probas.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
   launch_ex(k2_kernel, dim3((unsigned)B), dim3(128), smem, 0, stream,
@@ -529,36 +573,40 @@ void update_cumu_draft_state(
 // ==========================================================================================
 // K3 calculate_work_deltas (§3): pinned sequential f32 order
 
+// K3's deltas of one request (one thread, the pinned sequential order): row = work + b * stride,
+// out[0..K] = (base, delta of w = 1..K). Plain pointers (see k1_sort).
+__device__ __forceinline__ void k3_request(const float* row, int64_t n0, int K, int64_t Vb, float* out) {
+  const int64_t Vbp = Vb > 1 ? Vb : 1;
+  const float* A = row;
+  const float* Bn = A + n0;
+  int64_t kA = n0 < Vbp ? n0 : Vbp, kB = 0;
+  float base = 0.0f;
+  for (int64_t i = 0; i < kA; ++i) base = __fadd_rn(base, A[i]);
+  out[0] = base;
+  for (int w = 1; w <= K; ++w) {
+    const float x = Bn[w - 1];
+    float dl;
+    if (kA + kB < Vbp) {
+      dl = x;
+      kB += 1;
+    } else if (kA > 0 && x > A[kA - 1]) {
+      dl = __fsub_rn(x, A[kA - 1]);
+      kA -= 1;
+      kB += 1;
+    } else {
+      dl = 0.0f;
+    }
+    out[w] = dl;
+  }
+}
+
 __global__ void __launch_bounds__(128) k3_kernel(const float* __restrict__ work, int64_t B, int64_t n0, int K,
                                                  int64_t Vb, int64_t stride, float* __restrict__ deltas,
                                                  float* __restrict__ per_req) {
   pdl_begin();
   extern __shared__ float pr[];  // [B, K+1]
   const int tid = threadIdx.x, nt = blockDim.x;
-  const int64_t Vbp = Vb > 1 ? Vb : 1;
-  for (int64_t b = tid; b < B; b += nt) {
-    const float* A = work + b * stride;
-    const float* Bn = A + n0;
-    int64_t kA = n0 < Vbp ? n0 : Vbp, kB = 0;
-    float base = 0.0f;
-    for (int64_t i = 0; i < kA; ++i) base = __fadd_rn(base, A[i]);
-    pr[b * (K + 1)] = base;
-    for (int w = 1; w <= K; ++w) {
-      const float x = Bn[w - 1];
-      float dl;
-      if (kA + kB < Vbp) {
-        dl = x;
-        kB += 1;
-      } else if (kA > 0 && x > A[kA - 1]) {
-        dl = __fsub_rn(x, A[kA - 1]);
-        kA -= 1;
-        kB += 1;
-      } else {
-        dl = 0.0f;
-      }
-      pr[b * (K + 1) + w] = dl;
-    }
-  }
+  for (int64_t b = tid; b < B; b += nt) k3_request(work + b * stride, n0, K, Vb, pr + b * (K + 1));
   __syncthreads();
   if (per_req)
     for (int64_t e = tid; e < B * (K + 1); e += nt) per_req[e] = pr[e];
@@ -582,11 +630,231 @@ void calculate_work_deltas(at::Tensor work_scores, int64_t batch_size, int64_t n
   if (has(per_req_deltas)) check_tensor(*per_req_deltas, "per_req_deltas", at::kFloat, {B, K + 1});
   const size_t smem = (size_t)std::max<int64_t>(B, 1) * (K + 1) * sizeof(float);
   TORCH_CHECK(smem <= 48 * 1024, "calculate_work_deltas: batch too large for shared memory");
+  if (g_check_only) return;
   const c10::cuda::CUDAGuard guard(work_scores.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
   launch_ex(k3_kernel, dim3(1), dim3(128), smem, 0, stream, ptr<float>(work_scores), B, n0, (int)K, verify_num,
             row_stride, ptr<float>(work_deltas), optptr<float>(per_req_deltas));
   E4_CUDA_CHECK(cudaGetLastError());
+}
+
+// ==========================================================================================
+// The draft step: K1 -> K2 -> K3 of one draft layer in one launch (issue 14)
+//
+// Grid (B, K) like K1: block (b, r) sorts request b's scores and copies hidden row r; block (b, 0)
+// also stores K1's other outputs of request b, then runs K2 for request b (it reads only request b's
+// K1 outputs, written by this block before a block barrier), then K3's per-request deltas of b. K3's
+// only cross-request step, deltas[w] = sum over b in ascending order, is done by the last block
+// (b, 0) to finish (threadfence + arrival counter, the counter reset by that block), in K3's order:
+// results are bit-identical to the three kernels. No block waits for another, so any grid size runs.
+// The arrival counter is one per device: two draft steps must not run concurrently on two streams.
+
+__device__ unsigned int g_step_arrivals = 0;
+
+struct StepArgs {
+  // K1
+  const float* probs; int64_t* tokens; const float* last; float* curr; float* sscores; int64_t* sidx;
+  int64_t* cache; int64_t* parent; const int64_t* hot; int64_t Vh; int K; int W; int64_t cc1; bool use_hot;
+  int64_t row_units;
+  // K2 (its other inputs are K1's outputs above)
+  const int64_t* k2_tokens; const int64_t* topk_idx; const uint8_t* in_mask; int64_t Ic; int64_t cc; int64_t d;
+  int64_t I; int64_t N; int64_t M; int64_t n0; int64_t n1; int64_t* cumu_tokens; float* cumu_scores;
+  int64_t* cumu_deltas; int64_t* prev; int64_t* next; int64_t* side; float* out_scores; int64_t* out_tokens;
+  float* work; float* sort_scores; uint8_t* out_mask;
+  // K3 (reads K2's work rows)
+  int64_t n0_3; int K3; int64_t Vb; int64_t stride3; float* deltas; float* per_req;
+};
+
+template <typename VT>
+__global__ void __launch_bounds__(256) step_kernel(StepArgs a, const VT* hin, VT* hout) {
+  pdl_begin();
+  const int64_t b = blockIdx.x;
+  const int r = blockIdx.y;
+  __shared__ float s_sc[64];
+  __shared__ int s_perm[64];
+  __shared__ int s_last;
+  extern __shared__ float step_sm[];  // K2: n0 + C + n1 floats
+  k1_sort(b, a.probs, a.last, a.K, a.W, s_sc, s_perm);
+  if (r == 0) {  // uniform per block: every barrier below is reached by the whole block
+    k1_store(b, a.tokens, a.curr, a.sscores, a.sidx, a.cache, a.parent, a.hot, a.Vh, a.K, a.W, a.cc1, a.use_hot,
+             s_sc, s_perm);
+    __syncthreads();  // K1's outputs of request b (this block's global writes) before K2 reads them
+    k2_phase(b, a.curr, a.k2_tokens, a.sscores, a.sidx, a.parent, a.topk_idx, a.in_mask, a.K, a.W, a.Ic, a.cc, a.d,
+             a.I, a.N, a.M, a.n0, a.n1, a.cumu_tokens, a.cumu_scores, a.cumu_deltas, a.prev, a.next, a.side,
+             a.out_scores, a.out_tokens, a.work, a.sort_scores, a.out_mask, step_sm);
+    __syncthreads();  // K2's work row b before K3 reads it
+    if (threadIdx.x == 0) {
+      k3_request(a.work + b * a.stride3, a.n0_3, a.K3, a.Vb, a.per_req + b * (a.K3 + 1));
+      __threadfence();  // the row is visible device-wide before this block counts as arrived
+      s_last = atomicAdd(&g_step_arrivals, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (s_last) {
+      __threadfence();
+      for (int w = threadIdx.x; w <= a.K3; w += blockDim.x) {
+        float s = 0.0f;
+        for (int64_t q = 0; q < (int64_t)gridDim.x; ++q) s = __fadd_rn(s, __ldcg(a.per_req + q * (a.K3 + 1) + w));
+        a.deltas[w] = s;
+      }
+      if (threadIdx.x == 0) atomicExch(&g_step_arrivals, 0u);
+    }
+  }
+  k1_copy<VT>(b, r, hin, hout, a.K, a.W, a.row_units, s_perm);
+}
+
+static bool same_tensor(const at::Tensor& x, const at::Tensor& y) {
+  return x.defined() && y.defined() && x.data_ptr() == y.data_ptr() && x.sizes() == y.sizes() &&
+         x.scalar_type() == y.scalar_type();
+}
+static bool overlaps(const at::Tensor& x, const at::Tensor& y) {
+  if (!x.defined() || !y.defined() || x.numel() == 0 || y.numel() == 0) return false;
+  const uintptr_t x0 = reinterpret_cast<uintptr_t>(x.data_ptr()), y0 = reinterpret_cast<uintptr_t>(y.data_ptr());
+  return x0 < y0 + y.nbytes() && y0 < x0 + x.nbytes();
+}
+static bool any_overlap(std::initializer_list<at::Tensor> xs, std::initializer_list<at::Tensor> ys) {
+  for (const auto& x : xs)
+    for (const auto& y : ys)
+      if (overlaps(x, y)) return true;
+  return false;
+}
+
+// draft_step: the arguments of K1, K2 and K3 in their ABI order, one after the other. When K2's
+// inputs are K1's outputs and K3's work buffer is K2's (the draft layer's wiring) and no phase writes
+// what another block reads, one launch of step_kernel; otherwise (or B = 0, or K2's shared memory too
+// large) the three ops in sequence. Each op's own checks run first either way. Returns true for the
+// one launch, false for the three.
+bool draft_step(
+    // K1
+    at::Tensor topk_probas_sampling, std::optional<at::Tensor> topk_tokens_sampling,
+    at::Tensor last_layer_scores, at::Tensor curr_layer_scores, at::Tensor sort_layer_scores,
+    at::Tensor sort_layer_indices, at::Tensor cache_topk_indices, at::Tensor parent_indices_in_layer,
+    at::Tensor input_hidden_states, at::Tensor output_hidden_states, std::optional<at::Tensor> hot_token_id,
+    int64_t batch_size, int64_t node_top_k, int64_t tree_width, int64_t cumu_count, bool use_hot_token_id,
+    // K2
+    at::Tensor topk_probas, at::Tensor topk_tokens, at::Tensor sorted_scores, at::Tensor sorted_indexs,
+    at::Tensor parent_indexs, at::Tensor topk_indexs, at::Tensor input_tree_mask, int64_t batch_size2,
+    int64_t node_top_k2, int64_t tree_width2, int64_t input_count, int64_t cumu_count2, int64_t verify_num,
+    int64_t curr_depth, int64_t max_input_size, int64_t max_node_count, int64_t max_verify_num,
+    at::Tensor cumu_tokens, at::Tensor cumu_scores, at::Tensor cumu_deltas, at::Tensor prev_indexs,
+    at::Tensor next_indexs, at::Tensor side_indexs, at::Tensor output_scores, at::Tensor output_tokens,
+    at::Tensor work_scores, at::Tensor sort_scores, at::Tensor output_tree_mask,
+    // K3
+    at::Tensor work_scores3, int64_t batch_size3, int64_t node_count3, int64_t node_top_k3, int64_t verify_num3,
+    int64_t row_stride3, at::Tensor work_deltas, std::optional<at::Tensor> per_req_deltas) {
+  auto k1 = [&] {
+    draft_tree_layer_score_index_gen_op(topk_probas_sampling, topk_tokens_sampling, last_layer_scores,
+        curr_layer_scores, sort_layer_scores, sort_layer_indices, cache_topk_indices, parent_indices_in_layer,
+        input_hidden_states, output_hidden_states, hot_token_id, batch_size, node_top_k, tree_width, cumu_count,
+        use_hot_token_id);
+  };
+  auto k2 = [&] {
+    update_cumu_draft_state(topk_probas, topk_tokens, sorted_scores, sorted_indexs, parent_indexs, topk_indexs,
+        input_tree_mask, batch_size2, node_top_k2, tree_width2, input_count, cumu_count2, verify_num, curr_depth,
+        max_input_size, max_node_count, max_verify_num, cumu_tokens, cumu_scores, cumu_deltas, prev_indexs,
+        next_indexs, side_indexs, output_scores, output_tokens, work_scores, sort_scores, output_tree_mask);
+  };
+  auto k3 = [&] {
+    calculate_work_deltas(work_scores3, batch_size3, node_count3, node_top_k3, verify_num3, row_stride3, work_deltas,
+                          per_req_deltas);
+  };
+  const int64_t B = batch_size, K = node_top_k, W = tree_width, C = W * K, M = max_verify_num;
+  {
+    CheckOnly only;  // every precondition and shape check of the three ops, nothing launched
+    k1();
+    k2();
+    k3();
+  }
+  const at::Tensor none;
+  const at::Tensor tok1 = use_hot_token_id ? *topk_tokens_sampling : none;
+  const at::Tensor hot = use_hot_token_id ? *hot_token_id : none;
+  const at::Tensor per_req = has(per_req_deltas) ? *per_req_deltas : none;
+  // K2's inputs: K1's outputs (tokens too when K1 remaps them), else disjoint from everything K1 writes
+  bool wired = B >= 1 && batch_size2 == B && batch_size3 == B && node_top_k2 == K && tree_width2 == W &&
+               same_tensor(topk_probas, curr_layer_scores) && same_tensor(sorted_scores, sort_layer_scores) &&
+               same_tensor(sorted_indexs, sort_layer_indices) && same_tensor(parent_indexs, parent_indices_in_layer) &&
+               (use_hot_token_id ? same_tensor(topk_tokens, tok1) : true) &&
+               same_tensor(work_scores3, work_scores) && row_stride3 == M + K;
+  // what one block writes must not be what another block reads or writes (beyond the wiring above)
+  wired = wired &&
+      !any_overlap({use_hot_token_id ? none : topk_tokens, topk_indexs, input_tree_mask},
+                   {tok1, curr_layer_scores, sort_layer_scores, sort_layer_indices, cache_topk_indices,
+                    parent_indices_in_layer, output_hidden_states}) &&
+      !any_overlap({cumu_tokens, cumu_scores, cumu_deltas, prev_indexs, next_indexs, side_indexs, output_scores,
+                    output_tokens, work_scores, sort_scores, output_tree_mask, work_deltas, per_req},
+                   {topk_probas_sampling, tok1, last_layer_scores, input_hidden_states, hot, curr_layer_scores,
+                    sort_layer_scores, sort_layer_indices, cache_topk_indices, parent_indices_in_layer,
+                    output_hidden_states, use_hot_token_id ? none : topk_tokens, topk_indexs, input_tree_mask}) &&
+      !any_overlap({work_deltas, per_req}, {cumu_tokens, cumu_scores, cumu_deltas, prev_indexs, next_indexs,
+                                            side_indexs, output_scores, output_tokens, work_scores, sort_scores,
+                                            output_tree_mask}) &&
+      !overlaps(work_deltas, per_req);
+  const int64_t Vn = std::min(std::max(verify_num, (int64_t)1), M);
+  const int64_t n0 = std::min(Vn, cumu_count2), n1 = std::min(Vn, cumu_count2 + C);
+  const size_t smem = (size_t)(n0 + C + n1) * sizeof(float);
+  if (!wired || smem > 46 * 1024) {
+    k1();
+    k2();
+    k3();
+    return false;
+  }
+  const c10::cuda::CUDAGuard guard(topk_probas_sampling.device());
+  auto stream = c10::cuda::getCurrentCUDAStream();
+  // K3's per-request rows: the caller's per_req_deltas, else scratch from the caching allocator
+  const at::Tensor pr = per_req.defined() ? per_req : at::empty({B, node_top_k3 + 1}, work_deltas.options());
+  const int64_t row_bytes = input_hidden_states.size(1) * input_hidden_states.element_size();
+  StepArgs a;
+  a.probs = ptr<float>(topk_probas_sampling);
+  a.tokens = use_hot_token_id ? ptr<int64_t>(tok1) : nullptr;
+  a.last = ptr<float>(last_layer_scores);
+  a.curr = ptr<float>(curr_layer_scores);
+  a.sscores = ptr<float>(sort_layer_scores);
+  a.sidx = ptr<int64_t>(sort_layer_indices);
+  a.cache = ptr<int64_t>(cache_topk_indices);
+  a.parent = ptr<int64_t>(parent_indices_in_layer);
+  a.hot = use_hot_token_id ? ptr<int64_t>(hot) : nullptr;
+  a.Vh = use_hot_token_id ? hot.size(0) : 0;
+  a.K = (int)K;
+  a.W = (int)W;
+  a.cc1 = cumu_count;
+  a.use_hot = use_hot_token_id;
+  a.k2_tokens = ptr<int64_t>(topk_tokens);
+  a.topk_idx = ptr<int64_t>(topk_indexs);
+  a.in_mask = ptr<uint8_t>(input_tree_mask);
+  a.Ic = input_count;
+  a.cc = cumu_count2;
+  a.d = curr_depth;
+  a.I = max_input_size;
+  a.N = max_node_count;
+  a.M = M;
+  a.n0 = n0;
+  a.n1 = n1;
+  a.cumu_tokens = ptr<int64_t>(cumu_tokens);
+  a.cumu_scores = ptr<float>(cumu_scores);
+  a.cumu_deltas = ptr<int64_t>(cumu_deltas);
+  a.prev = ptr<int64_t>(prev_indexs);
+  a.next = ptr<int64_t>(next_indexs);
+  a.side = ptr<int64_t>(side_indexs);
+  a.out_scores = ptr<float>(output_scores);
+  a.out_tokens = ptr<int64_t>(output_tokens);
+  a.work = ptr<float>(work_scores);
+  a.sort_scores = ptr<float>(sort_scores);
+  a.out_mask = ptr<uint8_t>(output_tree_mask);
+  a.n0_3 = node_count3;
+  a.K3 = (int)node_top_k3;
+  a.Vb = verify_num3;
+  a.stride3 = row_stride3;
+  a.deltas = ptr<float>(work_deltas);
+  a.per_req = ptr<float>(pr);
+  dim3 grid((unsigned)B, (unsigned)K);
+  dispatch_units(row_bytes, {input_hidden_states.data_ptr(), output_hidden_states.data_ptr()},
+                 [&](auto unit, int64_t ub) {
+                   using VT = decltype(unit);
+                   a.row_units = row_bytes / ub;
+                   launch_ex(step_kernel<VT>, grid, dim3(256), smem, 0, stream, a, ptr<VT>(input_hidden_states),
+                             ptr<VT>(output_hidden_states));
+                 });
+  E4_CUDA_CHECK(cudaGetLastError());
+  return true;
 }
 
 // ==========================================================================================
@@ -1849,5 +2117,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("convert_logits_to_probas", &convert_logits_to_probas);
   m.def("draft_tree_reject_sample", &draft_tree_reject_sample);
   m.def("update_verify_result", &update_verify_result);
+  m.def("draft_step", &draft_step, "K1 -> K2 -> K3 of one draft layer in one launch (their arguments in ABI order)");
   m.def("_k5_tuning", &k5_tuning, "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");
 }

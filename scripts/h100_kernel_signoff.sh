@@ -2,7 +2,16 @@
 # One device session for the H100 kernels (issue 14): build, parity, sanitizers, bench, in priority
 # order, every step time-boxed so the whole script ends inside one device call.
 #
-#   scripts/h100_kernel_signoff.sh --out DIR [--old-src FILE] [--budget SECONDS]
+#   scripts/h100_kernel_signoff.sh --out DIR [--old-src FILE] [--budget SECONDS] [--kernels LIST] [--no-ncu]
+#       [--no-smoke]
+#
+# --kernels LIST (comma-separated spec keys, draft_step included) narrows the session to what changed:
+# parity of those kernels only (plus tests/parity/test_cuda_draft_step.py when draft_step is listed),
+# compare-src at their points, the sanitizers on their cases (memcheck and racecheck of the draft-step
+# kernel on a few chained catalog cases); the bench still measures every point (every row of one
+# report from one run). --no-ncu skips Nsight Compute (bytes stay those committed). The steps' time boxes
+# scale with --budget (their shares of the default 540 s). The torch.compile anchors are compiled once
+# beside the build (python -m eagle4.perf.kernel_bench warm-anchors), filling Inductor's on-disk cache.
 #
 # 1. builds our kernel source (cuda/cost_draft_tree_kernel.cu) and, with --old-src, a baseline
 #    source beside it (two processes, in parallel);
@@ -21,12 +30,15 @@
 # Never changes the GPU's clocks or settings.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=""; OLD=""; BUDGET=540
+OUT=""; OLD=""; BUDGET=540; KERNELS=""; BENCH_ARGS=(); SMOKE=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2;;
     --old-src) OLD=$2; shift 2;;
     --budget) BUDGET=$2; shift 2;;
+    --kernels) KERNELS=$2; shift 2;;
+    --no-ncu) BENCH_ARGS+=(--no-ncu); shift;;
+    --no-smoke) SMOKE=0; shift;;
     *) echo "unknown argument $1" >&2; exit 2;;
   esac
 done
@@ -36,21 +48,33 @@ export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 NEW=cuda/cost_draft_tree_kernel.cu
 left() { echo $((BUDGET - SECONDS)); }
-box() { local want=$1 l; l=$(( $(left) - ${2:-0} )); [ "$l" -lt "$want" ] && want=$l; [ "$want" -lt 1 ] && want=1; echo "$want"; }
+# box WANT RESERVE: at most WANT seconds, leaving RESERVE for the later steps (both as shares of 540 s)
+box() { local want=$(( $1 * BUDGET / 540 )) l; l=$(( $(left) - ${2:-0} * BUDGET / 540 )); [ "$l" -lt "$want" ] && want=$l; [ "$want" -lt 1 ] && want=1; echo "$want"; }
+PARITY_K=cuda; CMP_K=(); SAN_K=()
+if [ -n "$KERNELS" ]; then
+  PARITY_K="cuda and ($(echo "$KERNELS" | sed 's/,/ or /g'))"
+  CMP_K=(--kernels "$KERNELS")
+  SAN_K=(--kernel "$(echo "$KERNELS" | tr ',' '\n' | grep -v '^draft_step$' | paste -sd,)")
+fi
+STEP_TESTS=()
+case ",$KERNELS," in ,,|*,draft_step,*) STEP_TESTS=(tests/parity/test_cuda_draft_step.py);; esac
 stamp() { echo "[$(date -u +%H:%M:%S) t=${SECONDS}s] $*"; }
 
 stamp "build"
+timeout "$(box 200 300)" python3 -m eagle4.perf.kernel_bench warm-anchors --contract contracts/default.toml \
+  --contract contracts/deployment-8b.toml > "$OUT/warm_anchors_log.txt" 2>&1 & PW=$!
 build() { python3 -c "import sys; from eagle4.backends.cuda import CudaBackend as C; b=C(kernel_src=sys.argv[1]); ok,why=b.available(); print(sys.argv[1], 'built:', ok, why); raise SystemExit(0 if ok else 1)" "$1"; }
 build "$NEW" > "$OUT/build_new.txt" 2>&1 & PN=$!
 PO=""; [ -n "$OLD" ] && { build "$OLD" > "$OUT/build_old.txt" 2>&1 & PO=$!; }
 wait $PN; NEW_OK=$?
 [ -n "$PO" ] && wait $PO
+wait $PW; echo "exit $?" >> "$OUT/warm_anchors_log.txt"
 stamp "build new rc=$NEW_OK"
 
 parity() {  # $1: log file
-  { echo "$ EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1} python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py -k cuda --hw=cuda -p no:xdist -p no:cacheprovider -q"
+  { echo "$ EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1} python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py ${STEP_TESTS[*]} -k '$PARITY_K' --hw=cuda -p no:xdist -p no:cacheprovider -q"
     timeout "$(box 150 250)" python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py \
-      tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py -k cuda --hw=cuda \
+      tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py "${STEP_TESTS[@]}" -k "$PARITY_K" --hw=cuda \
       -p no:xdist -p no:cacheprovider -q 2>&1
     echo "exit $?"; } > "$1"
   tail -3 "$1"
@@ -73,7 +97,7 @@ if [ -z "$BENCH_SRC" ]; then
   BENCH_SRC=$OLD   # the bench and the sanitizers measure the baseline source (built in step 1)
   export EAGLE4_KERNEL_SRC="$PWD/$OLD"
 fi
-if [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_CUDA_PDL:-1}" != 0 ]; then
+if [ "$SMOKE" = 1 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_CUDA_PDL:-1}" != 0 ]; then
   # graph capture of the programmatic launches (the bench captures every op in CUDA graphs)
   stamp "graph smoke test"
   if ! timeout "$(box 60 200)" python3 -m eagle4.perf.kernel_bench compare-src --contract contracts/default.toml \
@@ -84,33 +108,49 @@ if [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_CUDA_PDL:-1}" != 0 ]; then
 fi
 echo "$BENCH_SRC sha256 $(sha256sum "$BENCH_SRC" | cut -d' ' -f1) EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1}" > "$OUT/bench_source.txt"
 stamp "bench ($BENCH_SRC)"
-timeout "$(box 330 120)" scripts/bench_h100_kernels.sh --out "$OUT/reports" > "$OUT/bench_log.txt" 2>&1
+timeout "$(box 330 120)" scripts/bench_h100_kernels.sh --out "$OUT/reports" "${BENCH_ARGS[@]}" > "$OUT/bench_log.txt" 2>&1
 echo "exit $?" >> "$OUT/bench_log.txt"
 tail -3 "$OUT/bench_log.txt"
 
 if [ -n "$OLD" ] && [ "$BENCH_SRC" = "$NEW" ]; then
   stamp "compare old vs new"
   timeout "$(box 60 110)" python3 -m eagle4.perf.kernel_bench compare-src --contract contracts/default.toml \
-    --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 --out "$OUT/compare_src.csv" \
+    --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 "${CMP_K[@]}" --out "$OUT/compare_src.csv" \
     > "$OUT/compare_src_log.txt" 2>&1
   echo "exit $? (EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1})" >> "$OUT/compare_src_log.txt"
   if [ "${EAGLE4_CUDA_PDL:-1}" != 0 ]; then  # the same without programmatic launches: what the kernels' code gives alone
     stamp "compare old vs new, EAGLE4_CUDA_PDL=0"
     EAGLE4_CUDA_PDL=0 timeout "$(box 60 90)" python3 -m eagle4.perf.kernel_bench compare-src \
-      --contract contracts/default.toml --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 \
+      --contract contracts/default.toml --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 "${CMP_K[@]}" \
       --out "$OUT/compare_src_nopdl.csv" > "$OUT/compare_src_nopdl_log.txt" 2>&1
     echo "exit $? (EAGLE4_CUDA_PDL=0)" >> "$OUT/compare_src_nopdl_log.txt"
   fi
 fi
 
 stamp "memcheck"
-{ echo "$ compute-sanitizer --tool memcheck --target-processes all python3 scripts/dump_h100_goldens.py --no-dump --skip-large"
+{ echo "$ compute-sanitizer --tool memcheck --target-processes all python3 scripts/dump_h100_goldens.py --no-dump --skip-large ${SAN_K[*]}"
   timeout "$(box 60 40)" compute-sanitizer --tool memcheck --target-processes all python3 scripts/dump_h100_goldens.py \
-    --no-dump --skip-large 2>&1 | grep -v "^=========     " | tail -40
+    --no-dump --skip-large "${SAN_K[@]}" 2>&1 | grep -v "^=========     " | tail -40
   echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_log.txt"
+SAN_STEP=(python3 -m pytest tests/parity/test_cuda_draft_step.py --hw=cuda -p no:xdist -p no:cacheprovider -q
+          -k "bench_points or full_c64 or hot_perm_full or b128_h64 or nan_and_minus_inf or k10_w6 or no_tokens or bfloat16 or float16_h1")
+if [ ${#STEP_TESTS[@]} -gt 0 ]; then
+  stamp "memcheck of the draft-step kernel"
+  { echo "$ compute-sanitizer --tool memcheck --target-processes all ${SAN_STEP[*]}"
+    timeout "$(box 40 30)" compute-sanitizer --tool memcheck --target-processes all "${SAN_STEP[@]}" 2>&1 \
+      | grep -v "^=========     " | tail -30
+    echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_step_log.txt"
+fi
 stamp "racecheck"
-{ echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3"
-  timeout "$(box 90 3)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 \
-    scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 2>&1 | grep -v "^=========     " | tail -40
+{ echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 ${SAN_K[*]}"
+  timeout "$(box 90 25)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 \
+    scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 "${SAN_K[@]}" 2>&1 | grep -v "^=========     " | tail -40
   echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_log.txt"
+if [ ${#STEP_TESTS[@]} -gt 0 ]; then
+  stamp "racecheck of the draft-step kernel"
+  { echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all ${SAN_STEP[*]}"
+    timeout "$(box 40 3)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all \
+      "${SAN_STEP[@]}" 2>&1 | grep -v "^=========     " | tail -30
+    echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_step_log.txt"
+fi
 stamp "done"

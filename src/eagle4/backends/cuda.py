@@ -217,6 +217,13 @@ class CudaBackend(Backend):
         self.require()
         return getattr(self._mod, kernel_spec(kernel).op)
 
+    def draft_step_op(self):
+        """The one-launch draft step (K1 -> K2 -> K3; K1's, K2's and K3's ABI arguments one after the
+        other), or None for a source that does not define ``draft_step`` (then a draft step is the three ops)."""
+        self.require()
+        fn = getattr(self._mod, "draft_step", None)
+        return fn if callable(fn) else None
+
     @property
     def torch_device(self):
         import torch

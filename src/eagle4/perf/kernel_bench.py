@@ -44,12 +44,23 @@ def _git_commit() -> str:
     return git_commit(DEFAULT_CONTRACT.parents[1])
 
 
+STEP_KERNELS = (("draft_tree_score", "k1"), ("update_draft_state", "k2"), ("work_deltas", "k3"))
+
+
+def step_fused() -> bool:
+    """The draft step as one launch (the source's ``draft_step`` op) unless EAGLE4_DRAFT_STEP_FUSED=0."""
+    return os.environ.get("EAGLE4_DRAFT_STEP_FUSED", "1") != "0"
+
+
 def _ours(p: Point, backend, tensors, params):
     from eagle4.perf.inputs import abi_args
 
     if p.kernel == "draft_step":
-        calls = [(backend.op(k), abi_args(k, tensors[n], params[n]))
-                 for k, n in (("draft_tree_score", "k1"), ("update_draft_state", "k2"), ("work_deltas", "k3"))]
+        fused = backend.draft_step_op() if step_fused() else None
+        if fused is not None:
+            args = [a for k, n in STEP_KERNELS for a in abi_args(k, tensors[n], params[n])]
+            return lambda: fused(*args)
+        calls = [(backend.op(k), abi_args(k, tensors[n], params[n])) for k, n in STEP_KERNELS]
 
         def fn():
             for op, args in calls:
@@ -64,7 +75,7 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
 
     from eagle4.backends.cuda import CudaBackend
     from eagle4.perf import timing
-    from eagle4.perf.anchors import ANCHORS
+    from eagle4.perf.anchors import ANCHORS, DEVICE_CHECKED
     from eagle4.perf.inputs import make_call
 
     backend = CudaBackend()
@@ -107,6 +118,12 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
         for name, build, same in ANCHORS[p.kernel]:
             at, ap = make_call(p, dev)
             afn = build(at, ap)
+            if name in DEVICE_CHECKED:
+                why = DEVICE_CHECKED[name](at, ap, afn())
+                if why:  # not timed: a ratio to an anchor computing something else would mean nothing
+                    log(f"run {run_index} {p.pid}: {name} does not match the reference, not timed: {why}")
+                    del afn, at
+                    continue
             ta0 = timing.probe_us(afn)
             ga, na = timing.sizes_for(ta0)
             ra = row(p, name, "graph", same, sum((timing.graph_times(afn, ga, na) for _ in range(windows)), []), ga)
@@ -117,6 +134,38 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
         del tensors
         torch.cuda.empty_cache()
     return rows
+
+
+def select(points: list[Point], kernels: str | None) -> list[Point]:
+    """The points of the comma-separated kernels (spec keys or draft_step); all for None or ""."""
+    if not kernels:
+        return points
+    want = set(kernels.split(","))
+    unknown = want - {p.kernel for p in points}
+    if unknown:
+        raise SystemExit(f"--kernels: no point of kernel(s) {', '.join(sorted(unknown))}")
+    return [p for p in points if p.kernel in want]
+
+
+def warm_anchors(shape: BenchShape, points: list[Point], log=print) -> None:
+    """Runs each ``torch.compile`` anchor once per point, in bench order, so that Inductor's on-disk
+    cache holds their kernels before the bench's processes start (a development aid: it can run
+    beside the extension's build)."""
+    import torch
+
+    from eagle4.perf.anchors import ANCHORS, COMPILED
+    from eagle4.perf.inputs import make_call
+
+    dev = torch.device("cuda", 0)
+    for p in points:
+        for name, build, _ in ANCHORS[p.kernel]:
+            if name in COMPILED:
+                t, q = make_call(p, dev)
+                build(t, q)()
+                torch.cuda.synchronize()
+                log(f"warm {shape_name(shape)} {p.pid} {name}")
+                del t
+                torch.cuda.empty_cache()
 
 
 def shape_name(shape: BenchShape) -> str:
@@ -152,7 +201,7 @@ def sweep_k5(shape: BenchShape, log=print) -> None:
 
 
 def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", rounds: int = 3,
-                    log=print) -> list[dict]:
+                    log=print, kernels: str | None = None) -> list[dict]:
     """Development aid (before/after on one card, one process): our op built from each kernel source,
     graph-timed at every point of the contract, the sources alternating ``rounds`` times per point so
     that drift hits them alike. Returns one row per (point, source): the median over the rounds'
@@ -168,7 +217,7 @@ def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", 
         b.require()
     dev = torch.device("cuda", 0)
     rows = []
-    for p in operating_points(shape, points):
+    for p in select(operating_points(shape, points), kernels):
         tensors, params = make_call(p, dev)
         fns = [_ours(p, b, tensors, params) for b in backends]
         g, n = timing.sizes_for(timing.probe_us(fns[0]))
@@ -196,6 +245,11 @@ def main(argv=None) -> int:
     r.add_argument("--out", required=True)
     r.add_argument("--points", default=os.environ.get("EAGLE4_BENCH_POINTS", "all"), choices=("all", "B1"))
     r.add_argument("--eager", action="store_true", help="also time our ops launched eagerly from Python")
+    r.add_argument("--kernels", default=os.environ.get("EAGLE4_BENCH_KERNELS"),
+                   help="only the points of these kernels (comma-separated spec keys or draft_step)")
+    w = sub.add_parser("warm-anchors", help="fill Inductor's on-disk cache with the torch.compile anchors")
+    w.add_argument("--contract", action="append")
+    w.add_argument("--points", default="all", choices=("all", "B1"))
     s = sub.add_parser("summarize")
     s.add_argument("raw", nargs="+")
     s.add_argument("--contract", action="append")
@@ -212,21 +266,27 @@ def main(argv=None) -> int:
     c.add_argument("--src", action="append", required=True, help="kernel source (repeatable; first = baseline)")
     c.add_argument("--points", default="all", choices=("all", "B1"))
     c.add_argument("--rounds", type=int, default=3)
+    c.add_argument("--kernels", help="only the points of these kernels (comma-separated)")
     c.add_argument("--out", required=True, help="CSV of (contract, point, kernel_src, median_us)")
     args = ap.parse_args(argv)
     shapes = [shape_from_contract(c) for c in (args.contract or [DEFAULT_CONTRACT])]
     if args.cmd == "run":
         rows = []
         for sh in shapes:
-            rows += run_points(sh, operating_points(sh, args.points), args.run_index, eager=args.eager,
-                               log=lambda m: print(m, flush=True))
+            rows += run_points(sh, select(operating_points(sh, args.points), args.kernels), args.run_index,
+                               eager=args.eager, log=lambda m: print(m, flush=True))
         write_csv(Path(args.out), rows, RAW_FIELDS)
         return 0
     if args.cmd == "compare-src":
         rows = []
         for sh in shapes:
-            rows += compare_sources(sh, args.src, args.points, args.rounds, log=lambda m: print(m, flush=True))
+            rows += compare_sources(sh, args.src, args.points, args.rounds, log=lambda m: print(m, flush=True),
+                                    kernels=args.kernels)
         write_csv(Path(args.out), rows, ["contract", "point", "kernel_src", "median_us"])
+        return 0
+    if args.cmd == "warm-anchors":
+        for sh in shapes:
+            warm_anchors(sh, operating_points(sh, args.points), log=lambda m: print(m, flush=True))
         return 0
     if args.cmd == "sweep-k5":
         for sh in shapes:
