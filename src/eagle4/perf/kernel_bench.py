@@ -119,7 +119,10 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
             at, ap = make_call(p, dev)
             afn = build(at, ap)
             if name in DEVICE_CHECKED:
-                why = DEVICE_CHECKED[name](at, ap, afn())
+                try:
+                    why = DEVICE_CHECKED[name](at, ap, afn())
+                except Exception as e:  # e.g. Inductor failing to compile: the anchor is absent, said so
+                    why = f"{type(e).__name__}: {str(e)[-300:]}"
                 if why:  # not timed: a ratio to an anchor computing something else would mean nothing
                     log(f"run {run_index} {p.pid}: {name} does not match the reference, not timed: {why}")
                     del afn, at
