@@ -134,7 +134,7 @@ stamp "memcheck"
   echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_log.txt"
 SAN_STEP=(python3 -m pytest tests/parity/test_cuda_draft_step.py --hw=cuda -p no:xdist -p no:cacheprovider -q
           -k "bench_points or full_c64 or hot_perm_full or b128_h64 or nan_and_minus_inf or k10_w6 or no_tokens or bfloat16 or float16_h1")
-if [ ${#STEP_TESTS[@]} -gt 0 ]; then
+if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ]; then  # the baseline source has no draft_step op
   stamp "memcheck of the draft-step kernel"
   { echo "$ compute-sanitizer --tool memcheck --target-processes all ${SAN_STEP[*]}"
     timeout "$(box 40 30)" compute-sanitizer --tool memcheck --target-processes all "${SAN_STEP[@]}" 2>&1 \
@@ -146,7 +146,7 @@ stamp "racecheck"
   timeout "$(box 90 25)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 \
     scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 "${SAN_K[@]}" 2>&1 | grep -v "^=========     " | tail -40
   echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_log.txt"
-if [ ${#STEP_TESTS[@]} -gt 0 ]; then
+if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ]; then  # the baseline source has no draft_step op
   stamp "racecheck of the draft-step kernel"
   { echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all ${SAN_STEP[*]}"
     timeout "$(box 40 3)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all \

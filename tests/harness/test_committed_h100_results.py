@@ -48,16 +48,19 @@ B1_MAX_US, STEP_B1_MAX_US, STEP_B128_MAX_US, K6_B128_MAX_US = 5.0, 8.0, 12.0, 20
 
 # (contract, point) -> why ours is slower than the best PyTorch anchor there (statement, not a waiver)
 KNOWN_SLOWER: dict[tuple[str, str], str] = {}
-# (contract, point, bar) -> why the bar is missed (measured 2026-11-26 11:02 UTC on the H100, f72c534, with
-# the kernels' programmatic dependent launches; before/after in reports/kernel_before_after/)
-_K4 = 'B = 1, T = Q = 64: 16 blocks each rebuild two block scans and 64 ancestor rows, then pack 16.9 KB (issue 14: 7.0 -> 5.7 us; the draft points and the default verify point meet the bar)'
+# (contract, point, bar) -> why the bar is missed (measured 2026-11-26 11:20-11:23 UTC on the H100 by e936f58's bench:
+# main's kernel source (byte-identical to f72c534's) launched WITHOUT programmatic dependent launch (EAGLE4_CUDA_PDL=0,
+# the signoff script's fallback after a crash of the new draft-step test), every anchor incl. torch.compile's K5 in
+# the same processes; with the programmatic launches (f72c534 session) the small points were 0.2-1.1 us faster:
+# reports/kernel_before_after/). None of these rows times the one-launch draft step (not measured yet).)
+_K4 = 'B = 1, T = Q = 64: 16 blocks each rebuild two block scans and 64 ancestor rows, then pack 16.9 KB (issue 14: 7.0 -> 5.7 us with programmatic launch, 6.0 without; the draft points and the default verify point meet the bar)'
 _K5S = 'a block per row (V = 260) still pays launch, two reduction barriers and IEEE divisions; anchor 12-13 us'
-_K5V = 'shared-memory kernel (8-block clusters of 512 threads): 1.56-1.61x at B >= 8, 2.24x at B = 1 (64 rows, 512 blocks in 1.3 waves of the resident slots); the register-resident variant measured slower at V = 128256 (sweep-k5)'
-_K5D = "register-resident kernel: each block loads, reduces across its cluster and stores in sequence; 3 blocks per SM do not overlap one block's loads with another's stores well enough (1.83-2.26x)"
-_K6 = "tree staged in shared memory, rows' accepted children resolved in parallel, then the final row's integer inverse CDF with a block scan and two cluster barriers: a chain of dependent global reads (tree, tested probabilities, final row, sample tile); issue 14 took it from 13.7-17.7 to 11.1-11.4 us (cluster totals read by one warp in parallel, programmatic launch)"
-_K7 = "the bookkeeping block's chain (accepted entries -> their predicts and slots -> one packed scan -> compaction -> free-slot scan) and the next_hidden copies; issue 14 took it from 8.4-8.6 to 6.9-7.1 us (up-front loads, one scan, programmatic launch)"
-_STEP = 'three launches in one graph cost about their sum (K1 + K2 + K3: 8.3 us default, 10.5 deployment-8b at B = 1, 16.0 at B = 128, with programmatic launches); the fused draft-layer kernel is not written'
-_K5B = 'a few rows of 16384-32768 (0.5-2.1 MB, HBM roofline 0.16-0.63 us): launch, two cluster barriers and IEEE divisions dominate (6.2-7.3 us); anchor ~19.5 us; not reworked'
+_K5V = 'shared-memory kernel (8-block clusters of 512 threads): 1.57-1.61x at B >= 8, 2.24x at B = 1 (64 rows, 512 blocks in 1.3 waves of the resident slots); the register-resident variant measured slower at V = 128256 (sweep-k5); torch.compile (Inductor) is 3.2-3.9x the roofline at B >= 8, 7.9x at B = 1'
+_K5D = "register-resident kernel: each block loads, reduces across its cluster and stores in sequence; 3 blocks per SM do not overlap one block's loads with another's stores well enough (1.82-2.26x; torch.compile 3.6-4.1x)"
+_K6 = "tree staged in shared memory, rows' accepted children resolved in parallel, then the final row's integer inverse CDF with a block scan and two cluster barriers: a chain of dependent global reads (tree, tested probabilities, final row, sample tile); issue 14 took it from 13.7-17.7 to 11.1-11.4 us (cluster totals read by one warp in parallel, programmatic launch; 11.5-11.9 us without it)"
+_K7 = "the bookkeeping block's chain (accepted entries -> their predicts and slots -> one packed scan -> compaction -> free-slot scan) and the next_hidden copies; issue 14 took it from 8.4-8.6 to 6.9-7.1 us (up-front loads, one scan, programmatic launch; 7.2-7.4 us without it)"
+_STEP = 'these rows are three launches in one graph (main\'s source, no draft_step op), which cost about their sum (K1 + K2 + K3: 9.4 us default, 11.5 deployment-8b at B = 1, 16.9 at B = 128 without programmatic launch; 8.3 / 10.5 / 16.0 with it); the one-launch draft_step op (e936f58) is bit-exact with the three ops on the H100 but not timed yet'
+_K5B = 'a few rows of 16384-32768 (0.5-2.1 MB, HBM roofline 0.16-0.63 us): launch, two cluster barriers and IEEE divisions dominate (6.6-7.7 us without programmatic launch, 6.2-7.3 with); best anchor 18-26 us (torch.compile 18.0-18.5 at V = 16384); not reworked'
 KNOWN_MISSES: dict[tuple[str, str, str], str] = {
     ('default', 'draft_step/B1/dtypefloat32', 'step_b1'): _STEP,
     ('default', 'logits_to_probas/draft/B1/Q4/V16384', 'b1_5us'): _K5B,
@@ -75,7 +78,7 @@ KNOWN_MISSES: dict[tuple[str, str, str], str] = {
     ('deployment-8b', 'logits_to_probas/verify/B32/Q64/V128256', 'k5_roofline'): _K5V,
     ('deployment-8b', 'logits_to_probas/verify/B8/Q64/V128256', 'k5_roofline'): _K5V,
     ('deployment-8b', 'reject_sample/B1/Q64/V128256', 'b1_5us'): _K6,
-    ('deployment-8b', 'reject_sample/B128/Q64/V128256', 'k6_b128'): 'the final rows alone are 65.7 MB at B = 128 (HBM roofline 19.7 us): 20 us is the floor; 39.5 us (66.3 before issue 14\'s second pass: blocks per request now from one wave of resident blocks, 2 instead of 8)',
+    ('deployment-8b', 'reject_sample/B128/Q64/V128256', 'k6_b128'): 'the final rows alone are 65.7 MB at B = 128 (HBM roofline 19.7 us): 20 us is the floor; 40.0 us without programmatic launch, 39.5 with (66.3 before issue 14\'s second pass: blocks per request now from one wave of resident blocks, 2 instead of 8)',
     ('deployment-8b', 'tree_mask/verify/B1/Q64', 'b1_5us'): _K4,
     ('deployment-8b', 'update_verify/B1/Q64/dtypebfloat16', 'b1_5us'): _K7,
 }
@@ -95,6 +98,8 @@ ARCHIVED_KNOWN_MISSES: dict[str, dict[tuple[str, str, str], str]] = {"h100_toy_p
     ('default', 'tree_mask/verify/B1/Q16', 'b1_5us'): _ARCH_K4,
     ('default', 'update_verify/B1/Q16/dtypefloat32', 'b1_5us'): _ARCH_K7,
 }}
+# anchors added after a set was archived (its runs could not measure them)
+ARCHIVED_BEFORE_ANCHORS: dict[str, set[str]] = {"h100_toy_pair_b6befd65731f": {"torch_compile_softmax_temp"}}
 SETS = ["current", *ARCHIVED]
 
 
@@ -170,14 +175,15 @@ def test_raw_schema_provenance_and_contract_hash(raw, shapes):
             assert float(r["p10_us"]) <= float(r["median_us"]) <= float(r["p90_us"]), r
 
 
-def test_every_point_ours_and_anchors(raw, shapes):
+def test_every_point_ours_and_anchors(raw, shapes, which):
     from eagle4.perf.anchors import ANCHORS
 
     seen = {(r["contract"], r["point"], r["impl"]) for r in raw if r["mode"] == "graph"}
+    later = ARCHIVED_BEFORE_ANCHORS.get(which, set())
     missing = []
     for name, sh in shapes.items():
         for p in operating_points(sh):
-            for impl in ["cuda"] + [a for a, _, _ in ANCHORS[p.kernel]]:
+            for impl in ["cuda"] + [a for a, _, _ in ANCHORS[p.kernel] if a not in later]:
                 if (name, p.pid, impl) not in seen:
                     missing.append(f"{name} {p.pid} {impl}")
         kernels = {p.kernel for p in operating_points(sh)}
