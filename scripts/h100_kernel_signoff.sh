@@ -6,7 +6,8 @@
 #       [--no-smoke]
 #
 # --kernels LIST (comma-separated spec keys, draft_step included) narrows the session to what changed:
-# parity of those kernels only (plus tests/parity/test_cuda_draft_step.py when draft_step is listed),
+# parity of those kernels only (plus tests/parity/test_cuda_draft_step.py, after them, when draft_step is
+# listed: on its failure the bench keeps our source and times the draft step as three launches),
 # compare-src at their points, the sanitizers on their cases (memcheck and racecheck of the draft-step
 # kernel on a few chained catalog cases); the bench still measures every point (every row of one
 # report from one run). --no-ncu skips Nsight Compute (bytes stay those committed). The steps' time boxes
@@ -71,14 +72,19 @@ wait $PN; NEW_OK=$?
 wait $PW; echo "exit $?" >> "$OUT/warm_anchors_log.txt"
 stamp "build new rc=$NEW_OK"
 
+# pytest over the given test files with -k PARITY_K; $1: log file (the box comes from $PARITY_WANT)
+run_tests() {
+  local log=$1; shift
+  { echo "$ EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1} python3 -m pytest $* -k '$PARITY_K' --hw=cuda -p no:xdist -p no:cacheprovider -q"
+    timeout "$(box "$PARITY_WANT" 250)" python3 -m pytest "$@" -k "$PARITY_K" --hw=cuda -p no:xdist -p no:cacheprovider -q 2>&1
+    echo "exit $?"; } > "$log"
+  tail -3 "$log"
+  grep -q "^exit 0$" "$log"
+}
+PARITY_WANT=150
 parity() {  # $1: log file
-  { echo "$ EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1} python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py ${STEP_TESTS[*]} -k '$PARITY_K' --hw=cuda -p no:xdist -p no:cacheprovider -q"
-    timeout "$(box 150 250)" python3 -m pytest tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py \
-      tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py "${STEP_TESTS[@]}" -k "$PARITY_K" --hw=cuda \
-      -p no:xdist -p no:cacheprovider -q 2>&1
-    echo "exit $?"; } > "$1"
-  tail -3 "$1"
-  grep -q "^exit 0$" "$1"
+  run_tests "$1" tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py \
+    tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py
 }
 BENCH_SRC=$NEW
 if [ "$NEW_OK" = 0 ]; then
@@ -91,6 +97,17 @@ if [ "$NEW_OK" = 0 ]; then
   fi
 else
   BENCH_SRC=""
+fi
+if [ -n "$BENCH_SRC" ] && [ ${#STEP_TESTS[@]} -gt 0 ]; then
+  # the one-launch draft step against the three ops: on a mismatch the bench keeps our source and times
+  # the draft step as the three launches (EAGLE4_DRAFT_STEP_FUSED=0); the per-kernel verdicts stand
+  stamp "draft-step parity"
+  PARITY_WANT=40
+  if ! run_tests "$OUT/pytest_step_log.txt" "${STEP_TESTS[@]}"; then
+    export EAGLE4_DRAFT_STEP_FUSED=0
+    echo "the one-launch draft step did not match the three ops: EAGLE4_DRAFT_STEP_FUSED=0 from here" \
+      | tee -a "$OUT/pytest_step_log.txt"
+  fi
 fi
 if [ -z "$BENCH_SRC" ]; then
   [ -n "$OLD" ] || { stamp "our source failed to build or to match, no --old-src: stop"; exit 1; }
@@ -106,7 +123,7 @@ if [ "$SMOKE" = 1 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_CUDA_PDL:-1}" !=
     echo "graph capture with programmatic launches failed: EAGLE4_CUDA_PDL=0 from here" | tee -a "$OUT/smoke_log.txt"
   fi
 fi
-echo "$BENCH_SRC sha256 $(sha256sum "$BENCH_SRC" | cut -d' ' -f1) EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1}" > "$OUT/bench_source.txt"
+echo "$BENCH_SRC sha256 $(sha256sum "$BENCH_SRC" | cut -d' ' -f1) EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1} EAGLE4_DRAFT_STEP_FUSED=${EAGLE4_DRAFT_STEP_FUSED:-1}" > "$OUT/bench_source.txt"
 stamp "bench ($BENCH_SRC)"
 timeout "$(box 330 120)" scripts/bench_h100_kernels.sh --out "$OUT/reports" "${BENCH_ARGS[@]}" > "$OUT/bench_log.txt" 2>&1
 echo "exit $?" >> "$OUT/bench_log.txt"
@@ -134,7 +151,7 @@ stamp "memcheck"
   echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_log.txt"
 SAN_STEP=(python3 -m pytest tests/parity/test_cuda_draft_step.py --hw=cuda -p no:xdist -p no:cacheprovider -q
           -k "bench_points or full_c64 or hot_perm_full or b128_h64 or nan_and_minus_inf or k10_w6 or no_tokens or bfloat16 or float16_h1")
-if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ]; then  # the baseline source has no draft_step op
+if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_DRAFT_STEP_FUSED:-1}" != 0 ]; then  # a step op in use
   stamp "memcheck of the draft-step kernel"
   { echo "$ compute-sanitizer --tool memcheck --target-processes all ${SAN_STEP[*]}"
     timeout "$(box 40 30)" compute-sanitizer --tool memcheck --target-processes all "${SAN_STEP[@]}" 2>&1 \
@@ -146,7 +163,7 @@ stamp "racecheck"
   timeout "$(box 90 25)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 \
     scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 "${SAN_K[@]}" 2>&1 | grep -v "^=========     " | tail -40
   echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_log.txt"
-if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ]; then  # the baseline source has no draft_step op
+if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_DRAFT_STEP_FUSED:-1}" != 0 ]; then  # a step op in use
   stamp "racecheck of the draft-step kernel"
   { echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all ${SAN_STEP[*]}"
     timeout "$(box 40 3)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all \

@@ -4,10 +4,16 @@
 point of contract C once in this process (one *run*) and writes one raw row per
 (point, impl, mode):
 
-* ``impl=cuda, mode=graph``: our op (for ``draft_step``: K1 -> K2 -> K3) in a CUDA graph, replays
-  timed by CUDA events (``perf.timing``); with ``--eager`` also ``mode=eager``: back-to-back
-  launches from Python (what an eager caller sees, launch overhead included);
-* ``impl=torch_<name>, mode=graph``: each anchor of ``perf.anchors`` on the same tensors, same timer.
+* ``impl=cuda, mode=graph``: our op (for ``draft_step``: K1 -> K2 -> K3, one launch of the source's
+  ``draft_step`` op where it has one and EAGLE4_DRAFT_STEP_FUSED is not 0, else the three ops; the log
+  says which) in a CUDA graph, replays timed by CUDA events (``perf.timing``); with ``--eager`` also
+  ``mode=eager``: back-to-back launches from Python (what an eager caller sees, launch overhead included);
+* ``impl=torch_<name>, mode=graph``: each anchor of ``perf.anchors`` on the same tensors, same timer
+  (an anchor in ``DEVICE_CHECKED`` is first checked against the reference; one that fails is logged, not timed).
+
+``--kernels`` (or EAGLE4_BENCH_KERNELS) limits a run to some kernels' points (development; a report
+needs every point). ``warm-anchors`` runs the ``torch.compile`` anchors once so that Inductor's on-disk
+cache holds them before the runs start.
 
 Independence between runs comes from separate processes (``scripts/bench_h100_kernels.sh``);
 ``summarize`` (``perf.kernel_report``) merges the raw files: median over runs, CoV, the run rule of
@@ -112,6 +118,9 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
                 te += timing.eager_times(fn, pb, 25)
         rg = row(p, "cuda", "graph", True, tg, g)
         msg = f"run {run_index} {shape_name(shape):14s} {p.pid:44s} ours {float(rg['median_us']):10.2f} us"
+        if p.kernel == "draft_step":  # which form of ours the row times (own line: scripts/kernel_runs_from_log.py)
+            form = "one launch" if step_fused() and backend.draft_step_op() is not None else "three launches"
+            log(f"run {run_index} {shape_name(shape)} {p.pid}: our draft step is {form}")
         if eager:
             row(p, "cuda", "eager", True, te, pb)
         del fn
