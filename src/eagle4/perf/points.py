@@ -7,7 +7,8 @@ sizes are read from the contract's ``[model.target_arch]``/``[model.draft_arch]`
 them (dummy-weight deployment contracts), else from the target's and draft's ``config.json``. A row's ``contract_sha256`` is
 the hash of the contract that produced its point.
 
-Per batch B the points are: K1 (draft layer), K2, K3, the draft step (K1 -> K2 -> K3 as one graph),
+Per batch B the points are: K1 (draft layer), K2, K3, the draft step (K1 -> K2 -> K3: one launch of the
+``draft_step`` op where the source has one, else the three ops in one graph),
 K4 draft (Q = W, T = 1 + (D - 1) W), K5 draft (B W rows over the hot vocabulary), K4 verify
 (Q = T = Vn), K5 verify (B Vn rows over the vocabulary), K6 and K7 (Q = Vn, S = D + 1). The KV
 prefix is the mid-decode context ``prompt_tokens + output_tokens // 2``.
