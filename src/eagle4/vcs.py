@@ -37,8 +37,10 @@ def git_state(repo: Path | str = REPO, timeout_s: float = 20) -> dict:
                              text=True, timeout=timeout_s)
         if out.returncode != 0:
             return {"commit": "unknown", "dirty": "unknown"}
-        st = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-                            capture_output=True, text=True, timeout=timeout_s)
+        # the artifact pack (reports/) is what a run writes, not the code it ran: a publishing run
+        # (`eagle4 signoff --reports reports`) must not stamp its own rows -dirty
+        st = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                             ":(exclude)reports"], capture_output=True, text=True, timeout=timeout_s)
     except (OSError, subprocess.SubprocessError):
         return {"commit": "unknown", "dirty": "unknown"}
     dirty = bool(st.stdout.strip()) if st.returncode == 0 else "unknown"

@@ -34,3 +34,25 @@ def test_a_sha_or_unknown_is_taken(monkeypatch, given):
 
 def test_one_home_for_the_commit():
     assert runner.git_commit is vcs.git_commit
+
+
+def test_dirty_means_code_not_the_artifact_pack(tmp_path, monkeypatch):
+    """A publishing run rewrites reports/ while it runs: that alone does not make its rows -dirty;
+    a changed tracked source file does."""
+    import subprocess
+
+    monkeypatch.delenv("EAGLE4_GIT_COMMIT", raising=False)
+
+    def git(*a):
+        subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True, timeout=30)
+
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "r.csv").write_text("a\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    (tmp_path / "reports" / "r.csv").write_text("b\n")
+    assert vcs.git_state(tmp_path)["dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert vcs.git_state(tmp_path)["dirty"] is True
