@@ -194,3 +194,12 @@ def test_reads_the_http_client_output(setup):
     res = compare(c, d / "http_raw.csv", d, run_csim=False)
     h = {r["metric"]: r["value"] for r in res["raw"] if r["side"] == "h100"}
     assert h["tokens_per_s"] == pytest.approx(500.0) and h["itl_p99_s"] == pytest.approx(0.002)
+
+
+def test_a_dummy_load_contract_is_refused_naming_where_its_comparison_is(tmp_path):
+    """deployment-8b has no prompts or local pair for the csim leg: one line naming the contract, the
+    field and the command that compares its fused steps with the H100's."""
+    c = load_contract(ROOT / "contracts" / "deployment-8b.toml")
+    with pytest.raises(ValueError, match=r"deployment-8b.toml: model.load = 'dummy'.*eagle4 budget --contract"):
+        compare(c, ROOT / "reports" / "h100_e2e_raw.csv", tmp_path)
+    assert not any(tmp_path.iterdir())  # nothing written

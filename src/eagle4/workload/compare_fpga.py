@@ -235,6 +235,12 @@ def compare(contract, h100_csv, out_dir="reports", *, fpga_measured=None, points
             run_csim: bool = True) -> dict:
     from eagle4.contract import fpga_section
 
+    if contract.model.load == "dummy":
+        # its csim leg needs prompts and a local pair; the dummy load has neither
+        raise ValueError(f"{contract.source_path}: model.load = 'dummy': compare-fpga runs the contract's workload "
+                         "on the csim kernels (prompts, a local pair); the FPGA-vs-H100 step comparison of a "
+                         f"dummy-load contract is `eagle4 budget --contract {contract.source_path} --reports DIR` "
+                         "(fusion_design_v1.md, beside the H100's graph-mode step)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     h100_csv = Path(h100_csv)
