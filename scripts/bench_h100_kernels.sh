@@ -51,7 +51,9 @@ if [ "$NCU" = 1 ] && command -v ncu >/dev/null; then
        --metrics dram__bytes_read.sum,dram__bytes_write.sum -k 'regex:k[1-7]r?_kernel' \
        python3 -m eagle4.perf.kernel_bench ncu-probe "${CARGS[@]}" --points "$NCU_POINTS" > "$RAW/ncu.csv" 2> "$RAW/ncu.err"; then
     NCU_ARGS=(--ncu-csv "$RAW/ncu.csv" --ncu-points "$NCU_POINTS")
-    cp "$RAW/ncu.csv" "$OUT/cuda_kernel_ncu_raw.csv"
+    # ncu's own CSV, behind one line that says how it was obtained (the parser starts at its header)
+    { echo "# provenance: measured -- Nsight Compute DRAM bytes, one launch per $NCU_POINTS point of ${CONTRACTS[*]}, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), commit $EAGLE4_GIT_COMMIT"
+      cat "$RAW/ncu.csv"; } > "$OUT/cuda_kernel_ncu_raw.csv.tmp" && mv "$OUT/cuda_kernel_ncu_raw.csv.tmp" "$OUT/cuda_kernel_ncu_raw.csv"
   else
     echo "ncu failed (see $RAW/ncu.err); bytes stay model-only" >&2
   fi

@@ -87,6 +87,12 @@ def _arrivals(mode: str, B: int, rate: float | None, rng, horizon: float) -> lis
 MAX_WINDOW_FACTOR = 10  # bound on a window that waits for its share of finished requests
 
 
+def finished_share(min_samples: int, runs: int) -> int:
+    """LoadGen's min_query_count per run: the finished requests each of ``runs`` runs owes the
+    point so that its TTFT/TPOT percentiles have ``min_samples`` samples."""
+    return -(-min_samples // runs)
+
+
 def run_once(contract, point_name: str, run_index: int, *, backend="cuda", device="cuda", duration_s=None,
              commit="unknown", core: int | None = None, runs_total: int | None = None) -> dict:
     import torch
@@ -159,17 +165,18 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
                 break
     want = contract.runs.min_duration_s if duration_s is None else duration_s
     # LoadGen's min_query_count: each run finishes its share of the point's TTFT/TPOT samples
-    need = -(-m.min_samples // (runs_total or contract.runs.runs)) if duration_s is None else 0
+    need = finished_share(m.min_samples, runs_total or contract.runs.runs) if duration_s is None else 0
     cap = MAX_WINDOW_FACTOR * max(want, 30.0)  # bounded, with room for a slow (shared CPU) machine
     reqs: list[RequestTimes] = []
+
+    def done() -> int:
+        return sum(r.finished for r in reqs)
+
     arrivals = _arrivals(contract.batch_profile.mode, B, pt.request_rate, rng, want * 2 + 60)
     q_i = 0
     with frozen_gc(m.gc_freeze), PowerSampler(m.nvml_sample_hz) as power:
         sync()
         t0 = time.perf_counter()
-        def done() -> int:
-            return sum(r.finished for r in reqs)
-
         while (time.perf_counter() - t0 < want or done() < need) and time.perf_counter() - t0 < cap:
             now = time.perf_counter() - t0
             # a wave: fixed concurrency -> B requests arrive now; poisson -> the queued ones (wait for one)
@@ -198,7 +205,7 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
     n_iter = int(hist.sum())
     run = {"point": pt.name, "batch": B, "run_index": run_index, "seed": seed, "window_s": window,
            "duration_rule_s": contract.runs.min_duration_s, "min_finished_rule": need,
-           "finished_requests": sum(r.finished for r in reqs), "steps": len(steps), "requests": len(reqs),
+           "finished_requests": done(), "steps": len(steps), "requests": len(reqs),
            "output_tokens": toks, "tokens_per_s": toks / window, "step_s_median": pct(steps, 50),
            "warmup_steps": warm, "steady_state": bool(steady), "mean_acceptance_length": real_sum / max(n_iter, 1) + 1,
            "trace_mean_acceptance_length": trace_sum / max(n_iter, 1) + 1,
@@ -347,11 +354,12 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
     pts = points or [p.name for p in c.operating_points]
     runs_n = runs or c.runs.runs
     all_runs, all_reqs, accepts = _resumed(out, prefix, c.sha256, commit) if resume else ([], [], [])
-    done = {r["point"] for r in all_runs}
-    if done:
-        log(f"resumed: points {sorted(done)} from {out}")
+    resumed = {r["point"] for r in all_runs}
+    if resumed:
+        log(f"resumed: points {sorted(resumed)} from {out}")
+    stats = None
     for p in pts:
-        if p in done:
+        if p in resumed:
             continue
         for i in range(runs_n):
             args = ["--contract", str(contract_path), "--point", p, "--run-index", str(i), "--backend", backend,
@@ -376,15 +384,16 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
         from eagle4.report.atomic import write_text
 
         write_text(out / f"{prefix}_summary.md", render(c, stats))
-    if not all_runs:
-        raise ValueError(f"no operating point to run or resume: {pts}")
-    stats = summarize(c, all_runs, all_reqs)
+    if stats is None:  # every point resumed: nothing ran, the files stay as written
+        if not all_runs:
+            raise ValueError(f"no operating point to run or resume: {pts}")
+        stats = summarize(c, all_runs, all_reqs)
     manifest = {"contract": str(contract_path), "contract_sha256": c.sha256, "commit": commit,
                 "runs_per_point": runs_n, "duration_override_s": duration_s, "gc_freeze": c.measurement.gc_freeze,
                 "pin_cores": c.measurement.pin_cores, "nvml_sample_hz": c.measurement.nvml_sample_hz,
                 "backend": backend, "device": all_runs[0]["device"], "acceptance": all_runs[0]["acceptance"],
                 "pinned_cores": sorted({int(r["pinned_core"]) for r in all_runs if r["pinned_core"] not in (None, "")}),
-                "min_finished_requests_per_run": -(-c.measurement.min_samples // runs_n)}
+                "min_finished_requests_per_run": finished_share(c.measurement.min_samples, runs_n)}
     from eagle4.report.atomic import write_text
 
     write_text(out / f"{prefix}_manifest.json", json.dumps(manifest, indent=1))

@@ -32,7 +32,7 @@ from eagle4 import stats
 from eagle4.report import atomic
 from eagle4.validity import RunRule, summarize_runs
 from eagle4.vcs import git_commit  # one home for the commit on result rows (never HEAD)
-from eagle4.workload.run_process import frozen_gc, pin_core
+from eagle4.workload.run_process import frozen_gc, pin_core, run_child
 from eagle4.workload.serving_metrics import chunk_itl
 
 RAW_FIELDS = ["contract_sha256", "contract_name", "point", "batch", "run_index", "seed", "iteration", "request_index",
@@ -51,7 +51,6 @@ PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "k
 
 def _pct(x, q) -> float:
     return stats.percentile(x, q)
-
 
 
 DEVICE_ENGINE_BACKENDS = ("ref", "cuda")  # backends with the device-tensor interface (Backend.call)
@@ -276,8 +275,6 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
 
 
 def _child(contract, point, run_index, backend, device, threads, commit, timeout_s, min_duration_s=None) -> dict:
-    from eagle4.workload.run_process import run_child
-
     args = ["--contract", str(contract.source_path), "--point", point, "--run-index", str(run_index),
             "--backend", backend, "--device", device, "--commit", commit]
     if threads:
