@@ -10,35 +10,36 @@
 namespace e4f {
 namespace verify {
 
-struct ReqRec {  // one request's K6 result handed to the finish rule and K7 (on-chip)
+struct ReqRec {  // one request's K6 result handed to K7 (on-chip)
   int32_t acc_row[E4F_MAX_S];
   int32_t pred[E4F_MAX_Q];
   int64_t n;
 };
+struct K4Rec {  // what K4 read of one request and K7 needs again: read from HBM once, forwarded on chip
+  int64_t L, pool;
+  int64_t loc[E4F_MAX_Q];  // the request's KV slots
+};
 
-static float rowbuf[E4F_MAX_V];             // one logits row (K5) / the final residual row (K6)
-static uint8_t greedy[E4F_MAX_B];
-static int64_t locs[E4F_MAX_B * E4F_MAX_Q];   // KV slots: read once, used by K4 and K7
-static int32_t acc_idx[E4F_MAX_B * E4F_MAX_S];
-static int32_t acc_len[E4F_MAX_B];
-static int32_t predicts[E4F_MAX_B * E4F_MAX_Q];
-static int32_t finish[E4F_MAX_B];
+static float rowbuf[E4F_MAX_V];  // one logits row (K5) / the final residual row (K6): stage_k5k6's own
 
 // ---- stage: K4 verify use (T = Q), packed on the fly (no bool mask) -------------------------
 void stage_k4(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t> r2t /* read here, K7 writes */,
               VPort<const int64_t> loc_p, VPort<const int64_t> tparent, VPort<int32_t> qo, VPort<int32_t> kvptr,
               VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
-              VPort<uint8_t> packed, const VerifyCfg& c) {
+              VPort<uint8_t> packed, VerifyCfg c, EAGLE4_STREAM(K4Rec, 2) & out_s) {
   const int64_t B = c.B, Q = c.Q;
-  for (int i = 0; i < B * Q; ++i) locs[i] = loc_p[i];
   int64_t kv = 0, bits = 0, bytes = 0;
   qo[0] = 0;
   kvptr[0] = 0;
   mbits[0] = 0;
   mbytes[0] = 0;
   for (int b = 0; b < B; ++b) {
+    K4Rec rec;
     const int64_t L = seq[b], pl = pool[b];
-    bytes += eagle4::k4::tree_mask_request(L, pl, r2t, c.S_max, locs + b * Q, tparent + b * Q, static_cast<int>(Q),
+    rec.L = L;
+    rec.pool = pl;
+    for (int i = 0; i < Q; ++i) rec.loc[i] = loc_p[b * Q + i];
+    bytes += eagle4::k4::tree_mask_request(L, pl, r2t, c.S_max, rec.loc, tparent + b * Q, static_cast<int>(Q),
                                            static_cast<int>(Q), kvidx + kv, positions + b * Q, packed + bytes, false,
                                            static_cast<uint8_t*>(nullptr));
     kv += L + Q;
@@ -47,6 +48,7 @@ void stage_k4(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t
     kvptr[b + 1] = static_cast<int32_t>(kv);
     mbits[b + 1] = static_cast<int32_t>(bits);
     mbytes[b + 1] = static_cast<int32_t>(bytes);
+    out_s.write(rec);
   }
 }
 
@@ -95,7 +97,7 @@ struct LazyArgmax {  // target_predict[row] for greedy requests
 
 void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const int64_t> cand_p,
                 VPort<const int64_t> ridx_p, VPort<const int64_t> ntok_p, VPort<const int64_t> nsib_p,
-                VPort<const float> coins_p, VPort<const float> fcoins_p, const VerifyCfg& c,
+                VPort<const float> coins_p, VPort<const float> fcoins_p, VerifyCfg c,
                 EAGLE4_STREAM(ReqRec, 4) & out_s) {
   const int64_t Q = c.Q, V = c.V;
   for (int b = 0; b < c.B; ++b) {
@@ -110,7 +112,6 @@ void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const
     }
     const float t = temps[b];
     const bool g = greedy_temp(t);
-    greedy[b] = g ? 1 : 0;
     LazyRow lr{logits, b * Q, V, t, g, -1, RowStats{}};
     auto prob = [&lr, t](int64_t row, int64_t tok) {
       lr.load(row);
@@ -142,22 +143,44 @@ void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const
   }
 }
 
-// ---- stage: host finish rule moved on-chip, then the accept state for K7 --------------------
-void stage_finish(EAGLE4_STREAM(ReqRec, 4) & in_s, VPort<const int64_t> remaining, VPort<int32_t> dbg_pred,
-                  VPort<int32_t> dbg_acc, VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, const VerifyCfg& c) {
+// ---- stage: the host finish rule moved on chip, then K7 ------------------------------------------------
+// Collects every request's K4 record and K6 result (the channels from the two producers), applies the finish
+// rule (§8.2 step 6) over the whole batch's predicts, as the host does, then runs K7 (update_verify_core.hpp,
+// inlined here: a DATAFLOW task is a call, not an inlined body) on the on-chip accept state.
+template <typename HT>
+void stage_k7(EAGLE4_STREAM(K4Rec, 2) & k4_s, EAGLE4_STREAM(ReqRec, 4) & k6_s, VPort<const int64_t> remaining,
+              VPort<int32_t> r2t, VPort<const HT> hidden, VPort<const int64_t> node_ids, bool has_node_ids,
+              const K7Ports<HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc, VPort<int32_t> dbg_len,
+              VPort<int32_t> dbg_fin, VerifyCfg c) {
+#pragma HLS INLINE off
+  int64_t seq_l[E4F_MAX_B], pool_l[E4F_MAX_B], locs[E4F_MAX_B * E4F_MAX_Q];
+  int32_t acc_idx[E4F_MAX_B * E4F_MAX_S], acc_len[E4F_MAX_B], predicts[E4F_MAX_B * E4F_MAX_Q], finish[E4F_MAX_B];
   for (int b = 0; b < c.B; ++b) {
-    const ReqRec rec = in_s.read();
+    const K4Rec k4 = k4_s.read();
+    const ReqRec rec = k6_s.read();
+    seq_l[b] = k4.L;
+    pool_l[b] = k4.pool;
+    for (int i = 0; i < c.Q; ++i) locs[b * c.Q + i] = k4.loc[i];
     for (int i = 0; i < c.Q; ++i) predicts[b * c.Q + i] = rec.pred[i];
     for (int j = 0; j < c.S; ++j) acc_idx[b * c.S + j] = rec.acc_row[j];
     acc_len[b] = static_cast<int32_t>(rec.n);
-    finish[b] = finish_rule(rec.acc_row, rec.n, predicts, c.eos, remaining[b]);
-    if (dbg_pred) {  // debug taps (NULL in the counted byte runs): not part of the design's traffic
-      for (int i = 0; i < c.Q; ++i) dbg_pred[b * c.Q + i] = rec.pred[i];
-      for (int j = 0; j < c.S; ++j) dbg_acc[b * c.S + j] = rec.acc_row[j];
-      dbg_len[b] = static_cast<int32_t>(rec.n);
-      dbg_fin[b] = finish[b];
-    }
   }
+  for (int b = 0; b < c.B; ++b) finish[b] = finish_rule(&acc_idx[b * c.S], acc_len[b], predicts, c.eos, remaining[b]);
+#ifndef EAGLE4_SYNTHESIS
+  if (dbg_pred) {  // C-sim debug taps (NULL in the counted byte runs): no ports of the synthesized design
+    for (int i = 0; i < c.B * c.Q; ++i) dbg_pred[i] = predicts[i];
+    for (int j = 0; j < c.B * c.S; ++j) dbg_acc[j] = acc_idx[j];
+    for (int b = 0; b < c.B; ++b) dbg_len[b] = acc_len[b];
+    for (int b = 0; b < c.B; ++b) dbg_fin[b] = finish[b];
+  }
+#endif
+  eagle4::k7::update_verify_core<HT>(
+      acc_idx, acc_len, predicts, finish, seq_l, pool_l, r2t, locs, hidden, node_ids, o.accept_index_out,
+      o.accept_length_out, o.accept_indptr, o.accepted_flat, o.verified_id, o.evict_mask, o.free_slots,
+      o.seq_lens_out, o.accepted_node_ids, o.unfinished_count, o.unfinished_index, o.next_accept_length,
+      o.next_indptr, o.next_verified_id, o.next_hidden, o.next_positions, o.next_seq_lens, o.next_req_pool_indices,
+      o.next_root_token, o.next_last_flat, static_cast<int>(c.B), static_cast<int>(c.Q), static_cast<int>(c.S),
+      static_cast<int>(c.H), c.S_max, has_node_ids);
 }
 
 }  // namespace verify
@@ -173,41 +196,35 @@ int parse_verify_cfg(const int64_t* is, const float* fs, VerifyCfg& c) {
 
 // ---------------- the dataflow top (ports + scalars only: the synthesizable form) -----------------
 template <typename HT>
-int verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t> r2t,
-                        VPort<const int64_t> loc, VPort<const int64_t> tparent, VPort<const float> logits,
-                        VPort<const float> temps, VPort<const int64_t> cand, VPort<const int64_t> ridx,
-                        VPort<const int64_t> ntok, VPort<const int64_t> nsib, VPort<const float> coins,
-                        VPort<const float> fcoins, VPort<const int64_t> remaining, VPort<const HT> hidden,
-                        VPort<const int64_t> node_ids, bool has_node_ids, VPort<int32_t> qo, VPort<int32_t> kvptr,
-                        VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
-                        VPort<uint8_t> packed, const K7Ports<HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc,
-                        VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, const VerifyCfg& c) {
+void verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t> r2t,
+                         VPort<const int64_t> loc, VPort<const int64_t> tparent, VPort<const float> logits,
+                         VPort<const float> temps, VPort<const int64_t> cand, VPort<const int64_t> ridx,
+                         VPort<const int64_t> ntok, VPort<const int64_t> nsib, VPort<const float> coins,
+                         VPort<const float> fcoins, VPort<const int64_t> remaining, VPort<const HT> hidden,
+                         VPort<const int64_t> node_ids, bool has_node_ids, VPort<int32_t> qo, VPort<int32_t> kvptr,
+                         VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
+                         VPort<uint8_t> packed, const K7Ports<HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc,
+                         VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, VerifyCfg c) {
 #pragma HLS DATAFLOW
-  using namespace verify;
-  // no INTERFACE pragmas here: they belong to the synthesis top (verify_pipeline_synth.cpp)
-  EAGLE4_STREAM(ReqRec, 4) k6_s;
-  stage_k4(seq, pool, r2t, loc, tparent, qo, kvptr, kvidx, positions, mbits, mbytes, packed, c);
-  stage_k5k6(logits, temps, cand, ridx, ntok, nsib, coins, fcoins, c, k6_s);
-  stage_finish(k6_s, remaining, dbg_pred, dbg_acc, dbg_len, dbg_fin, c);
-  // K7 (update_verify_core.hpp) on the on-chip accept state; the KV slots from the on-chip copy K4 made
-  eagle4::k7::update_verify_core<HT>(
-      acc_idx, acc_len, predicts, finish, seq, pool, r2t, locs, hidden, node_ids, o.accept_index_out,
-      o.accept_length_out, o.accept_indptr, o.accepted_flat, o.verified_id, o.evict_mask, o.free_slots,
-      o.seq_lens_out, o.accepted_node_ids, o.unfinished_count, o.unfinished_index, o.next_accept_length,
-      o.next_indptr, o.next_verified_id, o.next_hidden, o.next_positions, o.next_seq_lens, o.next_req_pool_indices,
-      o.next_root_token, o.next_last_flat, static_cast<int>(c.B), static_cast<int>(c.Q), static_cast<int>(c.S),
-      static_cast<int>(c.H), c.S_max, has_node_ids);
-  return 0;
+  // no INTERFACE pragmas here: they belong to the synthesis top (verify_pipeline_synth.cpp). Canonical: two
+  // channels, each with one producer and one consumer; r2t is read by K4 before K7 writes it (K7 writes the
+  // positions L.. of each row, K4 reads 0..L-1); c is a scalar struct passed by value.
+  EAGLE4_STREAM(verify::K4Rec, 2) k4_s;
+  EAGLE4_STREAM(verify::ReqRec, 4) k6_s;
+  verify::stage_k4(seq, pool, r2t, loc, tparent, qo, kvptr, kvidx, positions, mbits, mbytes, packed, c, k4_s);
+  verify::stage_k5k6(logits, temps, cand, ridx, ntok, nsib, coins, fcoins, c, k6_s);
+  verify::stage_k7<HT>(k4_s, k6_s, remaining, r2t, hidden, node_ids, has_node_ids, o, dbg_pred, dbg_acc, dbg_len,
+                       dbg_fin, c);
 }
 
 // The instance the synthesis top fused_verify_top calls (verify_pipeline_synth.cpp): bf16 hidden states
-template int verify_pipeline_top<uint16_t>(
+template void verify_pipeline_top<uint16_t>(
     VPort<const int64_t>, VPort<const int64_t>, VPort<int32_t>, VPort<const int64_t>, VPort<const int64_t>,
     VPort<const float>, VPort<const float>, VPort<const int64_t>, VPort<const int64_t>, VPort<const int64_t>,
     VPort<const int64_t>, VPort<const float>, VPort<const float>, VPort<const int64_t>, VPort<const uint16_t>,
     VPort<const int64_t>, bool, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>, VPort<int64_t>, VPort<int32_t>,
     VPort<int32_t>, VPort<uint8_t>, const K7Ports<uint16_t>&, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>,
-    VPort<int32_t>, const VerifyCfg&);
+    VPort<int32_t>, VerifyCfg);
 
 // C ABI plumbing (testbench only): raw pointers -> counted ports
 template <typename HT>
@@ -221,7 +238,7 @@ int verify_capi(const eagle4::capi::Ctx& x, const VerifyCfg& c, eagle4::PortCoun
                      P_(int32_t, V_NIP),   P_(int32_t, V_NVID),  P_(HT, V_NHID),       P_(int64_t, V_NPOS),
                      P_(int64_t, V_NSEQ),  P_(int64_t, V_NPOOL), P_(int32_t, V_NROOT), P_(int32_t, V_NLAST),
                      x.present(V_NODE_IDS)};
-  return verify_pipeline_top<HT>(
+  verify_pipeline_top<HT>(
       P_(const int64_t, V_SEQ), P_(const int64_t, V_POOL), P_(int32_t, V_R2T), P_(const int64_t, V_LOC),
       P_(const int64_t, V_TREE_PARENT), P_(const float, V_LOGITS), P_(const float, V_TEMPS), P_(const int64_t, V_CAND),
       P_(const int64_t, V_RIDX), P_(const int64_t, V_NTOK), P_(const int64_t, V_NSIB), P_(const float, V_COINS),
@@ -231,6 +248,7 @@ int verify_capi(const eagle4::capi::Ctx& x, const VerifyCfg& c, eagle4::PortCoun
       PORT_ARG(x.ptr<int32_t>(V_PREDICTS), no, 0), PORT_ARG(x.ptr<int32_t>(V_ACC_IDX), no, 0),
       PORT_ARG(x.ptr<int32_t>(V_ACC_LEN), no, 0), PORT_ARG(x.ptr<int32_t>(V_FINISH), no, 0), c);
 #undef P_
+  return 0;
 }
 
 }  // namespace e4f

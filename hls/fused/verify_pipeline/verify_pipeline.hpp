@@ -52,7 +52,7 @@ int parse_verify_cfg(const int64_t* is, const float* fs, VerifyCfg& c);
 // The dataflow top (defined in verify_pipeline.cpp). Explicitly instantiated there for bf16 hidden
 // states (uint16_t bits), the instance the synthesis top fused_verify_top (verify_pipeline_synth.cpp) calls.
 template <typename HT>
-int verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t> r2t,
+void verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPort<int32_t> r2t,
                         VPort<const int64_t> loc, VPort<const int64_t> tparent, VPort<const float> logits,
                         VPort<const float> temps, VPort<const int64_t> cand, VPort<const int64_t> ridx,
                         VPort<const int64_t> ntok, VPort<const int64_t> nsib, VPort<const float> coins,
@@ -60,7 +60,7 @@ int verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VPo
                         VPort<const int64_t> node_ids, bool has_node_ids, VPort<int32_t> qo, VPort<int32_t> kvptr,
                         VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
                         VPort<uint8_t> packed, const K7Ports<HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc,
-                        VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, const VerifyCfg& c);
+                        VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, VerifyCfg c);
 
 }  // namespace e4f
 

@@ -113,7 +113,7 @@ extern "C" int fused_verify_top(
       E4F_SYNTH_PORT(next_indptr),       E4F_SYNTH_PORT(next_verified_id),  E4F_SYNTH_PORT(next_hidden),
       E4F_SYNTH_PORT(next_positions),    E4F_SYNTH_PORT(next_seq_lens),     E4F_SYNTH_PORT(next_req_pool_indices),
       E4F_SYNTH_PORT(next_root_token),   E4F_SYNTH_PORT(next_last_flat),    node_ids};
-  return e4f::verify_pipeline_top<uint16_t>(
+  e4f::verify_pipeline_top<uint16_t>(
       E4F_SYNTH_PORT(seq_lens), E4F_SYNTH_PORT(req_pool_indices), E4F_SYNTH_PORT(req_to_token),
       E4F_SYNTH_PORT(out_cache_loc), E4F_SYNTH_PORT(tree_parent), E4F_SYNTH_PORT(logits),
       E4F_SYNTH_PORT(temperatures), E4F_SYNTH_PORT(candidates), E4F_SYNTH_PORT(retrive_index),
@@ -123,6 +123,7 @@ extern "C" int fused_verify_top(
       E4F_SYNTH_PORT(kv_indices), E4F_SYNTH_PORT(positions), E4F_SYNTH_PORT(mask_indptr_bits),
       E4F_SYNTH_PORT(mask_indptr_bytes), E4F_SYNTH_PORT(packed_mask), o, e4f::VPort<int32_t>(),
       e4f::VPort<int32_t>(), e4f::VPort<int32_t>(), e4f::VPort<int32_t>(), c);
+  return 0;
 }
 
 #undef E4F_SYNTH_PORT
