@@ -5,7 +5,6 @@
 
 #include <climits>
 #include <cstring>
-#include <vector>
 
 #include "eagle4_capi.h"
 // the per-kernel cores the stages compose (one kernel = one HLS folder)
@@ -30,15 +29,19 @@ struct State {
   int32_t side[E4F_MAX_B][E4F_MAX_N];
   float sort[E4F_MAX_B][E4F_MAX_M];
   float work[E4F_MAX_B][E4F_MAX_M + E4F_MAX_K];
-  uint8_t mask_out[E4F_MAX_B][E4F_MAX_K][E4F_MAX_I + 1];
   uint8_t mask_in[E4F_MAX_B][E4F_MAX_K][E4F_MAX_I];
-  float front_scores[E4F_MAX_B][E4F_MAX_K];
   int32_t front_idx[E4F_MAX_B][E4F_MAX_K];  // global node id of each frontier slot
   int32_t tree_parent[E4F_MAX_B][E4F_MAX_I];  // K4 draft-use tree (local parents)
-  int32_t parent_prev[E4F_MAX_B][E4F_MAX_K];  // K1 parent slots of the previous layer
   int64_t cc, Ic, W, off_prev, layer;
 };
-static State st;
+static State st;  // in a layer's DATAFLOW region, stage_k2's alone
+// What the hand-off of one layer leaves for the next (K1's parent scores, K4's parent slots): a region
+// argument, read by stage_k1 before stage_handoff writes it (request b's entries, b ascending).
+struct Frontier {
+  float scores[E4F_MAX_B][E4F_MAX_K];
+  int32_t parent[E4F_MAX_B][E4F_MAX_K];  // K1 parent slots of the previous layer
+};
+static Frontier front;
 // LM-head operands on chip. The frontier hidden rows as raw words, converted to f32 where they are used (no
 // f32 copy on chip). The synthesized design takes bf16 hidden states: 16-bit words; the C-sim also runs f32
 // hidden states.
@@ -112,7 +115,6 @@ struct K1Out {  // K1 results of one request (on chip), consumed by K2 and the h
 struct FrontRec {  // K2 frontier outputs + K1 parents for the hand-off stage
   float scores[E4F_MAX_K];
   int64_t tokens[E4F_MAX_K];
-  int64_t cache[E4F_MAX_K];
   int64_t parent[E4F_MAX_K];
 };
 struct WorkRec {
@@ -313,16 +315,17 @@ void stage_candidates(Port<float> spill, const DraftCfg& c, int64_t W, int64_t b
 
 // ---- stage 2: K1 (score, sort, top-K, hot remap, hidden gather of the next frontier) -------
 template <typename HT>
-void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<HT> out_hidden, const DraftCfg& c,
-              int64_t W, int64_t Wn, int64_t b0, int64_t nb, EAGLE4_STREAM(K1Out, 4) & k1_s) {
+void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<HT> out_hidden, DraftCfg c,
+              int64_t W, int64_t Wn, int64_t b0, int64_t nb, int64_t cc, const Frontier& fin,
+              EAGLE4_STREAM(K1Out, 4) & k1_s) {
   for (int bl = 0; bl < nb; ++bl) {
     const int64_t b = b0 + bl;
     const CandRec rec = cand_s.read();
     K1Out o;
     for (int i = 0; i < W * c.K; ++i) o.tok[i] = rec.t[i];  // remapped in place on the hot path
     int par_slot[eagle4::MAX_TOP_K];
-    eagle4::k1::score_request(rec.p, o.tok, st.front_scores[b], hot, c.Vh, c.use_hot != 0, static_cast<int>(c.K),
-                              static_cast<int>(W), st.cc, o.curr, o.sort_s, o.sort_i, o.cache, o.parent,
+    eagle4::k1::score_request(rec.p, o.tok, fin.scores[b], hot, c.Vh, c.use_hot != 0, static_cast<int>(c.K),
+                              static_cast<int>(W), cc, o.curr, o.sort_s, o.sort_i, o.cache, o.parent,
                               static_cast<int64_t*>(nullptr), false, par_slot);
     // only the W_next rows the next drafter layer consumes leave the chip
     for (int r = 0; r < Wn; ++r) {
@@ -337,7 +340,9 @@ void stage_k1(EAGLE4_STREAM(CandRec, 4) & cand_s, Port<const int64_t> hot, Port<
 }
 
 // ---- stage 3: K2 on the on-chip state ---------------------------------------------------
-void stage_k2(EAGLE4_STREAM(K1Out, 4) & k1_s, const DraftCfg& c, int64_t W, int64_t Vn, int64_t b0, int64_t nb,
+// The frontier's node ids and the next layer's input mask are stage_k2's own state (read for request b, then
+// replaced by the next layer's): no other task of the region touches them.
+void stage_k2(EAGLE4_STREAM(K1Out, 4) & k1_s, DraftCfg c, int64_t W, int64_t Wn, int64_t Vn, int64_t b0, int64_t nb,
               EAGLE4_STREAM(WorkRec, 4) & work_s, EAGLE4_STREAM(FrontRec, 4) & front_s) {
   for (int bl = 0; bl < nb; ++bl) {
     const int64_t b = b0 + bl;
@@ -345,24 +350,27 @@ void stage_k2(EAGLE4_STREAM(K1Out, 4) & k1_s, const DraftCfg& c, int64_t W, int6
     const int K = static_cast<int>(c.K), Wi = static_cast<int>(W);
     const eagle4::k2::Sizes z = eagle4::k2::sizes(K, Wi * K, st.cc, Vn, static_cast<int>(c.N), static_cast<int>(c.M));
     FrontRec fr;
+    uint8_t mask_out[E4F_MAX_K][E4F_MAX_I + 1];
     eagle4::k2::update_request(o.curr, o.tok, o.sort_s, o.sort_i, o.parent, st.front_idx[b], &st.mask_in[b][0][0],
                                E4F_MAX_I, K, Wi, static_cast<int>(st.Ic), st.cc, st.layer, static_cast<int>(c.N), z,
                                st.ctok[b], st.csc[b], st.cdel[b], st.prev[b], st.next[b], st.side[b], fr.scores,
-                               fr.tokens, st.work[b], st.sort[b], &st.mask_out[b][0][0], E4F_MAX_I + 1);
+                               fr.tokens, st.work[b], st.sort[b], &mask_out[0][0], E4F_MAX_I + 1);
     WorkRec wr;
     wr.n0 = z.n0;
     for (int i = 0; i < z.n0 + c.K; ++i) wr.w[i] = st.work[b][i];
     work_s.write(wr);
-    for (int r = 0; r < c.K; ++r) {
-      fr.cache[r] = o.cache[r];
-      fr.parent[r] = o.parent[r];
+    for (int w = 0; w < Wn; ++w) {  // the next layer's frontier: node ids and input mask
+      st.front_idx[b][w] = static_cast<int32_t>(o.cache[w]);
+      for (int j = 0; j < st.Ic - 1; ++j) st.mask_in[b][w][j] = mask_out[w][j];
+      for (int w2 = 0; w2 < Wn; ++w2) st.mask_in[b][w][st.Ic - 1 + w2] = (w2 == w) ? 1 : 0;
     }
+    for (int r = 0; r < c.K; ++r) fr.parent[r] = o.parent[r];
     front_s.write(fr);
   }
 }
 
 // ---- stage 4: K3 (batch reduction in ascending b, carried across request tiles) -----------
-void stage_k3(EAGLE4_STREAM(WorkRec, 4) & work_s, const DraftCfg& c, int64_t Vn, int64_t nb, float* total) {
+void stage_k3(EAGLE4_STREAM(WorkRec, 4) & work_s, DraftCfg c, int64_t Vn, int64_t nb, float* total) {
   for (int bl = 0; bl < nb; ++bl) {
     const WorkRec wr = work_s.read();
     float per[E4F_MAX_K + 1];
@@ -372,19 +380,16 @@ void stage_k3(EAGLE4_STREAM(WorkRec, 4) & work_s, const DraftCfg& c, int64_t Vn,
 }
 
 // ---- stage 5: frontier hand-off (on-chip) -------------------------------------------------
-void stage_handoff(EAGLE4_STREAM(FrontRec, 4) & front_s, Port<int64_t> out_tokens, const DraftCfg& c, int64_t Wn,
-                   int64_t b0, int64_t nb) {
+void stage_handoff(EAGLE4_STREAM(FrontRec, 4) & front_s, Port<int64_t> out_tokens, DraftCfg c, int64_t Wn,
+                   int64_t b0, int64_t nb, Frontier& fout) {
   for (int bl = 0; bl < nb; ++bl) {
     const int64_t b = b0 + bl;
     const FrontRec fr = front_s.read();
     for (int w = 0; w < Wn; ++w) {
       out_tokens[b * c.K + w] = fr.tokens[w];
-      st.front_scores[b][w] = fr.scores[w];
-      st.front_idx[b][w] = static_cast<int32_t>(fr.cache[w]);
-      for (int j = 0; j < st.Ic - 1; ++j) st.mask_in[b][w][j] = st.mask_out[b][w][j];
-      for (int w2 = 0; w2 < Wn; ++w2) st.mask_in[b][w][st.Ic - 1 + w2] = (w2 == w) ? 1 : 0;
+      fout.scores[b][w] = fr.scores[w];
     }
-    for (int r = 0; r < c.K; ++r) st.parent_prev[b][r] = static_cast<int32_t>(fr.parent[r]);
+    for (int r = 0; r < c.K; ++r) fout.parent[b][r] = static_cast<int32_t>(fr.parent[r]);
   }
 }
 
@@ -396,7 +401,7 @@ using namespace draft;
 // phase 0: tree init; phase 1: one draft layer (d = st.layer + 1); phase 2: finalize.
 // The candidates' source: the LM head's rows (spill / tile), or the testbench's recorded top-K. One task
 // whatever the mode (a DATAFLOW region has no conditional tasks; the branch is inside the task).
-void stage_cand_source(Port<float> spill, Port<const float> cand_p, Port<const int64_t> cand_t, const DraftCfg& c,
+void stage_cand_source(Port<float> spill, Port<const float> cand_p, Port<const int64_t> cand_t, DraftCfg c,
                        int64_t W, int64_t b0, int64_t nb, EAGLE4_STREAM(CandRec, 4) & cand_s) {
   if (c.bypass_lm_head)
     stage_candidates_in(cand_p, cand_t, c, W, b0, nb, cand_s);
@@ -405,21 +410,22 @@ void stage_cand_source(Port<float> spill, Port<const float> cand_p, Port<const i
 }
 
 // One block of requests [b0, b0 + nb) of a layer: the DATAFLOW region (one producer and one consumer per
-// stream, every task unconditional).
+// stream, every task unconditional, no static shared by two tasks: the tree state is stage_k2's, the frontier
+// hand-off an argument read by stage_k1 and then written by stage_handoff; c and the sizes are scalars).
 template <typename HT>
 void draft_tile(Port<float> spill, Port<const float> cand_p, Port<const int64_t> cand_t, Port<const int64_t> hot,
-                Port<HT> out_hidden, Port<int64_t> out_tokens, const DraftCfg& c, int64_t W, int64_t Wn, int64_t Vn,
-                int64_t b0, int64_t nb, float* total) {
+                Port<HT> out_hidden, Port<int64_t> out_tokens, DraftCfg c, int64_t W, int64_t Wn, int64_t Vn,
+                int64_t b0, int64_t nb, int64_t cc, Frontier& frontier, float* total) {
 #pragma HLS DATAFLOW
   EAGLE4_STREAM(CandRec, 4) cand_s;
   EAGLE4_STREAM(K1Out, 4) k1_s;
   EAGLE4_STREAM(WorkRec, 4) work_s;
   EAGLE4_STREAM(FrontRec, 4) front_s;
   stage_cand_source(spill, cand_p, cand_t, c, W, b0, nb, cand_s);
-  stage_k1<HT>(cand_s, hot, out_hidden, c, W, Wn, b0, nb, k1_s);
-  stage_k2(k1_s, c, W, Vn, b0, nb, work_s, front_s);
+  stage_k1<HT>(cand_s, hot, out_hidden, c, W, Wn, b0, nb, cc, frontier, k1_s);
+  stage_k2(k1_s, c, W, Wn, Vn, b0, nb, work_s, front_s);
   stage_k3(work_s, c, Vn, nb, total);
-  stage_handoff(front_s, out_tokens, c, Wn, b0, nb);
+  stage_handoff(front_s, out_tokens, c, Wn, b0, nb, frontier);
 }
 
 template <typename HT, typename WT>
@@ -442,7 +448,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
       st.cdel[b][0] = 0;
       st.prev[b][0] = st.next[b][0] = st.side[b][0] = -1;
       st.sort[b][0] = 1.0f;
-      st.front_scores[b][0] = 1.0f;
+      front.scores[b][0] = 1.0f;
       st.front_idx[b][0] = 0;
     }
     st.cc = 1;
@@ -463,7 +469,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
       stage_lm_head<HT, WT>(hidden, lmw, lms, spill, c, W);
     for (int b0 = 0; b0 < c.B; b0 += tile) {
       const int64_t nb = (c.B - b0 < tile) ? c.B - b0 : tile;
-      draft_tile<HT>(spill, cand_p, cand_t, hot, out_hidden, out_tokens, c, W, Wn, Vn, b0, nb, total);
+      draft_tile<HT>(spill, cand_p, cand_t, hot, out_hidden, out_tokens, c, W, Wn, Vn, b0, nb, cc0, front, total);
     }
     for (int w = 0; w <= c.K; ++w) work_deltas[w] = total[w];
     st.cc = cc0 + W * c.K;
@@ -479,7 +485,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
       mbytes[0] = 0;
       for (int b = 0; b < c.B; ++b) {
         for (int w = 0; w < Wn; ++w)
-          st.tree_parent[b][off_cur + w] = static_cast<int32_t>((st.layer == 1) ? int64_t(-1) : st.off_prev + st.parent_prev[b][w]);
+          st.tree_parent[b][off_cur + w] = static_cast<int32_t>((st.layer == 1) ? int64_t(-1) : st.off_prev + front.parent[b][w]);
         const int64_t L = seq_lens[b];
         const int64_t pl = pool[b];
         bytes += eagle4::k4::tree_mask_request(L, pl, r2t, c.S_max, locs + b * c.Tcap, st.tree_parent[b],
