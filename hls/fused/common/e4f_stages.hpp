@@ -122,13 +122,17 @@ inline bool greedy_temp(float t) { return t < 1e-6f; }
 // exp used by K5/K6. Variant 0 (every synthesized design): expf. Variant 1 (testbench only):
 // exp2f(x * log2(e)) in f32, the few-ulp formulation of fast GPU / HLS exp cores, standing in for
 // another platform's exp in the K5 -> K6 agreement measurement (§9.2 caveat).
-inline int& exp_variant() {
+#ifdef EAGLE4_SYNTHESIS
+inline float exp_f(float x) { return std::exp(x); }
+#else
+inline int& exp_variant() {  // the testbench's switch: not part of the synthesized design
   static int v = 0;
   return v;
 }
 inline float exp_f(float x) {
   return exp_variant() == 1 ? std::exp2(x * 1.44269504f) : std::exp(x);
 }
+#endif
 
 // E4F_ROW_LANES elements per iteration (the row buffers the callers pass are partitioned cyclically by 16:
 // draft_pipeline.cpp row, verify_pipeline.cpp rowbuf): lane j takes v = j, j + LANES, ... in ascending order and the
