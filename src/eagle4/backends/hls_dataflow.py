@@ -1,0 +1,230 @@
+"""csynth-readiness rules that follow calls (eagle4.backends.hls_calltree over a design's synthesis view):
+canonical DATAFLOW regions and unsynthesizable constructs in a top's call tree.
+
+The canonical DATAFLOW region (UG1448 "Dataflow Canonical Rules", message 214-169; UG1399 "Dataflow
+Checking" / "Limitations of Control-Driven Task-Level Parallelism"): local non-static variables, local
+streams, and a sequence of calls passing data forward, where a variable other than a scalar has one reading
+and one writing process, a function argument is read before it is written, and a task returns void.
+
+* ``dataflow-streams``: a stream declared in a region is passed to exactly two tasks, one of which writes
+  it and the other reads it (followed through the calls a task makes with it).
+* ``dataflow-shared``: no static variable (namespace scope, or function scope in a function two tasks call)
+  is touched by the call trees of two tasks of a region: statics are not channels, they are shared state.
+* ``dataflow-args``: a non-scalar argument of the region or local variable (pointer, array, reference, port;
+  a by-value non-pointer parameter is a scalar) reaches at most two tasks, and a read-only one (``const``)
+  at most one (two tasks reading it are two readers).
+* ``dataflow-inline``: no task of a region is ``#pragma HLS INLINE``'d: inlined, its loops and statements
+  dissolve into the region, which is then no longer a sequence of calls.
+* ``dataflow-void``: a task returns void and the region has no ``return`` of a value.
+* ``unsynthesizable`` (UG1399 "Unsupported C/C++ Constructs", "Standard Template Libraries"): in the top's
+  call tree no dynamic memory (``new``, ``delete``, ``malloc``/``calloc``/``realloc``/``free``), no STL
+  container or ``std::function`` (they allocate and recurse), and no recursion (a cycle of calls).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from eagle4.backends import hls_lex
+from eagle4.backends.hls_calltree import Function, Program, split_top
+
+_STREAM_DECL = re.compile(r"(?:EAGLE4_STREAM\s*\([^;]*?\)|hls::stream\s*<[^;]*?>)\s*&?\s*(\w+)\s*[;\[({=]")
+_PORT_TYPE = re.compile(r"\b(?:V?Port|P)\s*<|\bPORT\s*\(")
+_UNSYNTH = [
+    (re.compile(r"(?<![\w.])new\s+[A-Za-z_]"), "dynamic allocation 'new'"),
+    (re.compile(r"(?<![\w.])delete\b(?!\s*;)"), "dynamic deallocation 'delete'"),
+    (re.compile(r"(?<![\w.])(malloc|calloc|realloc|free)\s*\("), "dynamic memory ({0})"),
+    (re.compile(r"\bstd::(vector|string|map|unordered_map|set|unordered_set|list|deque|function|shared_ptr|"
+                r"unique_ptr)\b"), "std::{0} (dynamic memory)"),
+]
+
+
+def _is_scalar(ptype: str) -> bool:
+    """A by-value parameter that is no pointer, array, reference or port (Vitis copies it into each process)."""
+    t = ptype.strip()
+    return not ("*" in t or "&" in t or "[" in t or _PORT_TYPE.search(t))
+
+
+def _read_only(ptype: str) -> bool:
+    return bool(re.search(r"\bconst\b", ptype)) and not re.search(r"\bconst\s*$", ptype.replace("*", "").strip())
+
+
+def _stream_use(prog: Program, fn_name: str, pos: int, depth: int = 0) -> set[str]:
+    """{'read', 'write'}: what a callee does with the stream passed as its argument ``pos`` (followed through
+    the calls it passes that parameter to)."""
+    out: set[str] = set()
+    if depth > 6:
+        return out
+    for fn in prog.fns.get(fn_name, []):
+        if pos >= len(fn.params):
+            continue
+        p = fn.params[pos][1]
+        body = fn.text
+        if re.search(rf"(?<![\w.]){re.escape(p)}\s*\.\s*(read|read_nb|empty)\b|(?<![\w.]){re.escape(p)}\s*>>", body):
+            out.add("read")
+        if re.search(rf"(?<![\w.]){re.escape(p)}\s*\.\s*(write|write_nb|full)\b|(?<![\w.]){re.escape(p)}\s*<<", body):
+            out.add("write")
+        for callee, args, _ in prog.calls(fn):
+            for i, a in enumerate(args):
+                if re.fullmatch(rf"\s*{re.escape(p)}\s*", a):
+                    out |= _stream_use(prog, callee, i, depth + 1)
+    return out
+
+
+def _region_statements(code: str, lo: int, hi: int) -> list[tuple[int, str]]:
+    """(offset, text without its ';') of the top-level statements of code[lo:hi]."""
+    out, i = [], lo
+    while i < hi:
+        j = hls_lex.statement_end(code, i, hi)
+        text = code[i:j].strip().removesuffix(";").strip()
+        if text:
+            out.append((i, text))
+        if j <= i:
+            break
+        i = j
+    return out
+
+
+def check_regions(prog: Program, path: Path) -> list[str]:
+    """The DATAFLOW rules over the regions defined in one source of the program."""
+    problems = []
+    path = Path(path).resolve()
+    for fns in prog.fns.values():
+        for fn in fns:
+            if fn.path != path:
+                continue
+            code = fn.code
+            pm = re.search(r"#pragma\s+HLS\s+DATAFLOW\b", fn.text)
+            if not pm:
+                continue
+            lo = fn.body[0] + 1 + pm.end()
+            where = f"{fn.path}:{fn.line}"
+            stmts = _region_statements(code, lo, fn.body[1])
+            tasks, streams, locals_ = [], {}, {}
+            for off, st in stmts:
+                st1 = re.sub(r"(?m)^\s*#[^\n]*$", "", st).strip()
+                sm = _STREAM_DECL.match(st1 + ";")
+                if sm:
+                    streams[sm.group(1)] = hls_lex.line_of(code, off)
+                    continue
+                if re.match(r"return\s+\S", st1):
+                    problems.append(f"{fn.path}:{hls_lex.line_of(code, off)}: dataflow-void: the DATAFLOW region of "
+                                    f"{fn.name}() returns a value (a region is a sequence of void tasks)")
+                    continue
+                cm = re.match(r"(?:[\w:]+::)?(\w+)\s*(?:<[^;]*?>)?\s*\((.*)\)$", st1, re.S)
+                if cm and cm.group(1) in prog.fns:
+                    tasks.append((cm.group(1), split_top(cm.group(2)), hls_lex.line_of(code, off)))
+                    continue
+                dm = re.match(r"(?:const\s+)?[\w:<>, ]+?\s+(\w+)\s*(\[[^=]*\])?\s*(=.*)?$", st1, re.S)
+                if dm and not st1.startswith("using"):
+                    locals_[dm.group(1)] = ("[]" if dm.group(2) else "", hls_lex.line_of(code, off))
+            # a task's return type, its INLINE pragma
+            for name, _, line in tasks:
+                for callee in prog.fns[name]:
+                    if callee.returns and not re.search(r"\bvoid\b", callee.returns):
+                        problems.append(f"{fn.path}:{line}: dataflow-void: task {name}() of the DATAFLOW region of "
+                                        f"{fn.name}() returns '{callee.returns.split()[-1]}', not void")
+                    if re.search(r"#pragma\s+HLS\s+INLINE\b(?![^\n]*\boff\b)", callee.text):
+                        problems.append(f"{fn.path}:{line}: dataflow-inline: task {name}() of the DATAFLOW region of "
+                                        f"{fn.name}() is INLINE'd ({callee.path.name}:{callee.line}); call a "
+                                        "non-inlined wrapper so the region stays a sequence of calls")
+            # streams: two tasks, one writer and one reader
+            for s, line in streams.items():
+                users = [(n, i) for n, args, _ in tasks for i, a in enumerate(args)
+                         if re.fullmatch(rf"\s*{re.escape(s)}\s*", a)]
+                uses = [_stream_use(prog, n, i) for n, i in users]
+                writers = [n for (n, _), u in zip(users, uses) if "write" in u]
+                readers = [n for (n, _), u in zip(users, uses) if "read" in u]
+                if len(users) != 2 or len(writers) != 1 or len(readers) != 1 or set(writers) & set(readers):
+                    problems.append(f"{fn.path}:{line}: dataflow-streams: stream {s} of the DATAFLOW region of "
+                                    f"{fn.name}() has writers {writers or 'none'} and readers {readers or 'none'} "
+                                    f"among {len(users)} tasks; one producer and one consumer")
+            # statics touched by more than one task
+            owners: dict[str, list[str]] = {}
+            for name, args, _ in tasks:
+                touched = prog.touched_statics(name)
+                touched |= {n for a in args for n in re.findall(r"(?<![.\w])([A-Za-z_]\w*)", a) if n in prog.statics}
+                for t in touched:
+                    owners.setdefault(t, []).append(name)
+            for t, who in sorted(owners.items()):
+                if len(who) > 1:
+                    problems.append(f"{where}: dataflow-shared: static {t} is touched by tasks {', '.join(who)} of the "
+                                    f"DATAFLOW region of {fn.name}(); pass it as a channel (a local stream or array) or "
+                                    "a region argument read by one task and written by one")
+            # non-scalar arguments and locals: one reader and one writer
+            kinds = {n: t for t, n in fn.params} | {n: ("[]" if k else "") for n, (k, _) in locals_.items()}
+            for var, ptype in kinds.items():
+                if var in streams or (var in dict((n, t) for t, n in fn.params) and _is_scalar(ptype)):
+                    continue
+                if var in locals_ and not locals_[var][0]:
+                    continue  # a local scalar
+                who = [n for n, args, _ in tasks if any(re.search(rf"(?<![.\w]){re.escape(var)}\b", a) for a in args)]
+                ro = var in dict((n, t) for t, n in fn.params) and _read_only(ptype)
+                if len(who) > 2 or (ro and len(who) > 1):
+                    problems.append(f"{where}: dataflow-args: {'read-only ' if ro else ''}{var} reaches tasks "
+                                    f"{', '.join(who)} of the DATAFLOW region of {fn.name}(); one reading and one "
+                                    "writing process (forward what another task needs through a channel)")
+    return problems
+
+
+def check_unsynthesizable(prog: Program, top: str) -> list[str]:
+    """Dynamic memory, STL containers and recursion in the call tree of ``top``."""
+    problems, seen = [], set()
+    for fn in prog.reachable(top):
+        key = (fn.path, fn.line)
+        if key in seen:
+            continue
+        seen.add(key)
+        body = fn.code[fn.body[0]:fn.body[1]]
+        hdr_and_body = fn.header + "\n" + body
+        for rx, what in _UNSYNTH:
+            for m in rx.finditer(hdr_and_body):
+                line = fn.line + max(0, hdr_and_body.count("\n", 0, m.start()) - 1)
+                problems.append(f"{fn.path}:{line}: unsynthesizable: {what.format(*m.groups())} in {fn.name}(), "
+                                f"which {top}() calls; use a fixed-size array")
+    for cyc in prog.cycles(top):
+        fn = prog.fns[cyc[0]][0]
+        problems.append(f"{fn.path}:{fn.line}: unsynthesizable: recursion {' -> '.join(cyc)} in the call tree of "
+                        f"{top}(); Vitis synthesizes no recursive call (unroll it into a bounded loop)")
+    return problems
+
+
+def port_scope(prog: Program, path: Path, top_ports: dict[str, set[str]]):
+    """For the loops of one source: the m_axi ports in scope at an offset, i.e. the port-typed parameters and
+    variables (``Port<T>``, ``VPort<T>``, ``PORT(T)``) of the enclosing functions, the port-typed members of an
+    enclosing struct, and the raw m_axi pointers of a synthesis top (``top_ports``: top name -> ports)."""
+    path = Path(path).resolve()
+    fns = [f for v in prog.fns.values() for f in v if f.path == path]
+    code = fns[0].code if fns else ""
+    structs = []
+    for blk in hls_lex.brace_blocks(code):
+        if re.match(r"(?:template\s*<[^>]*>\s*)?(?:struct|class)\s+\w+", hls_lex.block_header(code, blk[0])):
+            structs.append(blk)
+    decl = re.compile(r"(?:\bV?Port\s*<[^;(){}]*?>|\bPORT\s*\([^()]*\))\s*&?\s*(\w+)((?:\s*,\s*\w+)*)\s*(?=[;,)=\[])")
+
+    def names(text: str) -> set[str]:
+        out = set()
+        for m in decl.finditer(text):
+            out.add(m.group(1))
+            out |= set(re.findall(r"\w+", m.group(2) or ""))
+        return out
+
+    def at(off: int) -> set[str]:
+        out: set[str] = set()
+        for fn in fns:
+            if fn.body[0] < off < fn.body[1]:
+                out |= {n for t, n in fn.params if _PORT_TYPE.search(t)} | names(fn.text)
+                out |= top_ports.get(fn.name, set())
+        for lo, hi in structs:
+            if lo < off < hi:
+                member_text = code[lo + 1:hi]
+                while re.search(r"\{[^{}]*\}", member_text):  # members only: drop the member functions' bodies
+                    member_text = re.sub(r"\{[^{}]*\}", ";", member_text)
+                out |= names(member_text)
+        return out
+
+    return at
+
+
+__all__ = ["check_regions", "check_unsynthesizable", "port_scope"]
