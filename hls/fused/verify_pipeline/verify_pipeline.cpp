@@ -150,8 +150,15 @@ void stage_k5k6(VPort<const float> logits, VPort<const float> temps, VPort<const
 template <typename HT>
 void stage_k7(EAGLE4_STREAM(K4Rec, 2) & k4_s, EAGLE4_STREAM(ReqRec, 4) & k6_s, VPort<const int64_t> remaining,
               VPort<int32_t> r2t, VPort<const HT> hidden, VPort<const int64_t> node_ids, bool has_node_ids,
-              const K7Ports<HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc, VPort<int32_t> dbg_len,
-              VPort<int32_t> dbg_fin, VerifyCfg c) {
+              VPort<int32_t> accept_index_out, VPort<int32_t> accept_length_out, VPort<int32_t> accept_indptr,
+              VPort<int32_t> accepted_flat, VPort<int32_t> verified_id, VPort<uint8_t> evict_mask,
+              VPort<int64_t> free_slots, VPort<int64_t> seq_lens_out, VPort<int64_t> accepted_node_ids,
+              VPort<int32_t> unfinished_count, VPort<int64_t> unfinished_index, VPort<int32_t> next_accept_length,
+              VPort<int32_t> next_indptr, VPort<int32_t> next_verified_id, VPort<HT> next_hidden,
+              VPort<int64_t> next_positions, VPort<int64_t> next_seq_lens, VPort<int64_t> next_req_pool_indices,
+              VPort<int32_t> next_root_token, VPort<int32_t> next_last_flat,
+              VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc, VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin,
+              VerifyCfg c) {
 #pragma HLS INLINE off
   int64_t seq_l[E4F_MAX_B], pool_l[E4F_MAX_B], locs[E4F_MAX_B * E4F_MAX_Q];
   int32_t acc_idx[E4F_MAX_B * E4F_MAX_S], acc_len[E4F_MAX_B], predicts[E4F_MAX_B * E4F_MAX_Q], finish[E4F_MAX_B];
@@ -175,11 +182,11 @@ void stage_k7(EAGLE4_STREAM(K4Rec, 2) & k4_s, EAGLE4_STREAM(ReqRec, 4) & k6_s, V
   }
 #endif
   eagle4::k7::update_verify_core<HT>(
-      acc_idx, acc_len, predicts, finish, seq_l, pool_l, r2t, locs, hidden, node_ids, o.accept_index_out,
-      o.accept_length_out, o.accept_indptr, o.accepted_flat, o.verified_id, o.evict_mask, o.free_slots,
-      o.seq_lens_out, o.accepted_node_ids, o.unfinished_count, o.unfinished_index, o.next_accept_length,
-      o.next_indptr, o.next_verified_id, o.next_hidden, o.next_positions, o.next_seq_lens, o.next_req_pool_indices,
-      o.next_root_token, o.next_last_flat, static_cast<int>(c.B), static_cast<int>(c.Q), static_cast<int>(c.S),
+      acc_idx, acc_len, predicts, finish, seq_l, pool_l, r2t, locs, hidden, node_ids,
+      accept_index_out, accept_length_out, accept_indptr, accepted_flat, verified_id, evict_mask, free_slots,
+      seq_lens_out, accepted_node_ids, unfinished_count, unfinished_index, next_accept_length, next_indptr,
+      next_verified_id, next_hidden, next_positions, next_seq_lens, next_req_pool_indices, next_root_token,
+      next_last_flat, static_cast<int>(c.B), static_cast<int>(c.Q), static_cast<int>(c.S),
       static_cast<int>(c.H), c.S_max, has_node_ids);
 }
 
@@ -203,8 +210,18 @@ void verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VP
                          VPort<const float> fcoins, VPort<const int64_t> remaining, VPort<const HT> hidden,
                          VPort<const int64_t> node_ids, bool has_node_ids, VPort<int32_t> qo, VPort<int32_t> kvptr,
                          VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
-                         VPort<uint8_t> packed, const K7Ports<HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc,
-                         VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, VerifyCfg c) {
+                         VPort<uint8_t> packed,
+                         VPort<int32_t> accept_index_out, VPort<int32_t> accept_length_out,
+                         VPort<int32_t> accept_indptr, VPort<int32_t> accepted_flat, VPort<int32_t> verified_id,
+                         VPort<uint8_t> evict_mask, VPort<int64_t> free_slots, VPort<int64_t> seq_lens_out,
+                         VPort<int64_t> accepted_node_ids, VPort<int32_t> unfinished_count,
+                         VPort<int64_t> unfinished_index, VPort<int32_t> next_accept_length,
+                         VPort<int32_t> next_indptr, VPort<int32_t> next_verified_id, VPort<HT> next_hidden,
+                         VPort<int64_t> next_positions, VPort<int64_t> next_seq_lens,
+                         VPort<int64_t> next_req_pool_indices, VPort<int32_t> next_root_token,
+                         VPort<int32_t> next_last_flat,
+                         VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc, VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin,
+                         VerifyCfg c) {
 #pragma HLS DATAFLOW
   // no INTERFACE pragmas here: they belong to the synthesis top (verify_pipeline_synth.cpp). Canonical: two
   // channels, each with one producer and one consumer; r2t is read by K4 before K7 writes it (K7 writes the
@@ -213,8 +230,12 @@ void verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VP
   EAGLE4_STREAM(verify::ReqRec, 4) k6_s;
   verify::stage_k4(seq, pool, r2t, loc, tparent, qo, kvptr, kvidx, positions, mbits, mbytes, packed, c, k4_s);
   verify::stage_k5k6(logits, temps, cand, ridx, ntok, nsib, coins, fcoins, c, k6_s);
-  verify::stage_k7<HT>(k4_s, k6_s, remaining, r2t, hidden, node_ids, has_node_ids, o, dbg_pred, dbg_acc, dbg_len,
-                       dbg_fin, c);
+  verify::stage_k7<HT>(k4_s, k6_s, remaining, r2t, hidden, node_ids, has_node_ids,
+                       accept_index_out, accept_length_out, accept_indptr, accepted_flat, verified_id, evict_mask,
+                       free_slots, seq_lens_out, accepted_node_ids, unfinished_count, unfinished_index,
+                       next_accept_length, next_indptr, next_verified_id, next_hidden, next_positions, next_seq_lens,
+                       next_req_pool_indices, next_root_token, next_last_flat,
+                       dbg_pred, dbg_acc, dbg_len, dbg_fin, c);
 }
 
 // The instance the synthesis top fused_verify_top calls (verify_pipeline_synth.cpp): bf16 hidden states
@@ -223,8 +244,11 @@ template void verify_pipeline_top<uint16_t>(
     VPort<const float>, VPort<const float>, VPort<const int64_t>, VPort<const int64_t>, VPort<const int64_t>,
     VPort<const int64_t>, VPort<const float>, VPort<const float>, VPort<const int64_t>, VPort<const uint16_t>,
     VPort<const int64_t>, bool, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>, VPort<int64_t>, VPort<int32_t>,
-    VPort<int32_t>, VPort<uint8_t>, const K7Ports<uint16_t>&, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>,
-    VPort<int32_t>, VerifyCfg);
+    VPort<int32_t>, VPort<uint8_t>,
+    VPort<int32_t>, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>, VPort<uint8_t>, VPort<int64_t>,
+    VPort<int64_t>, VPort<int64_t>, VPort<int32_t>, VPort<int64_t>, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>,
+    VPort<uint16_t>, VPort<int64_t>, VPort<int64_t>, VPort<int64_t>, VPort<int32_t>, VPort<int32_t>,
+    VPort<int32_t>, VPort<int32_t>, VPort<int32_t>, VPort<int32_t>, VerifyCfg);
 
 // C ABI plumbing (testbench only): raw pointers -> counted ports
 template <typename HT>
@@ -232,19 +256,17 @@ int verify_capi(const eagle4::capi::Ctx& x, const VerifyCfg& c, eagle4::PortCoun
 #define P_(T, i) PORT_ARG(x.ptr<T>(i), cnt, i)
   if (c.V > E4F_MAX_V) return x.fail(eagle4::capi::E_BOUND, "V exceeds E4F_MAX_V");
   eagle4::PortCounter* no = nullptr;  // debug taps are not counted
-  K7Ports<HT> o{P_(int32_t, V_AIO),   P_(int32_t, V_ALO),   P_(int32_t, V_AIP),   P_(int32_t, V_AFLAT),
-                     P_(int32_t, V_VID),   P_(uint8_t, V_EVICT), P_(int64_t, V_FREE),  P_(int64_t, V_SLO),
-                     P_(int64_t, V_ANODE), P_(int32_t, V_UCNT),  P_(int64_t, V_UIDX),  P_(int32_t, V_NAL),
-                     P_(int32_t, V_NIP),   P_(int32_t, V_NVID),  P_(HT, V_NHID),       P_(int64_t, V_NPOS),
-                     P_(int64_t, V_NSEQ),  P_(int64_t, V_NPOOL), P_(int32_t, V_NROOT), P_(int32_t, V_NLAST),
-                     x.present(V_NODE_IDS)};
   verify_pipeline_top<HT>(
       P_(const int64_t, V_SEQ), P_(const int64_t, V_POOL), P_(int32_t, V_R2T), P_(const int64_t, V_LOC),
       P_(const int64_t, V_TREE_PARENT), P_(const float, V_LOGITS), P_(const float, V_TEMPS), P_(const int64_t, V_CAND),
       P_(const int64_t, V_RIDX), P_(const int64_t, V_NTOK), P_(const int64_t, V_NSIB), P_(const float, V_COINS),
       P_(const float, V_FCOINS), P_(const int64_t, V_REMAINING), P_(const HT, V_HIDDEN), P_(const int64_t, V_NODE_IDS),
       x.present(V_NODE_IDS), P_(int32_t, V_QO), P_(int32_t, V_KVPTR), P_(int32_t, V_KVIDX), P_(int64_t, V_POS),
-      P_(int32_t, V_MBITS), P_(int32_t, V_MBYTES), P_(uint8_t, V_PACKED), o,
+      P_(int32_t, V_MBITS), P_(int32_t, V_MBYTES), P_(uint8_t, V_PACKED),
+      P_(int32_t, V_AIO), P_(int32_t, V_ALO), P_(int32_t, V_AIP), P_(int32_t, V_AFLAT), P_(int32_t, V_VID),
+      P_(uint8_t, V_EVICT), P_(int64_t, V_FREE), P_(int64_t, V_SLO), P_(int64_t, V_ANODE), P_(int32_t, V_UCNT),
+      P_(int64_t, V_UIDX), P_(int32_t, V_NAL), P_(int32_t, V_NIP), P_(int32_t, V_NVID), P_(HT, V_NHID),
+      P_(int64_t, V_NPOS), P_(int64_t, V_NSEQ), P_(int64_t, V_NPOOL), P_(int32_t, V_NROOT), P_(int32_t, V_NLAST),
       PORT_ARG(x.ptr<int32_t>(V_PREDICTS), no, 0), PORT_ARG(x.ptr<int32_t>(V_ACC_IDX), no, 0),
       PORT_ARG(x.ptr<int32_t>(V_ACC_LEN), no, 0), PORT_ARG(x.ptr<int32_t>(V_FINISH), no, 0), c);
 #undef P_

@@ -27,21 +27,6 @@ enum VerifySlot {
   V_NHID, V_NPOS, V_NSEQ, V_NPOOL, V_NROOT, V_NLAST, V_NSLOTS
 };
 
-// The K7 output ports of the verify step (m_axi).
-template <typename HT>
-struct K7Ports {
-  VPort<int32_t> accept_index_out, accept_length_out, accept_indptr, accepted_flat, verified_id;
-  VPort<uint8_t> evict_mask;
-  VPort<int64_t> free_slots, seq_lens_out, accepted_node_ids;
-  VPort<int32_t> unfinished_count;
-  VPort<int64_t> unfinished_index;
-  VPort<int32_t> next_accept_length, next_indptr, next_verified_id;
-  VPort<HT> next_hidden;
-  VPort<int64_t> next_positions, next_seq_lens, next_req_pool_indices;
-  VPort<int32_t> next_root_token, next_last_flat;
-  bool has_node_ids;
-};
-
 struct VerifyCfg {
   int64_t B, Q, S, V, H, S_max, eos, capkv, cappack;
   int hid_code;
@@ -59,8 +44,19 @@ void verify_pipeline_top(VPort<const int64_t> seq, VPort<const int64_t> pool, VP
                         VPort<const float> fcoins, VPort<const int64_t> remaining, VPort<const HT> hidden,
                         VPort<const int64_t> node_ids, bool has_node_ids, VPort<int32_t> qo, VPort<int32_t> kvptr,
                         VPort<int32_t> kvidx, VPort<int64_t> positions, VPort<int32_t> mbits, VPort<int32_t> mbytes,
-                        VPort<uint8_t> packed, const K7Ports<HT>& o, VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc,
-                        VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin, VerifyCfg c);
+                        VPort<uint8_t> packed,
+                        // K7 outputs: one m_axi port each, passed as plain parameters (no struct of ports)
+                        VPort<int32_t> accept_index_out, VPort<int32_t> accept_length_out,
+                        VPort<int32_t> accept_indptr, VPort<int32_t> accepted_flat, VPort<int32_t> verified_id,
+                        VPort<uint8_t> evict_mask, VPort<int64_t> free_slots, VPort<int64_t> seq_lens_out,
+                        VPort<int64_t> accepted_node_ids, VPort<int32_t> unfinished_count,
+                        VPort<int64_t> unfinished_index, VPort<int32_t> next_accept_length,
+                        VPort<int32_t> next_indptr, VPort<int32_t> next_verified_id, VPort<HT> next_hidden,
+                        VPort<int64_t> next_positions, VPort<int64_t> next_seq_lens,
+                        VPort<int64_t> next_req_pool_indices, VPort<int32_t> next_root_token,
+                        VPort<int32_t> next_last_flat,
+                        VPort<int32_t> dbg_pred, VPort<int32_t> dbg_acc, VPort<int32_t> dbg_len, VPort<int32_t> dbg_fin,
+                        VerifyCfg c);
 
 }  // namespace e4f
 

@@ -2,7 +2,7 @@
 //
 // A concrete, non-template wrapper around e4f::verify_pipeline_top<HT> (verify_pipeline.cpp) with bf16
 // hidden states ([fpga.model] hidden_dtype, uint16_t bits). Every HBM buffer is an m_axi port (the K7
-// outputs one port each, gathered into the K7Ports struct here); the configuration arrives as scalars on
+// outputs one port each, passed on as plain parameters); the configuration arrives as scalars on
 // s_axilite and the VerifyCfg is built here by parse_verify_cfg, the same parser eagle4_fused_verify_step
 // uses. No stage code lives here: one call = one call of the templated top. The debug taps of the C-sim
 // ABI (predicts / accept_index / accept_length / finish_pos) are not ports of the hardware design: they are
@@ -105,14 +105,6 @@ extern "C" int fused_verify_top(
   e4f::VerifyCfg c;
   if (e4f::parse_verify_cfg(is, fs, c) != 0 || c.V > E4F_MAX_V) return -2;
   const bool node_ids = has_node_ids != 0;
-  const e4f::K7Ports<uint16_t> o{
-      E4F_SYNTH_PORT(accept_index_out),  E4F_SYNTH_PORT(accept_length_out), E4F_SYNTH_PORT(accept_indptr),
-      E4F_SYNTH_PORT(accepted_flat),     E4F_SYNTH_PORT(verified_id),       E4F_SYNTH_PORT(evict_mask),
-      E4F_SYNTH_PORT(free_slots),        E4F_SYNTH_PORT(seq_lens_out),      E4F_SYNTH_PORT(accepted_node_ids),
-      E4F_SYNTH_PORT(unfinished_count),  E4F_SYNTH_PORT(unfinished_index),  E4F_SYNTH_PORT(next_accept_length),
-      E4F_SYNTH_PORT(next_indptr),       E4F_SYNTH_PORT(next_verified_id),  E4F_SYNTH_PORT(next_hidden),
-      E4F_SYNTH_PORT(next_positions),    E4F_SYNTH_PORT(next_seq_lens),     E4F_SYNTH_PORT(next_req_pool_indices),
-      E4F_SYNTH_PORT(next_root_token),   E4F_SYNTH_PORT(next_last_flat),    node_ids};
   e4f::verify_pipeline_top<uint16_t>(
       E4F_SYNTH_PORT(seq_lens), E4F_SYNTH_PORT(req_pool_indices), E4F_SYNTH_PORT(req_to_token),
       E4F_SYNTH_PORT(out_cache_loc), E4F_SYNTH_PORT(tree_parent), E4F_SYNTH_PORT(logits),
@@ -121,7 +113,14 @@ extern "C" int fused_verify_top(
       E4F_SYNTH_PORT(final_coins), E4F_SYNTH_PORT(remaining), E4F_SYNTH_PORT(hidden_states),
       E4F_SYNTH_PORT(verify_node_ids), node_ids, E4F_SYNTH_PORT(qo_indptr), E4F_SYNTH_PORT(kv_indptr),
       E4F_SYNTH_PORT(kv_indices), E4F_SYNTH_PORT(positions), E4F_SYNTH_PORT(mask_indptr_bits),
-      E4F_SYNTH_PORT(mask_indptr_bytes), E4F_SYNTH_PORT(packed_mask), o, e4f::VPort<int32_t>(),
+      E4F_SYNTH_PORT(mask_indptr_bytes), E4F_SYNTH_PORT(packed_mask),
+      E4F_SYNTH_PORT(accept_index_out), E4F_SYNTH_PORT(accept_length_out), E4F_SYNTH_PORT(accept_indptr),
+      E4F_SYNTH_PORT(accepted_flat), E4F_SYNTH_PORT(verified_id), E4F_SYNTH_PORT(evict_mask),
+      E4F_SYNTH_PORT(free_slots), E4F_SYNTH_PORT(seq_lens_out), E4F_SYNTH_PORT(accepted_node_ids),
+      E4F_SYNTH_PORT(unfinished_count), E4F_SYNTH_PORT(unfinished_index), E4F_SYNTH_PORT(next_accept_length),
+      E4F_SYNTH_PORT(next_indptr), E4F_SYNTH_PORT(next_verified_id), E4F_SYNTH_PORT(next_hidden),
+      E4F_SYNTH_PORT(next_positions), E4F_SYNTH_PORT(next_seq_lens), E4F_SYNTH_PORT(next_req_pool_indices),
+      E4F_SYNTH_PORT(next_root_token), E4F_SYNTH_PORT(next_last_flat), e4f::VPort<int32_t>(),
       e4f::VPort<int32_t>(), e4f::VPort<int32_t>(), e4f::VPort<int32_t>(), c);
   return 0;
 }
