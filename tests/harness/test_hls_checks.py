@@ -333,6 +333,40 @@ int region(const int* in, Cfg c, int* out) {
   return 0;
 }
 """, "dataflow-void: the DATAFLOW region of region() returns a value"),
+    "argument-written-before-read": ("""void stage_a(const int* in, int* state, Cfg c) { for (int i = 0; i < c.n; ++i) state[i] = in[i]; }
+void stage_b(const int* state, Cfg c, int* out) { for (int i = 0; i < c.n; ++i) out[i] = state[i]; }
+void region(const int* in, int* state, Cfg c, int* out) {
+#pragma HLS DATAFLOW
+  stage_a(in, state, c);
+  stage_b(state, c, out);
+}
+""", "dataflow-args: state is write in stage_a() and read in stage_b() in the DATAFLOW region of region(); a "
+     "region argument has one reader and one writer, read before it is written"),
+    "local-read-before-written": ("""void stage_a(const int* x, Cfg c, int* out) { for (int i = 0; i < c.n; ++i) out[i] = x[i]; }
+void stage_b(const int* in, int* x, Cfg c) { for (int i = 0; i < c.n; ++i) x[i] = in[i]; }
+void region(const int* in, Cfg c, int* out) {
+#pragma HLS DATAFLOW
+  int x[16];
+  stage_a(x, c, out);
+  stage_b(in, x, c);
+}
+""", "dataflow-args: x is read in stage_a() and write in stage_b()"),
+    "reader-also-writes": ("""void stage_a(const int* st, Cfg c, int* out) { for (int i = 0; i < c.n; ++i) out[i] = st[i]; }
+void stage_b(const int* in, int* st, Cfg c) { for (int i = 0; i < c.n; ++i) st[i] = st[i] + in[i]; }
+void region(const int* in, int* st, Cfg c, int* out) {
+#pragma HLS DATAFLOW
+  stage_a(st, c, out);
+  stage_b(in, st, c);
+}
+""", "dataflow-args: st is read in stage_a() and read/write in stage_b()"),
+    "struct-of-ports": ("""template <class T> using VPort = PORT(T);
+struct OutPorts { VPort<int> a; VPort<int> b; };
+void stage_a(const int* in, const OutPorts& o, Cfg c) { for (int i = 0; i < c.n; ++i) o.a[i] = in[i]; }
+void region(const int* in, const OutPorts& o, Cfg c) {
+#pragma HLS DATAFLOW
+  stage_a(in, o, c);
+}
+""", "port-struct: parameter o of stage_a() (DATAFLOW region of region()) is a OutPorts holding m_axi ports"),
 }
 
 

@@ -195,9 +195,17 @@ class Program:
         self.files = list(dict.fromkeys(Path(f).resolve() for f in files))
         self.fns: dict[str, list[Function]] = {}
         self.statics: set[str] = set()
+        self.structs: dict[str, str] = {}  # struct / class name -> its member declarations (bodies dropped)
         for f in self.files:
             code = _code(f)
             fns = functions(f, code)
+            for blk in _lex.brace_blocks(code):
+                m = re.match(r"(?:template\s*<[^>]*>\s*)?(?:struct|class)\s+(\w+)", _lex.block_header(code, blk[0]))
+                if m:
+                    members = code[blk[0] + 1:blk[1]]
+                    while re.search(r"\{[^{}]*\}", members):  # drop member functions' bodies
+                        members = re.sub(r"\{[^{}]*\}", ";", members)
+                    self.structs[m.group(1)] = members
             for fn in fns:
                 self.fns.setdefault(fn.name, []).append(fn)
             inside = [fn.body for fn in fns]

@@ -34,7 +34,8 @@ called):
   on its line.
 
 Rules that follow calls (canonical DATAFLOW regions: ``dataflow-streams``, ``dataflow-shared``,
-``dataflow-args``, ``dataflow-inline``, ``dataflow-void``; ``unsynthesizable`` constructs in a top's call tree):
+``dataflow-args``, ``dataflow-inline``, ``dataflow-void``, ``port-struct``; ``unsynthesizable`` constructs in a
+top's call tree):
 eagle4.backends.hls_dataflow.
 
 Which rules judge which design: RULESETS (below, one place); the reviewed exceptions, each naming its rule,
@@ -339,7 +340,7 @@ def check_loops(path: Path, ports) -> list[str]:
 FILE_RULES = ("interface", "dataflow-first", "dataflow-tasks", "hot-bundle")
 LOOP_RULES = ("conditional-port", "invariant-condition", "mod64", "index64")
 CALL_RULES = ("dataflow-streams", "dataflow-shared", "dataflow-args", "dataflow-inline", "dataflow-void",
-              "unsynthesizable")
+              "port-struct", "unsynthesizable")
 RULESETS = {
     "per-kernel": FILE_RULES + LOOP_RULES + CALL_RULES,  # hls/<kernel>: the top, its core (names of the top's ports)
     "fused": FILE_RULES + LOOP_RULES + CALL_RULES + ("pipeline-constants",),  # hls/fused: tops, stages, common

@@ -12,10 +12,15 @@ and one writing process, a function argument is read before it is written, and a
   is touched by the call trees of two tasks of a region: statics are not channels, they are shared state.
 * ``dataflow-args``: a non-scalar argument of the region or local variable (pointer, array, reference, port;
   a by-value non-pointer parameter is a scalar) reaches at most two tasks, and a read-only one (``const``)
-  at most one (two tasks reading it are two readers).
+  at most one (two tasks reading it are two readers); of two, one only reads and the other only writes it
+  (an element or member assigned is a write), a region argument read first (consumer before producer), a
+  local written first.
 * ``dataflow-inline``: no task of a region is ``#pragma HLS INLINE``'d: inlined, its loops and statements
   dissolve into the region, which is then no longer a sequence of calls.
 * ``dataflow-void``: a task returns void and the region has no ``return`` of a value.
+* ``port-struct``: no parameter of a region or of its tasks is a struct holding m_axi ports (``Port<T>``
+  members or pointers): Vitis binds a port per pointer argument, and a pointer reached through memory is a
+  pointer to pointer, for which it inlines every function using it (UG1399 "Pointers"), dissolving the task.
 * ``unsynthesizable`` (UG1399 "Unsupported C/C++ Constructs", "Standard Template Libraries"): in the top's
   call tree no dynamic memory (``new``, ``delete``, ``malloc``/``calloc``/``realloc``/``free``), no STL
   container or ``std::function`` (they allocate and recurse), and no recursion (a cycle of calls).
@@ -69,6 +74,37 @@ def _stream_use(prog: Program, fn_name: str, pos: int, depth: int = 0) -> set[st
             for i, a in enumerate(args):
                 if re.fullmatch(rf"\s*{re.escape(p)}\s*", a):
                     out |= _stream_use(prog, callee, i, depth + 1)
+    return out
+
+
+def _arg_use(prog: Program, fn_name: str, pos: int, depth: int = 0) -> set[str]:
+    """{'read', 'write'}: what a callee does with the array, pointer, port or reference passed as its argument
+    ``pos``: an element or member assigned is a write, any other use a read (followed through the calls it
+    passes that parameter to)."""
+    out: set[str] = set()
+    if depth > 6:
+        return out
+    for fn in prog.fns.get(fn_name, []):
+        if pos >= len(fn.params):
+            continue
+        p = re.escape(fn.params[pos][1])
+        body = fn.text
+        passed = set()
+        for callee, args, off in prog.calls(fn):
+            for i, a in enumerate(args):
+                if re.fullmatch(rf"\s*&?\s*{p}\s*(?:\+[^,]*)?", a):
+                    out |= _arg_use(prog, callee, i, depth + 1)
+                    passed.add(i)
+        writes = list(re.finditer(rf"(?<![\w.]){p}\s*(?:(?:\.\w+)|(?:\[[^\]]*\]))+\s*(?:[-+*/%&|^]?=(?!=)|\+\+|--)", body))
+        if writes:
+            out.add("write")
+        uses = len(re.findall(rf"(?<![\w.]){p}\b", body))
+        plain_args = sum(1 for _, args, _ in prog.calls(fn) for a in args
+                         if re.fullmatch(rf"\s*&?\s*{p}\s*(?:\+[^,]*)?", a))
+        compound = sum(1 for w in writes if not w.group(0).rstrip().endswith("=") or
+                       re.search(r"[-+*/%&|^]=$", w.group(0).rstrip()))
+        if uses - len(writes) - plain_args + compound > 0:
+            out.add("read")
     return out
 
 
@@ -129,6 +165,16 @@ def check_regions(prog: Program, path: Path) -> list[str]:
                         problems.append(f"{fn.path}:{line}: dataflow-inline: task {name}() of the DATAFLOW region of "
                                         f"{fn.name}() is INLINE'd ({callee.path.name}:{callee.line}); call a "
                                         "non-inlined wrapper so the region stays a sequence of calls")
+            # structs holding ports, passed to the region or to a task
+            holders = {n for n, members in prog.structs.items()
+                       if _PORT_TYPE.search(members) or re.search(r"\w\s*\*\s*\w+\s*[;,\[]", members)}
+            for who, params in [(fn.name, fn.params)] + [(n, f.params) for n, _, _ in tasks for f in prog.fns[n]]:
+                for ptype, pname in params:
+                    held = [h for h in holders if re.search(rf"\b{h}\b", ptype)]
+                    if held:
+                        problems.append(f"{where}: port-struct: parameter {pname} of {who}() (DATAFLOW region of "
+                                        f"{fn.name}()) is a {held[0]} holding m_axi ports; pass each port as its "
+                                        "own parameter")
             # streams: two tasks, one writer and one reader
             for s, line in streams.items():
                 users = [(n, i) for n, args, _ in tasks for i, a in enumerate(args)
@@ -160,11 +206,30 @@ def check_regions(prog: Program, path: Path) -> list[str]:
                 if var in locals_ and not locals_[var][0]:
                     continue  # a local scalar
                 who = [n for n, args, _ in tasks if any(re.search(rf"(?<![.\w]){re.escape(var)}\b", a) for a in args)]
-                ro = var in dict((n, t) for t, n in fn.params) and _read_only(ptype)
+                is_arg = var in dict((n, t) for t, n in fn.params)
+                ro = is_arg and _read_only(ptype)
                 if len(who) > 2 or (ro and len(who) > 1):
                     problems.append(f"{where}: dataflow-args: {'read-only ' if ro else ''}{var} reaches tasks "
                                     f"{', '.join(who)} of the DATAFLOW region of {fn.name}(); one reading and one "
                                     "writing process (forward what another task needs through a channel)")
+                    continue
+                if len(who) != 2:
+                    continue
+                uses = []
+                for n, args, _ in tasks:
+                    pos = [i for i, a in enumerate(args) if re.fullmatch(rf"\s*&?\s*{re.escape(var)}\s*", a)]
+                    if n in who and pos:
+                        uses.append((n, _arg_use(prog, n, pos[0])))
+                if len(uses) != 2 or not all(u for _, u in uses):
+                    continue  # passed inside an expression: not judged
+                (first, u1), (second, u2) = uses
+                want = ("read", "write") if is_arg else ("write", "read")
+                if u1 != {want[0]} or u2 != {want[1]}:
+                    order = "read before it is written (consumer first)" if is_arg else "written before it is read"
+                    problems.append(f"{where}: dataflow-args: {var} is {'/'.join(sorted(u1))} in {first}() and "
+                                    f"{'/'.join(sorted(u2))} in {second}() in the DATAFLOW region of {fn.name}(); a "
+                                    f"{'region argument' if is_arg else 'local channel'} has one reader and one writer, "
+                                    f"{order}")
     return problems
 
 
