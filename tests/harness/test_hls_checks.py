@@ -525,6 +525,53 @@ void stage(VPort<const float> coins_p, int n) {
     assert not any("coins[...]" in p for p in problems), problems
 
 
+BEAT_SRC = """template <class T> using Port = PORT(T);
+#define LANES 32
+template <typename WT>
+void load(Port<const WT> w, Port<const float> s, WT* buf, float* sb, int n) {
+  for (int j = 0; j < n; ++j) {
+#pragma HLS PIPELINE II = 1
+    for (int k = 0; k < LANES; ++k) {
+#pragma HLS UNROLL factor = LANES
+      buf[j * LANES + k] = w[j * LANES + k];
+      sb[j * LANES + k] = s[j * LANES + k];
+    }
+  }
+}
+extern "C" void my_top(const float* w, const float* s, float* buf, float* sb, int n) {
+  load<float>(w, s, buf, sb, n);
+}
+"""
+
+
+def test_a_planted_beat_width_violation_fails(tmp_path):
+    """32 lanes of f32 (1024 bits) per II-1 iteration: two 512-bit beats, on both ports (the template's WT
+    bound by the top's call); at II 2 they fit."""
+    from eagle4.backends import hls_dataflow
+
+    prog, f = _program(tmp_path, BEAT_SRC)
+    problems = hls_dataflow.check_beat_width(prog, f, "my_top")
+    assert len(problems) == 2 and all("beat-width: 32 lanes x 32-bit" in p and "1024 bits" in p for p in problems)
+    assert {p.split("-bit ")[1].split(" ")[0] for p in problems} == {"w", "s"}
+    prog, f = _program(tmp_path, BEAT_SRC.replace("II = 1", "II = 2"))
+    assert hls_dataflow.check_beat_width(prog, f, "my_top") == []
+
+
+def test_beat_width_sees_the_fused_port_loops(monkeypatch):
+    """Not vacuous: with a 256-bit beat the fused designs' full-beat port loops (LM-head weights and hidden rows,
+    the draft spill rows, the verify logits rows) are all reported."""
+    from eagle4.backends import csim, hls_calltree, hls_dataflow, hls_designs
+
+    monkeypatch.setattr(hls_dataflow, "BEAT_BITS", 256)
+    ds = hls_designs.designs(csim.HLS_DIR)
+    found = set()
+    for name in ("fused_draft", "fused_verify"):
+        prog = hls_calltree.design_program(hls_designs.synth_sources(name, ds), csim.HLS_DIR)
+        for f in prog.files:
+            found |= {p.split("-bit ")[1].split(" ")[0] for p in hls_dataflow.check_beat_width(prog, f, ds[name].top)}
+    assert found >= {"spill", "logits"} and len(found) >= 4, found  # + the LM head's weight and hidden-row loads
+
+
 def test_every_design_is_judged_by_its_rule_set():
     """The rule sets name every rule the checks can report, and both fused designs get the loop, dataflow
     and call-tree rules (not only the file rules)."""

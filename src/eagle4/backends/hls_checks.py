@@ -35,7 +35,7 @@ called):
 
 Rules that follow calls (canonical DATAFLOW regions: ``dataflow-streams``, ``dataflow-shared``,
 ``dataflow-args``, ``dataflow-inline``, ``dataflow-void``, ``port-struct``; ``unsynthesizable`` constructs in a
-top's call tree):
+top's call tree; ``beat-width``: an unrolled port access of a pipelined loop fits its II port beats):
 eagle4.backends.hls_dataflow.
 
 Which rules judge which design: RULESETS (below, one place); the reviewed exceptions, each naming its rule,
@@ -343,7 +343,9 @@ CALL_RULES = ("dataflow-streams", "dataflow-shared", "dataflow-args", "dataflow-
               "port-struct", "unsynthesizable")
 RULESETS = {
     "per-kernel": FILE_RULES + LOOP_RULES + CALL_RULES,  # hls/<kernel>: the top, its core (names of the top's ports)
-    "fused": FILE_RULES + LOOP_RULES + CALL_RULES + ("pipeline-constants",),  # hls/fused: tops, stages, common
+    # hls/fused: tops, stages, common. beat-width needs each port's element type, which the fused stages declare
+    # (Port<T>); the per-kernel cores take untyped accessors, so it does not judge them yet.
+    "fused": FILE_RULES + LOOP_RULES + CALL_RULES + ("beat-width", "pipeline-constants"),
 }
 
 
@@ -418,6 +420,7 @@ def check_designs(hls_dir: Path | None = None, exemptions: tuple[Exemption, ...]
             top_ports = {d.top: {p for s in srcs for p, _, _ in maxi_ports(strip_comments(s.read_text(), strings=False))}}
             for f in _fused_loop_files(prog, d, hls_dir):
                 problems += check_loops(f, hls_dataflow.port_scope(prog, f, top_ports))
+                problems += hls_dataflow.check_beat_width(prog, f, d.top)
     problems = list(dict.fromkeys(problems))
     kept = [p for p in problems if not any(e.covers(p) for e in exemptions)]
     for e in exemptions:

@@ -21,6 +21,9 @@ and one writing process, a function argument is read before it is written, and a
 * ``port-struct``: no parameter of a region or of its tasks is a struct holding m_axi ports (``Port<T>``
   members or pointers): Vitis binds a port per pointer argument, and a pointer reached through memory is a
   pointer to pointer, for which it inlines every function using it (UG1399 "Pointers"), dissolving the task.
+* ``beat-width``: in a pipelined loop of II cycles, an unrolled loop's lanes x the element width of an m_axi
+  port it accesses fit II beats of BEAT_BITS (the tops' max_widen_bitwidth): an AXI master moves one beat per
+  cycle, so wider lanes cannot run at the II the pragma and the cycle model claim.
 * ``unsynthesizable`` (UG1399 "Unsupported C/C++ Constructs", "Standard Template Libraries"): in the top's
   call tree no dynamic memory (``new``, ``delete``, ``malloc``/``calloc``/``realloc``/``free``), no STL
   container or ``std::function`` (they allocate and recurse), and no recursion (a cycle of calls).
@@ -292,4 +295,109 @@ def port_scope(prog: Program, path: Path, top_ports: dict[str, set[str]]):
     return at
 
 
-__all__ = ["check_regions", "check_unsynthesizable", "port_scope"]
+__all__ = ["BEAT_BITS", "check_beat_width", "check_regions", "check_unsynthesizable", "macro_values", "port_scope",
+           "template_bindings"]
+
+
+# ---- beat-width: an unrolled port access fits the beats its pipelined loop has per iteration
+BEAT_BITS = 512  # the m_axi ports' widening limit (max_widen_bitwidth = 512 on every top; the Vitis flow's default)
+_BITS = {"int8_t": 8, "uint8_t": 8, "char": 8, "bool": 8, "int16_t": 16, "uint16_t": 16, "short": 16,
+         "int32_t": 32, "uint32_t": 32, "int": 32, "float": 32, "int64_t": 64, "uint64_t": 64, "double": 64,
+         "long": 64}
+
+
+def macro_values(prog: Program) -> dict[str, int]:
+    """Integer ``#define`` constants of the program's files (expressions of other constants resolved)."""
+    raw: dict[str, str] = {}
+    for f in prog.files:
+        for m in re.finditer(r"(?m)^\s*#\s*define\s+(\w+)\s+([^\n]+)$", hls_lex.strip_comments(f.read_text())):
+            raw.setdefault(m.group(1), m.group(2).strip())
+    out: dict[str, int] = {}
+    for _ in range(4):
+        for k, v in raw.items():
+            e = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: str(out[m.group(0)]) if m.group(0) in out else m.group(0), v)
+            if re.fullmatch(r"[\d\s()+\-*/%<>]+", e):
+                try:
+                    out[k] = int(eval(e.replace("/", "//"), {"__builtins__": {}}))  # noqa: S307 - digits and operators
+                except (SyntaxError, ZeroDivisionError):
+                    pass
+    return out
+
+
+def template_bindings(prog: Program, top: str) -> dict[str, str]:
+    """Template parameter -> type of the instances ``top`` calls (``f<uint16_t, int8_t>(...)`` against
+    ``template <typename HT, typename WT>``), e.g. {'HT': 'uint16_t', 'WT': 'int8_t'}."""
+    out: dict[str, str] = {}
+    for fn in prog.fns.get(top, []):
+        for m in re.finditer(r"(?:\w+::)*(\w+)\s*<([^;(){}<>]+)>\s*\(", fn.text):
+            for callee in prog.fns.get(m.group(1), []):
+                tp = re.match(r"template\s*<([^>]*)>", callee.header)
+                if tp:
+                    names = [p.split()[-1] for p in split_top(tp.group(1))]
+                    out.update(zip(names, split_top(m.group(2))))
+    return out
+
+
+def _value(expr: str, macros: dict[str, int]) -> int | None:
+    e = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: str(macros.get(m.group(0), m.group(0))), expr.strip())
+    return int(eval(e.replace("/", "//"), {"__builtins__": {}})) if re.fullmatch(r"[\d\s()+\-*/]+", e) else None  # noqa: S307
+
+
+def check_beat_width(prog: Program, path: Path, top: str) -> list[str]:
+    """beat-width: in a pipelined loop of II cycles, the lanes of an unrolled loop that accesses an m_axi port
+    times its element width fit II port beats (BEAT_BITS each); more lanes need more beats per iteration than
+    the II the pragma (and the cycle model) claims."""
+    path = Path(path).resolve()
+    macros, binds = macro_values(prog), template_bindings(prog, top)
+    fns = [f for v in prog.fns.values() for f in v if f.path == path]
+    if not fns:
+        return []
+    code = fns[0].code
+    blocks = hls_lex.brace_blocks(code)
+    decl = re.compile(r"\b(?:V?Port\s*<\s*(?:const\s+)?(\w+)\s*>|PORT\s*\(\s*(?:const\s+)?(\w+)\s*\))\s*&?\s*(\w+)")
+    problems = []
+    loops = []
+    for blk in blocks:
+        if not re.match(r"^(?:\w+\s*:(?!:)\s*)?for\b", hls_lex.block_header(code, blk[0])):
+            continue
+        own = [m for m in re.finditer(r"#pragma\s+HLS\s+(PIPELINE|UNROLL)\b([^\n]*)", code[blk[0]:blk[1]])
+               if hls_lex.innermost_block(blocks, blk[0] + m.start()) == blk]
+        loops.append((blk, own))
+    for blk, own in loops:
+        unroll = [m for m in own if m.group(1) == "UNROLL"]
+        if not unroll:
+            continue
+        fm = re.search(r"\bfactor\s*=\s*([^\s]+)", unroll[0].group(2))
+        bound = re.search(r";\s*\w+\s*<\s*([^;]+);", hls_lex.block_header(code, blk[0]))
+        lanes = _value(fm.group(1), macros) if fm else (_value(bound.group(1), macros) if bound else None)
+        pipes = [(b, [m for m in o if m.group(1) == "PIPELINE"]) for b, o in loops if b[0] < blk[0] and blk[1] < b[1]]
+        pipes = [(b, p[0]) for b, p in pipes if p]
+        if lanes is None or not pipes:
+            continue
+        pblk, pm = max(pipes, key=lambda x: x[0][0])
+        iim = re.search(r"\bII\s*=\s*([^\s]+)", pm.group(2))
+        ii = _value(iim.group(1), macros) if iim else 1
+        ports: dict[str, str] = {}
+        for fn in fns:
+            if fn.body[0] < blk[0] < fn.body[1]:
+                for t, n in fn.params:
+                    m = decl.search(f"{t} {n}")
+                    if m:
+                        ports[m.group(3)] = m.group(1) or m.group(2)
+                for m in decl.finditer(fn.text):
+                    ports[m.group(3)] = m.group(1) or m.group(2)
+        for lo, hi in [b for b in blocks if re.match(r"(?:template\s*<[^>]*>\s*)?(?:struct|class)\s",
+                                                      hls_lex.block_header(code, b[0]))]:
+            if lo < blk[0] < hi:
+                for m in decl.finditer(code[lo:hi]):
+                    ports[m.group(3)] = m.group(1) or m.group(2)
+        for name, et in ports.items():
+            bits = _BITS.get(binds.get(et, et))
+            if bits is None or not re.search(rf"(?<![\w.]){re.escape(name)}\s*\[", code[blk[0]:blk[1]]):
+                continue
+            if ii and lanes * bits > BEAT_BITS * ii:
+                problems.append(f"{path}:{hls_lex.line_of(code, blk[0])}: beat-width: {lanes} lanes x {bits}-bit "
+                                f"{name} = {lanes * bits} bits per iteration of the pipelined loop of line "
+                                f"{hls_lex.line_of(code, pblk[0])} (II {ii}), more than {ii} x {BEAT_BITS}-bit port "
+                                "beats; fewer lanes or a larger II (and its cycle-model constant)")
+    return problems
