@@ -71,3 +71,25 @@ def bits(arr: np.ndarray) -> np.ndarray:
     if arr.dtype == np.bool_:
         return arr.view(np.uint8)
     return arr.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[size])
+
+
+def pack_int4_rows(q) -> np.ndarray:
+    """``[R, C]`` int4 values (-8..7) -> ``[R, ceil(C / 2)]`` uint8, weight h in byte h // 2 (even h: low
+    nibble, odd h: high nibble, two's complement; an odd C's last high nibble is 0). The layout of the fused
+    draft LM head's int4 weights (hls/fused/common/e4f_stages.hpp ``i4x2``)."""
+    q = np.asarray(q, np.int8)
+    if q.size and (q.min() < -8 or q.max() > 7):
+        raise ValueError("int4 values must lie in [-8, 7]")
+    R, C = q.shape
+    nib = (q.astype(np.int16) & 0xF).astype(np.uint8)
+    if C % 2:
+        nib = np.concatenate([nib, np.zeros((R, 1), np.uint8)], axis=1)
+    return np.ascontiguousarray(nib[:, 0::2] | (nib[:, 1::2] << 4))
+
+
+def unpack_int4_rows(packed, C: int) -> np.ndarray:
+    """Inverse of :func:`pack_int4_rows`: ``[R, C]`` int8."""
+    p = np.asarray(packed, np.uint8)
+    out = np.empty((p.shape[0], 2 * p.shape[1]), np.int8)
+    out[:, 0::2], out[:, 1::2] = (p & 0xF).astype(np.int8), (p >> 4).astype(np.int8)
+    return np.where(out >= 8, out - 16, out).astype(np.int8)[:, :C]

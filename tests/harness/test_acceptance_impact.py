@@ -148,7 +148,7 @@ def test_int8_transport_touches_exactly_the_drafter_and_lm_head(contract):
     exact, eng = _engine(contract), _engine(contract)
     app = A.apply_approximations(eng, A.ApproxConfig("int8", int8_lm_head=True, int8_drafter=True))
     quant = {"lm_head.weight"} | {f"{n}.weight" for n, _ in A.drafter_linears(eng.draft)}
-    assert len(app.int8_errs) == len(quant) == 9 and max(app.int8_errs) <= 0.5 + 1e-5
+    assert len(app.quant_errs) == len(quant) == 9 and max(app.quant_errs) <= 0.5 + 1e-5
     ref = dict(exact.draft.named_parameters())
     for name, p in eng.draft.named_parameters():
         if name in quant:
@@ -227,3 +227,34 @@ def test_gate_refused_where_the_hot_set_covers_every_target_output(contract, art
 def test_gate_invalid_without_the_artifact(contract, tmp_path):
     (g,) = evaluate_all(contract, tmp_path, hw="cpu", only=[GATE])
     assert g.status == "INVALID" and any("acceptance_impact.csv" in r for r in g.reasons)
+
+
+# ---- int4 LM head ------------------------------------------------------------------------------------
+def test_int4_quant_pack_roundtrip_and_error_bound():
+    g = torch.Generator().manual_seed(1)
+    w = torch.randn(5, 33, generator=g) * torch.tensor([1e-3, 1.0, 30.0, 0.0, 2.0])[:, None]
+    q, s = A.quantize_int4_rows(w)
+    assert int(q.abs().max()) == 7 and int(q.min()) >= -7 and s[3] == 1.0
+    deq = A.dequantize_int4_rows(q, s)
+    assert torch.all((deq - w).abs() <= s[:, None] * (0.5 + 1e-5)), "error must be <= half a quantization step"
+    packed = A.pack_int4_rows(q.numpy())
+    assert packed.dtype == np.uint8 and packed.shape == (5, 17)  # ceil(33 / 2) bytes per row
+    assert np.array_equal(A.unpack_int4_rows(packed, 33), q.numpy())
+    assert packed[0, 0] == ((int(q[0, 0]) & 0xF) | ((int(q[0, 1]) & 0xF) << 4))  # even h: low nibble
+    with pytest.raises(ValueError, match="int4"):
+        A.pack_int4_rows(np.array([[9]], np.int8))
+
+
+def test_int4_lm_head_touches_only_the_lm_head(contract):
+    exact, eng = _engine(contract), _engine(contract)
+    app = A.apply_approximations(eng, A.ApproxConfig("int4", int4_lm_head=True))
+    assert len(app.quant_errs) == 1 and app.quant_errs[0] <= 0.5 + 1e-5
+    ref = dict(exact.draft.named_parameters())
+    for name, p in eng.draft.named_parameters():
+        if name == "lm_head.weight":
+            steps = p.detach() / (p.detach().abs().amax(1, keepdim=True) / 7)
+            assert torch.allclose(steps, steps.round(), atol=1e-3) and steps.abs().max() <= 7 + 1e-3
+        else:
+            assert torch.equal(p, ref[name]), name
+    with pytest.raises(ValueError, match="int8 or int4"):
+        A.ApproxConfig("both", int8_lm_head=True, int4_lm_head=True)

@@ -47,7 +47,7 @@ from eagle4.report import atomic
 RAW_FIELDS = ["contract_sha256", "point", "batch", "side", "metric", "value", "unit", "provenance", "device",
               "approximations", "source"]
 ACCEPT_TOL = 0.02
-APPROXIMATIONS = ("hot_vocab", "int8_lm_head", "int8_drafter")
+APPROXIMATIONS = ("hot_vocab", "int8_lm_head", "int4_lm_head", "int8_drafter")
 
 
 def approximations_label(parts) -> str:
@@ -73,6 +73,7 @@ def fused_approximations(contract) -> str:
     f = fpga_section(contract).fused
     return approximations_label([n for n, on in (("hot_vocab", f.lm_head_vocab == "hot"),
                                                  ("int8_lm_head", f.lm_head_dtype == "int8"),
+                                                 ("int4_lm_head", f.lm_head_dtype == "int4"),
                                                  ("int8_drafter", f.drafter_dtype == "int8")) if on])
 
 

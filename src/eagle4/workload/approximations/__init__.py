@@ -26,7 +26,8 @@ in two ways, reproduced here without changing the engine:
    int8 with one f32 scale per output row, symmetric (``scale = max|w_row| / 127``,
    ``q = clamp(round_half_even(w / scale), -127, 127)``). :func:`fake_quant_int8_rows` quantizes and
    dequantizes (``q * scale`` in f32); the model then runs its ordinary f32 arithmetic on the
-   dequantized weights. (The HLS LM head computes ``(sum q*x) * scale``; it differs from
+   dequantized weights. **int4 LM head** (``lm_head_dtype = "int4"``, :mod:`.int4`): the same with
+   ``scale = max|w_row| / 7`` and ``q`` in -7..7, two weights per byte in HBM. (The HLS LM head computes ``(sum q*x) * scale``; it differs from
    ``sum (q*scale)*x`` only by f32 rounding.) "Drafter weights" are the weights the budget model
    counts as drafter weights (``FpgaModel.drafter_params``): ``fc.weight`` and every linear weight
    of the decoder layer(s) (q/k/v/o, gate/up/down). Biases, RMSNorm weights and the token
@@ -41,7 +42,7 @@ row per configuration; :func:`write_csv` writes ``reports/acceptance_impact.csv`
 ``eagle4.gates.metrics.acceptance_length_impact`` reads (``impact``, ``provenance``,
 ``contract_sha256``).
 
-Modules, one concern each: :mod:`.hot_vocab` (the hot set, the restricted LM head),
+Modules, one concern each: :mod:`.hot_vocab` (the hot set, the restricted LM head), :mod:`.int4` (int4 LM head),
 :mod:`.hot_backend` (K1 on the hot path), :mod:`.int8` (int8 transport), :mod:`.configs` (which
 approximations, applied to an engine), :mod:`.measure` (the experiment and its CSV).
 """
@@ -68,6 +69,13 @@ from eagle4.workload.approximations.hot_vocab import (
            token_frequencies,
            training_token_counts,
 )
+from eagle4.workload.approximations.int4 import (
+           dequantize_int4_rows,
+           pack_int4_rows,
+           quantize_int4_rows,
+           quantize_lm_head_int4_,
+           unpack_int4_rows,
+)
 from eagle4.workload.approximations.int8 import (
            dequantize_int8_rows,
            drafter_linears,
@@ -80,6 +88,7 @@ from eagle4.workload.approximations.measure import CSV_FIELDS, LosslessnessError
 
 __all__ = ["CONFIGS", "CSV_FIELDS", "EXACT", "SPLIT_CONFIGS", "ApproxConfig", "Applied", "HotTokenBackend",
            "HotVocab", "LosslessnessError", "apply_approximations", "contract_hot_vocab_size", "default_hot_vocab",
-           "dequantize_int8_rows", "drafter_linears", "fake_quant_int8_rows", "fused_config", "measure",
+           "dequantize_int4_rows", "dequantize_int8_rows", "pack_int4_rows", "quantize_int4_rows",
+           "quantize_lm_head_int4_", "unpack_int4_rows", "drafter_linears", "fake_quant_int8_rows", "fused_config", "measure",
            "quantize_drafter_", "quantize_int8_rows", "quantize_lm_head_", "restrict_lm_head",
            "scaled_hot_vocab_size", "select_hot_vocab", "token_frequencies", "training_token_counts", "write_csv"]

@@ -1,5 +1,5 @@
-"""Which approximations a configuration applies (exact, hot vocabulary, int8 transport, both; the
-contract's ``[fpga.fused]``), and applying one to a local engine's draft model in place."""
+"""Which approximations a configuration applies (exact, hot vocabulary, int8 transport, both, the int4 LM
+head alone and with the hot vocabulary and the int8 drafter; the contract's ``[fpga.fused]``), and applying one to a local engine's draft model in place."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from eagle4.workload.approximations.hot_backend import HotTokenBackend
 from eagle4.workload.approximations.hot_vocab import HotVocab, restrict_lm_head
+from eagle4.workload.approximations.int4 import quantize_lm_head_int4_
 from eagle4.workload.approximations.int8 import quantize_drafter_, quantize_lm_head_
 
 
@@ -16,6 +17,11 @@ class ApproxConfig:
     hot_vocab: bool = False
     int8_lm_head: bool = False
     int8_drafter: bool = False
+    int4_lm_head: bool = False
+
+    def __post_init__(self):
+        if self.int8_lm_head and self.int4_lm_head:
+            raise ValueError(f"{self.name}: the LM head is int8 or int4, not both")
 
     @property
     def lm_head_vocab(self) -> str:
@@ -23,7 +29,7 @@ class ApproxConfig:
 
     @property
     def lm_head_dtype(self) -> str:
-        return "int8" if self.int8_lm_head else "float32"
+        return "int4" if self.int4_lm_head else "int8" if self.int8_lm_head else "float32"
 
     @property
     def drafter_dtype(self) -> str:
@@ -34,7 +40,9 @@ EXACT = ApproxConfig("exact")
 CONFIGS = [EXACT,
            ApproxConfig("hot_vocab", hot_vocab=True),
            ApproxConfig("int8_transport", int8_lm_head=True, int8_drafter=True),
-           ApproxConfig("hot_vocab+int8_transport", hot_vocab=True, int8_lm_head=True, int8_drafter=True)]
+           ApproxConfig("hot_vocab+int8_transport", hot_vocab=True, int8_lm_head=True, int8_drafter=True),
+           ApproxConfig("int4_lm_head", int4_lm_head=True),
+           ApproxConfig("hot_vocab+int4_lm_head+int8_drafter", hot_vocab=True, int4_lm_head=True, int8_drafter=True)]
 SPLIT_CONFIGS = [ApproxConfig("int8_lm_head", int8_lm_head=True), ApproxConfig("int8_drafter", int8_drafter=True)]
 
 
@@ -44,7 +52,7 @@ def fused_config(contract) -> ApproxConfig:
 
     f = fpga_section(contract).fused
     return ApproxConfig("fused", hot_vocab=f.lm_head_vocab == "hot", int8_lm_head=f.lm_head_dtype == "int8",
-                        int8_drafter=f.drafter_dtype == "int8")
+                        int4_lm_head=f.lm_head_dtype == "int4", int8_drafter=f.drafter_dtype == "int8")
 
 
 @dataclass
@@ -52,7 +60,7 @@ class Applied:
     config: ApproxConfig
     hot: HotVocab | None = None
     backend: HotTokenBackend | None = None
-    int8_errs: list = field(default_factory=list)
+    quant_errs: list = field(default_factory=list)
 
 
 def apply_approximations(engine, config: ApproxConfig, hot: HotVocab | None = None) -> Applied:
@@ -66,7 +74,9 @@ def apply_approximations(engine, config: ApproxConfig, hot: HotVocab | None = No
         engine.backend = a.backend = HotTokenBackend(engine.backend, hot.token_ids)
         a.hot = hot
     if config.int8_lm_head:
-        a.int8_errs += quantize_lm_head_(engine.draft)
+        a.quant_errs += quantize_lm_head_(engine.draft)
+    if config.int4_lm_head:
+        a.quant_errs += quantize_lm_head_int4_(engine.draft)
     if config.int8_drafter:
-        a.int8_errs += quantize_drafter_(engine.draft)
+        a.quant_errs += quantize_drafter_(engine.draft)
     return a

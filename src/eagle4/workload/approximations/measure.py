@@ -22,8 +22,8 @@ CSV_FIELDS = ["config", "lm_head_vocab", "lm_head_dtype", "drafter_dtype", "mean
               "baseline_mean_acceptance_length", "impact", "impact_ci95_lo", "impact_ci95_hi", "n_verify_steps",
               "baseline_n_verify_steps", "output_tokens_total", "prompts", "output_tokens", "batch",
               "hot_vocab_size_used", "vocab_size", "hot_vocab_ratio_contract", "hot_source", "hot_table_sha256",
-              "hot_corpus_coverage", "target_output_hot_coverage", "k1_hot_calls", "int8_tensors",
-              "int8_max_abs_err_over_scale", "greedy_equals_target", "temperatures", "seed", "backend", "device",
+              "hot_corpus_coverage", "target_output_hot_coverage", "k1_hot_calls", "quantized_tensors",
+              "quant_max_abs_err_over_scale", "greedy_equals_target", "temperatures", "seed", "backend", "device",
               "model_device", "torch", "threads", "wall_s", "commit", "contract_name", "contract_sha256",
               "provenance", "timestamp"]
 
@@ -132,8 +132,8 @@ def measure(contract, *, configs: list[ApproxConfig] | None = None, n_prompts: i
             "hot_table_sha256": hot.sha256 if cfg.hot_vocab else "",
             "hot_corpus_coverage": hot.coverage if cfg.hot_vocab else "",
             "target_output_hot_coverage": tgt_cov if cfg.hot_vocab else "",
-            "k1_hot_calls": app.backend.k1_calls if app.backend else 0, "int8_tensors": len(app.int8_errs),
-            "int8_max_abs_err_over_scale": max(app.int8_errs) if app.int8_errs else "",
+            "k1_hot_calls": app.backend.k1_calls if app.backend else 0, "quantized_tensors": len(app.quant_errs),
+            "quant_max_abs_err_over_scale": max(app.quant_errs) if app.quant_errs else "",
             "greedy_equals_target": r["same"], "temperatures": ";".join(f"{t:g}" for t in temps), "seed": seed,
             "backend": eng0.backend.name, "device": dev_info.device, "model_device": model_device,
             "torch": torch.__version__, "threads": torch.get_num_threads(), "wall_s": r["wall"], "commit": commit,
