@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from eagle4.backends import fused_csim as fc
 from eagle4.budget import bytes as bb
 from eagle4.budget import model as bm
 from eagle4.budget.config import DTYPE_BYTES, fpga_section
@@ -73,8 +74,9 @@ def test_counted_lm_head_weights_match_the_formula(small_result):
         Vt = m.hot_vocab_size if decl.lm_head_vocab == "hot" else m.vocab_size
         for B in r.trace.batches:
             rows = [x for x in r.hw_rows if x["backend"] == backend and x["batch"] == B and x["chain"] == "draft_step"
-                    and x["port"] in ("lmhead_weight", "lm_weight")]
-            got = rows[0]["bytes_read"]
+                    and x["port"] in ("lmhead_weight", *fc.LM_WEIGHT_PORTS)]
+            cycle = rows[0]["cycle"]
+            got = sum(x["bytes_read"] for x in rows if x["cycle"] == cycle)  # the fused design's weight ports
             passes = len(widths)  # one weight pass per draft layer in both backends
             assert got == DTYPE_BYTES[decl.lm_head_dtype] * Vt * m.hidden_size * passes
 

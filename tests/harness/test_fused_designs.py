@@ -36,6 +36,8 @@ DRAFT_CASES = [
     ("partial_drop_N64", 3, 8, [1, 8, 3, 5], 64, 32, 64, 20, "float16", "int8", False),
     ("k10_w6", 2, 10, [1, 6, 6], 160, 128, 64, 128, "bfloat16", "int8", True),
     ("k1_chain", 4, 1, [1, 1, 1, 1, 1], 16, 8, 8, 8, "bfloat16", "bfloat16", True),
+    ("w1-8-3-5_b3_int4", 3, 8, [1, 8, 3, 5], 128, 64, 64, 64, "bfloat16", "int4", True),  # the synthesized precision
+    ("k10_w6_int4_f32", 2, 10, [1, 6, 6], 160, 128, 64, 128, "float32", "int4", False),
 ]
 
 
@@ -65,7 +67,7 @@ def test_draft_pipeline_exact_vs_unfused(case):
     par = fo["vt_tree_parent"].ravel()[: B * Q].reshape(B, Q)
     assert (par[:, 0] == -1).all() and ((par[:, 1:] >= 0) & (par[:, 1:] < np.arange(1, Q))).all()
     # every m_axi port the design touched was counted
-    assert fcnt["lm_weight"][0] > 0 and fcnt["cumu_tokens"][1] > 0
+    assert all(fcnt[p][0] > 0 for p in fc.LM_WEIGHT_PORTS) and fcnt["cumu_tokens"][1] > 0
 
 
 def _verify_case(B, Q, S, V, *, temps, accept=None, remaining=None, eos=-1, seed=0, kind="random"):
@@ -213,7 +215,7 @@ def test_draft_lm_head_spill_beyond_the_onchip_tile():
     for k in fc.DRAFT_OUTPUTS:
         if k not in ("out_hidden", "out_tokens"):
             assert _same(fo[k], uo[k]), k
-    assert fcnt["lm_weight"][0] == 2 * s.Vt * s.H  # two layers, one pass each
+    assert sum(fcnt[p][0] for p in fc.LM_WEIGHT_PORTS) == 2 * s.Vt * s.H  # two layers, one pass each
     spilled = (s.B * 8 - fc.LM_ROWS) * s.Vt * 4
     assert fcnt["lm_spill"] == (spilled, spilled)
 
@@ -537,3 +539,31 @@ int main() {
 
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, check=True).stdout.split()
     assert out == ["3000", "0"], out
+
+
+@pytest.mark.parametrize("hot", [True, False], ids=["hot", "full"])
+def test_int4_lm_head_against_the_python_quantization(hot):
+    """The packed int4 LM head (w_code 3, the synthesized precision) against a Python reference of the same
+    quantization: approximations.int4's unpacking of the very bytes the C-sim reads, times the per-row scale,
+    in float64, then softmax and top-K. Layer 0's top-K (the unfused chain's uncounted taps; the fused design
+    is bitwise equal to that chain, test_draft_pipeline_exact_vs_unfused) has the reference's tokens and
+    probabilities to f32 rounding."""
+    from eagle4.workload.approximations.int4 import unpack_int4_rows
+
+    B, K, H, Vt = 3, 8, 40, 96  # H / 2 = 20 bytes per row: a packed row's tail past its last full beat too
+    s = fc.DraftShape(B=B, K=K, widths=[1, 8, 3], H=H, Vt=Vt, V=500 if hot else 0, N=128, M=64, I=64, L=13,
+                      verify_num=40, use_hot=hot, hidden_dtype="bfloat16", weight_dtype="int4", seed=17)
+    a = fc.make_draft_inputs(s)
+    assert a["lm_weight"].dtype == np.uint8 and a["lm_weight"].shape == (Vt, H // 2)
+    uo, cnt = fc.run_draft("unfused", s, a, debug=True)
+    assert cnt["lmhead_weight"][0] == Vt * (H // 2) * len(s.widths)  # packed bytes, one pass per layer
+    w = unpack_int4_rows(a["lm_weight"], H).astype(np.float64) * a["lm_scale"].astype(np.float64)[:, None]
+    x = np.asarray(a["draft_hidden"][0][:B]).astype(np.float32).astype(np.float64)
+    logits = x @ w.T
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    for b in range(B):
+        order = np.lexsort((np.arange(Vt), -p[b]))[:K]
+        got_t, got_p = uo["dbg_topk_t"][0][b][:K], uo["dbg_topk_p"][0][b][:K]
+        assert np.array_equal(got_t, order), f"request {b}: top-K tokens (rows of the LM head: hot indices before K1)"
+        np.testing.assert_allclose(got_p, p[b][order], rtol=2e-5, atol=1e-7)

@@ -155,7 +155,7 @@ def _ptr(a: dict, name: str, off: int = 0):
 @pytest.mark.parametrize("bypass", [False, True], ids=["lm_head", "bypass_lm_head"])
 def test_fused_draft_top_matches_capi(bypass):
     s = fc.DraftShape(B=3, K=8, widths=[1, 8, 3, 5], H=24, Vt=96, V=500, N=128, M=64, I=64, L=13, verify_num=40,
-                      use_hot=True, hidden_dtype="bfloat16", weight_dtype="int8", seed=5)
+                      use_hot=True, hidden_dtype="bfloat16", weight_dtype="int4", seed=5)
     inputs = fc.make_draft_inputs(s)
     cand = None
     if bypass:  # testbench mode: record the chain's top-K (unfused debug taps) and feed it to both
@@ -164,12 +164,13 @@ def test_fused_draft_top_matches_capi(bypass):
     want, _ = fc.run_draft("fused", s, inputs, candidates=cand)
 
     a = {k: np.ascontiguousarray(np.array(v, copy=True)) for k, v in inputs.items()}
+    a.update(zip(fc.LM_WEIGHT_PORTS, fc.split_lm_weight(a["lm_weight"]), strict=True))  # the host's layout
     if cand is not None:
         a["cand_p"] = np.ascontiguousarray(cand[0], dtype=np.float32)
         a["cand_t"] = np.ascontiguousarray(cand[1], dtype=np.int64)
     (B, K, D, H, Vt, Vh, N, M, I, S_max, Tcap, capkv, cappack, use_hot, hid_code, w_code,
      vn_final) = fc._draft_iscalars(s, a)
-    assert (hid_code, w_code) == (1, 1)  # the deployment precisions the synthesis top is built for
+    assert (hid_code, w_code) == (1, 3)  # the deployment precisions the synthesis top is built for (int4 LM head)
     lib = fc.load_library()
     top = lib.fused_draft_top
     top.restype = ctypes.c_int
@@ -184,7 +185,8 @@ def test_fused_draft_top_matches_capi(bypass):
         Wn = widths[d + 1] if phase == 1 and d + 1 < D else 0
         Vn = vns[d] if phase == 1 else 0
         ports = [
-            _ptr(a, "root_token"), _ptr(a, "draft_hidden", d * rowsH), _ptr(a, "lm_weight"), _ptr(a, "lm_scale"),
+            _ptr(a, "root_token"), _ptr(a, "draft_hidden", d * rowsH), *[_ptr(a, n) for n in fc.LM_WEIGHT_PORTS],
+            _ptr(a, "lm_scale"),
             _ptr(a, "lm_spill"), _ptr(a, "hot_token_id"), _ptr(a, "seq_lens"), _ptr(a, "req_pool_indices"),
             _ptr(a, "req_to_token"), _ptr(a, "draft_cache_locs"), _ptr(a, "out_hidden", d * rowsH),
             _ptr(a, "out_tokens", d * B * K), _ptr(a, "work_deltas", d * (K + 1)), _ptr(a, "qo_indptr", b1),

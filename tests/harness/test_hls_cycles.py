@@ -63,10 +63,11 @@ def test_a_pingpong_naming_no_loop_fails(tmp_path):
 def test_pingpong_overlap_in_the_model():
     """The weight tile's read runs beside the MAC array but for the first tile: max(...) + exposed."""
     consts = cy.loop_constants()
-    counts = {"loop:LMH_WLOAD": (6400, 0), "loop:LMH_WLOAD@exposed": (640, 0), "loop:LMH_MAC": (1024 * 80, 0),
-              "loop:LMH_RED": (4 * 20, 0), "loop:LMH_HLOAD": (32 * 3, 0)}
+    lw, lm, lr, lh = (consts[k][1] for k in ("LMH_WLOAD", "LMH_MAC", "LMH_RED", "LMH_HLOAD"))
+    counts = {"loop:LMH_WLOAD": (100 * lw, 0), "loop:LMH_WLOAD@exposed": (10 * lw, 0), "loop:LMH_MAC": (lm * 80, 0),
+              "loop:LMH_RED": (lr * 20, 0), "loop:LMH_HLOAD": (lh * 3, 0)}
     sc = cy._cycles_of("fused_draft", 1, counts, {}, consts, "lm_head")
-    w = 6400 / 64
+    w = 100
     assert sc.loops["LMH_WLOAD"] == w and sc.loops["LMH_MAC"] == 80 and sc.loops["LMH_RED"] == 20
     assert sc.c_loops == max(w - 10, 80 + 20) + 10 + 3
 
@@ -82,17 +83,18 @@ def test_trip_counts_are_the_loop_iterations():
     t = cy.loop_trips()
     rows = sum(s.B * w for w in s.widths)
     consts = {k: int(v) for k, v in re.findall(r"#define (E4F_\w+) (\d+)", cy.PERF_H.read_text())}
-    rt, il, lanes_h, beat, red, hb = (consts[k] for k in ("E4F_LMH_RT", "E4F_LMH_IL", "E4F_LMH_LANES",
-                                                          "E4F_LANES_LMH_WLOAD", "E4F_LANES_LMH_RED",
-                                                          "E4F_LANES_LMH_HLOAD"))
-    tiles, words = -(-s.Vt // il), -(-s.H // lanes_h)
-    # MAC array: every cycle of a (tile, row block, word, tile row) counts its lanes, masked ones included
-    assert t["LMH_MAC"] == sum(tiles * -(-(s.B * w) // rt) * words * il for w in s.widths) * lanes_h * rt
+    rt, il, vp, lanes_h, beat, red, hb = (consts[k] for k in ("E4F_LMH_RT", "E4F_LMH_IL", "E4F_LMH_VP", "E4F_LMH_LANES",
+                                                              "E4F_LMH_BEAT", "E4F_LANES_LMH_RED", "E4F_LANES_LMH_HLOAD"))
+    assert s.Vt % il == 0  # whole tiles: every weight beat is read in the counted loop
+    tiles, words = s.Vt // il, -(-s.H // lanes_h)
+    # MAC array: every cycle of a (tile, row block, word, group of VP tile rows) counts its lanes, masked ones too
+    assert t["LMH_MAC"] == sum(tiles * -(-(s.B * w) // rt) * words * (il // vp) for w in s.widths) * vp * rt * lanes_h
     assert t["LMH_MAC"] >= rows * s.Vt * s.H  # at least one lane per multiply-add the logits need
     assert t["LMH_RED"] == sum(tiles * -(-(s.B * w) // rt) * il * rt for w in s.widths)  # one lane per tree
-    # HBM reads count their full 512-bit beats (a row's tail past them is read element-wise, uncounted)
-    assert t["LMH_WLOAD"] == s.D * s.Vt * (s.H // lanes_h) * beat and t["LMH_HLOAD"] == rows * (s.H // hb) * hb
-    assert t["LMH_WLOAD@exposed"] == s.D * il * (s.H // lanes_h) * beat  # the first tile of each layer
+    # HBM reads count their full 512-bit beats, one of every weight port per cycle (a row's tail past them is
+    # read element-wise, uncounted)
+    assert t["LMH_WLOAD"] == s.D * s.Vt * (s.H // beat) * beat and t["LMH_HLOAD"] == rows * (s.H // hb) * hb
+    assert t["LMH_WLOAD@exposed"] == s.D * il * (s.H // beat) * beat  # the first tile of each layer
     assert red >= 1
     row16 = -(-s.Vt // consts["E4F_LANES_ROW_LOAD"]) * consts["E4F_LANES_ROW_LOAD"]
     assert t["ROW_LOAD"] == t["ROW_PROBA"] == rows * row16  # 16-lane row passes, masked tails

@@ -54,9 +54,10 @@ def test_every_design_is_measured_and_the_fused_pair_is_placed():
     assert hid.elem_bits == 64 * 16 and hid.banks > 1
     assert not any("hid_f" in n for n in draft)
     assert next(a for n, a in draft.items() if n.startswith("e4f::draft::logits2")).elem_bits == 64
-    # the ping-pong weight tiles: two memories of 512-bit words (AGGREGATE), one beat read per cycle each
-    tiles = [a for n, a in draft.items() if n in ("e4f::draft::wping", "e4f::draft::wpong")]
-    assert len(tiles) == 2 and all(a.elem_bits == 512 and a.banks == 1 for a in tiles)
+    # the ping-pong weight tiles: two memories of 512-bit words (AGGREGATE), partitioned by rows into the
+    # MAC array's E4F_LMH_VP banks (one word of each of VP vocabulary rows per cycle)
+    tiles = [a for n, a in draft.items() if n.split(" ")[0] in ("e4f::draft::wping", "e4f::draft::wpong")]
+    assert len(tiles) == 2 and all(a.elem_bits == 512 and a.banks == 8 for a in tiles), tiles
     pair = onchip.combined([parts["fused_draft"], parts["fused_verify"]], "pair")
     assert pair.payload == parts["fused_draft"].payload + parts["fused_verify"].payload
     print("\n" + "\n".join(onchip.summary_line(p) for p in (*parts.values(), pair)))

@@ -129,7 +129,7 @@ def test_register_values_are_32_bit():
 def test_fused_draft_pipeline_matches_the_fused_csim(xrt_backend):
     from eagle4.budget import fused_csim as fc
     s = fc.DraftShape(B=3, K=8, widths=[1, 8, 3, 5], H=24, Vt=96, V=500, N=128, M=64, I=64, L=13, verify_num=40,
-                      use_hot=True, hidden_dtype="bfloat16", weight_dtype="int8", seed=5)
+                      use_hot=True, hidden_dtype="bfloat16", weight_dtype="int4", seed=5)
     inputs = fc.make_draft_inputs(s)
     want, _ = fc.run_draft("fused", s, inputs)
     got = xrt_backend.fused_draft_step(s, inputs)

@@ -20,8 +20,8 @@
 // loop ids
 #define E4F_LOOPS(X) \
   X(LMH_HLOAD)       /* LM head: frontier hidden rows HBM -> on-chip, one 512-bit beat per iteration */ \
-  X(LMH_WLOAD)       /* LM head: one 512-bit beat of a weight row HBM -> the ping-pong tile */         \
-  X(LMH_MAC)         /* LM head: one beat of E4F_LMH_LANES weights x E4F_LMH_RT hidden rows */        \
+  X(LMH_WLOAD)       /* LM head: one 512-bit beat of every weight port HBM -> the ping-pong tile */  \
+  X(LMH_MAC)         /* LM head: E4F_LMH_VP words of 64 weights x E4F_LMH_RT hidden rows */          \
   X(LMH_RED)         /* LM head: the lane reduction tree + row scale of E4F_LANES_LMH_RED logits */  \
   X(ROW_LOAD)        /* a draft logits row -> the row buffer (tile or spill) */                     \
   X(VROW_LOAD)       /* a verify logits row HBM -> the row buffer, full 512-bit beats */             \
@@ -39,28 +39,36 @@
 #define E4F_PINGPONG(X) X(LMH_WLOAD, LMH_MAC) X(LMH_WLOAD, LMH_RED)
 
 // ---- the draft LM head (draft_pipeline.cpp stage_lm_head) ----
-// A MAC array over tiled int8 weights: every cycle one 512-bit beat of one vocabulary row (E4F_LMH_LANES
-// int8 weights, h = 64 j .. 64 j + 63) meets the same 64 hidden elements of E4F_LMH_RT frontier rows.
-// Each (vocabulary row, hidden row) keeps E4F_LMH_LANES partial sums (lane k sums h = k, k + 64, ... in
-// ascending order) reduced by a fixed pairwise tree (e4f_stages.hpp lm_tree): the stage library's lm_dot
-// sums in the same order, so the fused and unfused chains are bit-exact. E4F_LMH_IL vocabulary rows (one
-// weight tile) are visited in turn, so an accumulator is revisited every E4F_LMH_IL cycles (>= the f32
-// adder's latency): II 1. Weight tiles are double-buffered: tile t + 1 is read from HBM while tile t's
-// MACs run (E4F_PINGPONG).
-#define E4F_LMH_LANES 64  // one 512-bit beat of int8 weights
-#define E4F_LMH_RT 16     // hidden rows per cycle: 64 x 16 = 1024 MACs per cycle
-#define E4F_LMH_IL 4      // vocabulary rows per weight tile, visited in turn
+// A MAC array over tiled weights streamed through E4F_LMH_PORTS m_axi ports, each a 512-bit bundle of its
+// own (striped over its own HBM pseudo-channels by the xclbin's connectivity): port p holds the rows
+// v = p (mod E4F_LMH_PORTS) of the LM head, so a tile of E4F_LMH_IL rows is E4F_LMH_IL / E4F_LMH_PORTS
+// contiguous rows of every port, read side by side. A beat is E4F_LMH_BEAT port elements: 64 int8 weights
+// or 64 bytes of packed int4 (128 weights, the synthesized precision: [fpga.fused] lm_head_dtype).
+// Every cycle the MAC array takes one word of E4F_LMH_LANES weights (h = 64 j .. 64 j + 63) of each of
+// E4F_LMH_VP vocabulary rows and meets them with the same 64 hidden elements of E4F_LMH_RT frontier rows:
+// VP x RT x 64 multiply-adds (at int4, the ports deliver exactly VP words per cycle). Each (vocabulary row,
+// hidden row) keeps E4F_LMH_LANES partial sums (lane k sums h = k, k + 64, ... in ascending order) reduced
+// by a fixed pairwise tree (e4f_stages.hpp lm_tree): the stage library's lm_dot sums in the same order, so
+// the fused and unfused chains are bit-exact. The tile's E4F_LMH_IL rows are visited VP at a time, so an
+// accumulator is revisited every E4F_LMH_IL / E4F_LMH_VP cycles (>= the f32 adder's latency): II 1.
+// Weight tiles are double-buffered: tile t + 1 is read from HBM while tile t's MACs run (E4F_PINGPONG).
+#define E4F_LMH_PORTS 4   // weight ports (m_axi bundles), one beat each per cycle
+#define E4F_LMH_BEAT 64   // port elements per 512-bit beat (int8 weights or packed int4 bytes)
+#define E4F_LMH_LANES 64  // h lanes of one MAC-array word
+#define E4F_LMH_VP 8      // vocabulary rows per MAC-array cycle (= ports x 2 int4 words per beat)
+#define E4F_LMH_RT 8      // hidden rows per cycle: 8 x 8 x 64 = 4096 MACs per cycle
+#define E4F_LMH_IL 32     // vocabulary rows per weight tile: VP x 4 (the accumulator's revisit distance)
 #define E4F_II_LMH_HLOAD 1
 #define E4F_LANES_LMH_HLOAD 32  // one 512-bit beat of bf16 hidden elements per cycle (masked tail)
 #define E4F_II_LMH_WLOAD 1
-#define E4F_LANES_LMH_WLOAD 64  // one 512-bit beat of int8 weights per cycle (masked tail)
-// II 1: the tile is a memory of 512-bit words (one read per cycle), hid_bits holds 64-element words
-// partitioned by rows into E4F_LMH_RT banks (one word of each bank per cycle), the partial sums are
-// registers (complete partition).
+#define E4F_LANES_LMH_WLOAD 256  // E4F_LMH_PORTS x E4F_LMH_BEAT port elements per cycle (one beat of every port)
+// II 1: the tile is a memory of 64-lane words partitioned by rows into E4F_LMH_VP banks (one word of each
+// per cycle), hid_bits holds 64-element words partitioned by rows into E4F_LMH_RT banks, the partial sums
+// are E4F_LMH_VP x E4F_LMH_RT x E4F_LMH_LANES banks of E4F_LMH_IL / E4F_LMH_VP words.
 #define E4F_II_LMH_MAC 1
-#define E4F_LANES_LMH_MAC 1024  // E4F_LMH_LANES * E4F_LMH_RT
+#define E4F_LANES_LMH_MAC 4096  // E4F_LMH_VP * E4F_LMH_RT * E4F_LMH_LANES
 #define E4F_II_LMH_RED 1
-#define E4F_LANES_LMH_RED 4  // E4F_LMH_IL trees of 63 f32 adders: one hidden row's 4 logits per cycle
+#define E4F_LANES_LMH_RED 8  // 8 trees of 63 f32 adders: 8 logits of one hidden row per cycle
 #define E4F_II_ROW_LOAD 1
 #define E4F_LANES_ROW_LOAD 16  // 16 logits per cycle: 8 banks of the tile's 64-bit words, or a 512-bit spill beat
 #define E4F_II_VROW_LOAD 1
@@ -81,11 +89,16 @@
 #define E4F_II_TOPK_MERGE 1
 #define E4F_LANES_TOPK_MERGE 1
 
-static_assert(E4F_LANES_LMH_MAC == E4F_LMH_LANES * E4F_LMH_RT, "the MAC array's lanes are its h lanes x hidden rows");
-static_assert(E4F_LANES_LMH_WLOAD == E4F_LMH_LANES, "a weight beat is one word of the MAC array's lanes");
+static_assert(E4F_LANES_LMH_MAC == E4F_LMH_VP * E4F_LMH_RT * E4F_LMH_LANES,
+              "the MAC array's lanes are its vocabulary rows x hidden rows x h lanes");
+static_assert(E4F_LANES_LMH_WLOAD == E4F_LMH_PORTS * E4F_LMH_BEAT, "a weight-load cycle is one beat of every port");
+static_assert(E4F_LMH_VP == 2 * E4F_LMH_PORTS && E4F_LMH_BEAT == E4F_LMH_LANES,
+              "balanced at int4: a beat of packed int4 is two MAC-array words, one per port and row");
+static_assert(E4F_LMH_IL % E4F_LMH_VP == 0 && E4F_LMH_IL / E4F_LMH_VP >= 4 && E4F_LMH_IL % E4F_LMH_PORTS == 0,
+              "a tile is whole MAC cycles, an accumulator waits >= 4 cycles, every port reads whole rows");
 static_assert(E4F_LMH_LANES % E4F_LANES_LMH_HLOAD == 0, "a hidden word is whole 512-bit beats");
-static_assert((E4F_LMH_IL * E4F_LMH_RT) % E4F_LANES_LMH_RED == 0 && E4F_LMH_RT % E4F_LANES_LMH_RED == 0,
-              "the reduction lanes are rows of one vocabulary row");
+static_assert(E4F_LMH_IL % E4F_LANES_LMH_RED == 0 && E4F_LANES_LMH_RED % 2 == 0,
+              "the trees write whole words (two logits) of one row");
 static_assert((E4F_LMH_LANES & (E4F_LMH_LANES - 1)) == 0, "the reduction tree halves the lanes");
 
 namespace e4f {

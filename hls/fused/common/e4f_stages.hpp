@@ -69,13 +69,49 @@ inline float hid_to_f(uint16_t bits, int code) { return code == 2 ? f16_to_f(bit
 inline float w_to_f(int8_t w) { return static_cast<float>(w); }
 inline float w_to_f(uint16_t w) { return bf16_to_f(w); }
 inline float w_to_f(float w) { return w; }
+// int4 weights (scaled per row like int8), two per byte: weight h of a row is the low nibble of byte h / 2
+// when h is even, the high nibble when odd, two's complement (the layout of
+// eagle4.workload.approximations.int4.pack_int4_rows). A distinct type so the templates tell it from int8.
+struct i4x2 {
+  uint8_t b;
+  i4x2() = default;
+  explicit i4x2(uint8_t v) : b(v) {}
+};
+inline float i4_lo(i4x2 w) { return static_cast<float>(static_cast<int>(w.b & 0xF) - ((w.b & 0x8) ? 16 : 0)); }
+inline float i4_hi(i4x2 w) { return static_cast<float>(static_cast<int>(w.b >> 4) - ((w.b & 0x80) ? 16 : 0)); }
+// weights per element of the weight port, the port's element type (int4: the packed bytes), and port
+// elements per weight row of H weights
+template <typename WT>
+struct WPack {
+  static const int kPer = 1;
+  typedef WT Elem;
+};
+template <>
+struct WPack<i4x2> {
+  static const int kPer = 2;
+  typedef uint8_t Elem;
+};
+template <typename WT>
+using WElem = typename WPack<WT>::Elem;
+template <typename WT>
+inline int64_t w_row_elems(int64_t H) {
+  return (H + WPack<WT>::kPer - 1) / WPack<WT>::kPer;
+}
+// element e of a weight row -> the f32 weights it holds (h = e * kPer ...), those below H
+inline void w_unpack(int8_t w, float* row, int64_t e, int64_t) { row[e] = w_to_f(w); }
+inline void w_unpack(uint16_t w, float* row, int64_t e, int64_t) { row[e] = w_to_f(w); }
+inline void w_unpack(float w, float* row, int64_t e, int64_t) { row[e] = w; }
+inline void w_unpack(i4x2 w, float* row, int64_t e, int64_t H) {
+  row[2 * e] = i4_lo(w);
+  if (2 * e + 1 < H) row[2 * e + 1] = i4_hi(w);
+}
 
 // ---- draft LM head: logits[r, v] = scale_v * sum_h w[v, h] * x[r, h] ------------------------
 // The weight row v is read ONCE and applied to all R on-chip hidden rows (weights streamed).
 // wrow: on-chip buffer of H floats.
 // One logit, in the order of the fused design's MAC array (draft_pipeline.cpp, e4f_perf.h): lane k of
 // E4F_LMH_LANES sums the products of h = k, k + LANES, ... in ascending h (f32, from +0), the lanes are
-// combined by lm_tree, then the per-row scale (int8). The LM head is a fused-only stage (no P0 kernel
+// combined by lm_tree, then the per-row scale (int8, int4). The LM head is a fused-only stage (no P0 kernel
 // fixes its order); this order is its definition for both chains.
 inline float lm_tree(const float (&p)[E4F_LMH_LANES]) {
   // pairwise: level s adds lane l + s into lane l (l < s), s = LANES/2 .. 1 (a fixed tree of LANES - 1 adders)
@@ -98,7 +134,8 @@ inline float lm_dot(const float* wrow, const float* x, int64_t H, bool use_scale
 }
 template <typename WT, typename PW>
 inline float load_wrow(PW w, int64_t v, int64_t H, float* wrow) {
-  for (int h = 0; h < H; ++h) wrow[h] = w_to_f(static_cast<WT>(w[v * H + h]));
+  const int64_t E = w_row_elems<WT>(H);  // a packed int4 row is ceil(H / 2) bytes
+  for (int64_t e = 0; e < E; ++e) w_unpack(static_cast<WT>(w[v * E + e]), wrow, e, H);
   return 0.0f;
 }
 template <typename WT, typename PW, typename PS, typename PL>

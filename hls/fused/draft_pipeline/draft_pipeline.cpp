@@ -64,16 +64,18 @@ inline float hid_word_to_f(uint16_t w, int code) { return hid_to_f(w, code); }
 inline HidWord hid_at(int r, int h) { return hid_bits[r][h / E4F_LMH_LANES].h[h % E4F_LMH_LANES]; }
 inline void hid_put(int r, int h, HidWord w) { hid_bits[r][h / E4F_LMH_LANES].h[h % E4F_LMH_LANES] = w; }
 // The LM head's weight tiles: E4F_LMH_IL vocabulary rows each, two of them (ping-pong). The synthesized
-// design's int8 weights stay int8 (converted where they are used); the C-sim also runs bf16 / f32 weights,
+// design's int4 weights are held as int8 words (-8..7; converted where they are used); the C-sim also runs bf16 / f32 weights,
 // converted once at load. Either way the product is the same f32 value as lm_dot's (e4f_stages.hpp).
 #ifdef EAGLE4_SYNTHESIS
 typedef int8_t WTileWord;
 template <typename WT>
 inline WTileWord tile_word(WT w) { return static_cast<WTileWord>(w); }
+inline WTileWord tile_from_f(float w) { return static_cast<WTileWord>(w); }  // an int4 value, exact
 #else
 typedef float WTileWord;
 template <typename WT>
 inline WTileWord tile_word(WT w) { return w_to_f(w); }
+inline WTileWord tile_from_f(float w) { return w; }
 #endif
 // one 512-bit beat of a weight row per word: the load writes a word per cycle, the MAC array reads one
 struct WBeat {
@@ -88,7 +90,6 @@ static float sping[E4F_LMH_IL], spong[E4F_LMH_IL];
 #define E4F_LOGITS2_BANKS 8
 static_assert(E4F_LOGITS2_BANKS * 2 == E4F_LANES_ROW_LOAD, "a row pass reads one word of every bank per cycle");
 static uint64_t logits2[E4F_LM_ROWS][(E4F_MAX_VH + 1) / 2];
-static_assert(E4F_LMH_IL % 2 == 0 && E4F_LANES_LMH_RED == E4F_LMH_IL, "the trees write whole words of one row");
 // one whole word: the logits of v = 2 w (lo) and 2 w + 1 (hi); a tail's unused half holds 0 (never read)
 inline void tile_set2(int r, int w, float lo, float hi) {
   uint32_t a, b;
@@ -130,76 +131,116 @@ struct WorkRec {
 // index (v * H + h <= 2^27, (r - LM_ROWS) * V + v <= 2^25) fits.
 
 // One weight tile (vocabulary rows [v0, v0 + E4F_LMH_IL)) into one half of the ping-pong, in full beats.
+// Port p holds the rows v = p (mod E4F_LMH_PORTS), row v at its row v / E4F_LMH_PORTS (the host splits the
+// LM head so at load time: eagle4.backends.fused_csim.split_lm_weight), so the tile is rows
+// [v0 / PORTS, v0 / PORTS + IL / PORTS) of every port: one burst each, the four side by side. A beat is
+// E4F_LMH_BEAT port elements: 64 int8 weights (one tile word) or 64 bytes of packed int4 (128 weights: two
+// tile words, unpacked as they land).
 template <typename WT>
-void lmh_load_tile(Port<const WT> lmw, Port<const float> lms, int use_scale, int H, int V, int v0, WTile& wt,
+inline void tile_put(WBeat* row, int e, int, WT w) {
+  row[e / E4F_LMH_LANES].b[e % E4F_LMH_LANES] = tile_word<WT>(w);
+}
+inline void tile_put(WBeat* row, int e, int H, i4x2 w) {
+  const int h = 2 * e;  // even: h and h + 1 lie in the same 64-lane word
+  row[h / E4F_LMH_LANES].b[h % E4F_LMH_LANES] = tile_from_f(i4_lo(w));
+  if (h + 1 < H) row[h / E4F_LMH_LANES].b[(h + 1) % E4F_LMH_LANES] = tile_from_f(i4_hi(w));
+}
+template <typename WT>
+void lmh_load_tile(Port<const WElem<WT>> lmw0, Port<const WElem<WT>> lmw1, Port<const WElem<WT>> lmw2,
+                   Port<const WElem<WT>> lmw3, Port<const float> lms, int use_scale, int H, int V, int v0, WTile& wt,
                    float (&sc)[E4F_LMH_IL]) {
 #pragma HLS INLINE off
-  // full 512-bit beats with no condition on the port (a burst); a row's tail (H not a multiple of 64: never
-  // at deployment, and the cycle model refuses such H) is read element-wise after them, uncounted
-  const int full = H / E4F_LMH_LANES;
-  for (int i = 0; i < E4F_LMH_IL && v0 + i < V; ++i) {
+  static_assert(E4F_LMH_PORTS == 4, "one port argument per weight bundle");
+  const Port<const WElem<WT>> lmw[E4F_LMH_PORTS] = {lmw0, lmw1, lmw2, lmw3};
+  const int E = static_cast<int>(w_row_elems<WT>(H));  // port elements per weight row
+  const int full = E / E4F_LMH_BEAT;
+  const int u0 = v0 / E4F_LMH_PORTS;  // the tile's first row in every port
+  const int n = V - v0 < E4F_LMH_IL ? V - v0 : E4F_LMH_IL;
+  for (int i = 0; i < n; ++i)
     if (use_scale) sc[i] = static_cast<float>(lms[v0 + i]);
-    for (int j = 0; j < full; ++j) {
+  if (n == E4F_LMH_IL) {
+    // a whole tile: full 512-bit beats with no condition on a port (bursts); a row's tail (H not a multiple
+    // of a beat's weights: never at deployment, and the cycle model refuses such H) element-wise after them,
+    // uncounted
+    for (int q = 0; q < E4F_LMH_IL / E4F_LMH_PORTS; ++q) {
+      for (int j = 0; j < full; ++j) {
 #pragma HLS PIPELINE II = E4F_II_LMH_WLOAD
-      E4F_TRIPS(LMH_WLOAD, E4F_LANES_LMH_WLOAD);
-      for (int k = 0; k < E4F_LANES_LMH_WLOAD; ++k) {
+        E4F_TRIPS(LMH_WLOAD, E4F_LANES_LMH_WLOAD);
+        for (int l = 0; l < E4F_LANES_LMH_WLOAD; ++l) {
 #pragma HLS UNROLL factor = E4F_LANES_LMH_WLOAD
-        wt[i][j].b[k] = tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + j * E4F_LMH_LANES + k]));
+          const int p = l / E4F_LMH_BEAT, k = l % E4F_LMH_BEAT;
+          tile_put(wt[q * E4F_LMH_PORTS + p], j * E4F_LMH_BEAT + k, H,
+                   static_cast<WT>(lmw[p][(u0 + q) * E + j * E4F_LMH_BEAT + k]));
+        }
       }
+      for (int p = 0; p < E4F_LMH_PORTS; ++p)
+        for (int e = full * E4F_LMH_BEAT; e < E; ++e)
+          tile_put(wt[q * E4F_LMH_PORTS + p], e, H, static_cast<WT>(lmw[p][(u0 + q) * E + e]));
     }
-    for (int h = full * E4F_LMH_LANES; h < H; ++h)
-      wt[i][full].b[h - full * E4F_LMH_LANES] = tile_word<WT>(static_cast<WT>(lmw[(v0 + i) * H + h]));
+  } else {
+    // the last, partial tile (V not a multiple of E4F_LMH_IL: never at deployment), element-wise, uncounted
+    for (int i = 0; i < n; ++i)
+      for (int e = 0; e < E; ++e)
+        tile_put(wt[i], e, H, static_cast<WT>(lmw[i % E4F_LMH_PORTS][(u0 + i / E4F_LMH_PORTS) * E + e]));
   }
 }
 
-// The MAC array over one weight tile: for every block of E4F_LMH_RT frontier rows, E4F_LMH_LANES x
-// E4F_LMH_RT multiply-adds per cycle into per-lane partial sums, then the lane trees (E4F_LANES_LMH_RED
-// logits per cycle) and the row scale.
+// The MAC array over one weight tile: for every block of E4F_LMH_RT frontier rows, E4F_LMH_VP x E4F_LMH_RT x
+// E4F_LMH_LANES multiply-adds per cycle into per-lane partial sums (the tile's rows VP at a time), then the
+// lane trees (E4F_LANES_LMH_RED logits per cycle) and the row scale.
 void lmh_mac_tile(const WTile& wt, const float (&sc)[E4F_LMH_IL], Port<float> spill, int use_scale, int code,
                   int R, int H, int V, int v0) {
 #pragma HLS INLINE off
   const int words = (H + E4F_LMH_LANES - 1) / E4F_LMH_LANES;
+  const int G = E4F_LMH_IL / E4F_LMH_VP;  // MAC cycles per word of the tile
   for (int r0 = 0; r0 < R; r0 += E4F_LMH_RT) {
-    float part[E4F_LMH_IL][E4F_LMH_RT][E4F_LMH_LANES];
-#pragma HLS ARRAY_PARTITION variable = part type = complete dim = 0
-    for (int il = 0; il < E4F_LMH_IL; ++il)
-      for (int rr = 0; rr < E4F_LMH_RT; ++rr)
-        for (int k = 0; k < E4F_LMH_LANES; ++k) part[il][rr][k] = 0.0f;
+    float part[E4F_LMH_IL / E4F_LMH_VP][E4F_LMH_VP][E4F_LMH_RT][E4F_LMH_LANES];
+#pragma HLS ARRAY_PARTITION variable = part type = complete dim = 2
+#pragma HLS ARRAY_PARTITION variable = part type = complete dim = 3
+#pragma HLS ARRAY_PARTITION variable = part type = complete dim = 4
+    for (int g = 0; g < G; ++g)
+      for (int vp = 0; vp < E4F_LMH_VP; ++vp)
+        for (int rr = 0; rr < E4F_LMH_RT; ++rr)
+          for (int k = 0; k < E4F_LMH_LANES; ++k) part[g][vp][rr][k] = 0.0f;
     for (int j = 0; j < words; ++j) {
-      for (int il = 0; il < E4F_LMH_IL; ++il) {
+      for (int g = 0; g < G; ++g) {
 #pragma HLS PIPELINE II = E4F_II_LMH_MAC
         E4F_TRIPS(LMH_MAC, E4F_LANES_LMH_MAC);
         for (int l = 0; l < E4F_LANES_LMH_MAC; ++l) {
 #pragma HLS UNROLL factor = E4F_LANES_LMH_MAC
-          const int rr = l / E4F_LMH_LANES, k = l % E4F_LMH_LANES;
-          const int r = r0 + rr, h = j * E4F_LMH_LANES + k;
+          const int vp = l / (E4F_LMH_RT * E4F_LMH_LANES), rr = (l / E4F_LMH_LANES) % E4F_LMH_RT,
+                    k = l % E4F_LMH_LANES;
+          const int il = g * E4F_LMH_VP + vp, r = r0 + rr, h = j * E4F_LMH_LANES + k;
           if (r < R && v0 + il < V && h < H) {  // masked lanes of the tails
             const float prod = w_to_f(wt[il][j].b[k]) * hid_word_to_f(hid_bits[r][j].h[k], code);
-            part[il][rr][k] = part[il][rr][k] + prod;
+            part[g][vp][rr][k] = part[g][vp][rr][k] + prod;
           }
         }
       }
     }
-    // the lane trees: the E4F_LMH_IL logits of one hidden row per cycle (whole words of the logits tile)
+    // the lane trees: E4F_LANES_LMH_RED logits of one hidden row per cycle (whole words of the logits tile)
     for (int rr = 0; rr < E4F_LMH_RT; ++rr) {
+      for (int i0 = 0; i0 < E4F_LMH_IL; i0 += E4F_LANES_LMH_RED) {
 #pragma HLS PIPELINE II = E4F_II_LMH_RED
-      E4F_TRIPS(LMH_RED, E4F_LANES_LMH_RED);
-      float lmh_out[E4F_LMH_IL];
+        E4F_TRIPS(LMH_RED, E4F_LANES_LMH_RED);
+        float lmh_out[E4F_LANES_LMH_RED];
 #pragma HLS ARRAY_PARTITION variable = lmh_out type = complete dim = 1
-      for (int il = 0; il < E4F_LANES_LMH_RED; ++il) {
+        for (int m = 0; m < E4F_LANES_LMH_RED; ++m) {
 #pragma HLS UNROLL factor = E4F_LANES_LMH_RED
-        const float acc = lm_tree(part[il][rr]);
-        lmh_out[il] = use_scale ? acc * sc[il] : acc;
-      }
-      const int r = r0 + rr;
-      for (int il = 0; il < E4F_LMH_IL; il += 2) {
-        const int v = v0 + il;
-        if (r >= R || v >= V) continue;
-        if (r < E4F_LM_ROWS) {
-          tile_set2(r, v >> 1, lmh_out[il], v + 1 < V ? lmh_out[il + 1] : 0.0f);
-        } else {
-          spill[(r - E4F_LM_ROWS) * V + v] = lmh_out[il];
-          if (v + 1 < V) spill[(r - E4F_LM_ROWS) * V + v + 1] = lmh_out[il + 1];
+          const int il = i0 + m;
+          const float acc = lm_tree(part[il / E4F_LMH_VP][il % E4F_LMH_VP][rr]);
+          lmh_out[m] = use_scale ? acc * sc[il] : acc;
+        }
+        const int r = r0 + rr;
+        for (int m = 0; m < E4F_LANES_LMH_RED; m += 2) {
+          const int v = v0 + i0 + m;
+          if (r >= R || v >= V) continue;
+          if (r < E4F_LM_ROWS) {
+            tile_set2(r, v >> 1, lmh_out[m], v + 1 < V ? lmh_out[m + 1] : 0.0f);
+          } else {
+            spill[(r - E4F_LM_ROWS) * V + v] = lmh_out[m];
+            if (v + 1 < V) spill[(r - E4F_LM_ROWS) * V + v + 1] = lmh_out[m + 1];
+          }
         }
       }
     }
@@ -207,13 +248,16 @@ void lmh_mac_tile(const WTile& wt, const float (&sc)[E4F_LMH_IL], Port<float> sp
 }
 
 template <typename HT, typename WT>
-void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> lms, Port<float> spill,
+void stage_lm_head(Port<const HT> hidden, Port<const WElem<WT>> lmw0, Port<const WElem<WT>> lmw1, Port<const WElem<WT>> lmw2, Port<const WElem<WT>> lmw3,
+                   Port<const float> lms, Port<float> spill,
                    const DraftCfg& c, int64_t W) {
   const int R = static_cast<int>(c.B * W), H = static_cast<int>(c.H), V = static_cast<int>(c.Vt);
 #pragma HLS AGGREGATE variable = hid_bits compact = bit
 #pragma HLS ARRAY_PARTITION variable = hid_bits type = cyclic factor = E4F_LMH_RT dim = 1
 #pragma HLS AGGREGATE variable = wping compact = bit
 #pragma HLS AGGREGATE variable = wpong compact = bit
+#pragma HLS ARRAY_PARTITION variable = wping type = cyclic factor = E4F_LMH_VP dim = 1
+#pragma HLS ARRAY_PARTITION variable = wpong type = cyclic factor = E4F_LMH_VP dim = 1
 #pragma HLS ARRAY_PARTITION variable = sping type = complete dim = 1
 #pragma HLS ARRAY_PARTITION variable = spong type = complete dim = 1
 #pragma HLS ARRAY_PARTITION variable = logits2 type = cyclic factor = E4F_LOGITS2_BANKS dim = 2
@@ -235,15 +279,15 @@ void stage_lm_head(Port<const HT> hidden, Port<const WT> lmw, Port<const float> 
   // calls of a step touch different buffers (no dependence), so they run side by side
   const int tiles = (V + E4F_LMH_IL - 1) / E4F_LMH_IL;
   E4F_EXPOSED(true);  // the first tile's read: nothing overlaps it
-  lmh_load_tile<WT>(lmw, lms, c.use_scale, H, V, 0, wping, sping);
+  lmh_load_tile<WT>(lmw0, lmw1, lmw2, lmw3, lms, c.use_scale, H, V, 0, wping, sping);
   E4F_EXPOSED(false);
   for (int t = 0; t < tiles; ++t) {
     const int v0 = t * E4F_LMH_IL, vn = v0 + E4F_LMH_IL;
     if ((t & 1) == 0) {
-      if (t + 1 < tiles) lmh_load_tile<WT>(lmw, lms, c.use_scale, H, V, vn, wpong, spong);
+      if (t + 1 < tiles) lmh_load_tile<WT>(lmw0, lmw1, lmw2, lmw3, lms, c.use_scale, H, V, vn, wpong, spong);
       lmh_mac_tile(wping, sping, spill, c.use_scale, c.hid_code, R, H, V, v0);
     } else {
-      if (t + 1 < tiles) lmh_load_tile<WT>(lmw, lms, c.use_scale, H, V, vn, wping, sping);
+      if (t + 1 < tiles) lmh_load_tile<WT>(lmw0, lmw1, lmw2, lmw3, lms, c.use_scale, H, V, vn, wping, sping);
       lmh_mac_tile(wpong, spong, spill, c.use_scale, c.hid_code, R, H, V, v0);
     }
   }
@@ -429,7 +473,7 @@ void draft_tile(Port<float> spill, Port<const float> cand_p, Port<const int64_t>
 }
 
 template <typename HT, typename WT>
-int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WT> lmw,
+int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WElem<WT>> lmw0, Port<const WElem<WT>> lmw1, Port<const WElem<WT>> lmw2, Port<const WElem<WT>> lmw3,
                        Port<const float> lms, Port<float> spill, Port<const int64_t> hot, int64_t W, int64_t Wn, int64_t Vn,
                        Port<const int64_t> seq_lens, Port<const int64_t> pool, Port<const int32_t> r2t,
                        Port<const int64_t> locs, Port<HT> out_hidden, Port<int64_t> out_tokens,
@@ -466,7 +510,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
     if (c.bypass_lm_head)
       load_hidden<HT>(hidden, c, W);
     else
-      stage_lm_head<HT, WT>(hidden, lmw, lms, spill, c, W);
+      stage_lm_head<HT, WT>(hidden, lmw0, lmw1, lmw2, lmw3, lms, spill, c, W);
     for (int b0 = 0; b0 < c.B; b0 += tile) {
       const int64_t nb = (c.B - b0 < tile) ? c.B - b0 : tile;
       draft_tile<HT>(spill, cand_p, cand_t, hot, out_hidden, out_tokens, c, W, Wn, Vn, b0, nb, cc0, front, total);
@@ -535,18 +579,35 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
 
 // ---------------- testbench-style C ABI: a whole draft step ----------------------------------
 namespace {
+// slot D_LMW counts the first weight port; the others follow the tensors' slots (D_NSLOTS + p - 1)
 const char* kFusedPorts =
-    "root_token,draft_hidden,lm_weight,lm_scale,hot_token_id,widths,verify_nums,seq_lens,req_pool_indices,"
+    "root_token,draft_hidden,lm_weight0,lm_scale,hot_token_id,widths,verify_nums,seq_lens,req_pool_indices,"
     "req_to_token,draft_cache_locs,out_hidden,out_tokens,work_deltas,qo_indptr,kv_indptr,kv_indices,positions,"
     "mask_indptr_bits,mask_indptr_bytes,packed_mask,cumu_tokens,cumu_scores,cumu_deltas,prev_indexs,next_indexs,"
     "side_indexs,vt_candidates,vt_retrive_index,vt_next_token,vt_next_sibling,vt_tree_parent,vt_node_ids,cc_out,"
-    "lm_spill,dbg_topk_p,dbg_topk_t,cand_p,cand_t";
+    "lm_spill,dbg_topk_p,dbg_topk_t,cand_p,cand_t,lm_weight1,lm_weight2,lm_weight3";
+static_assert(E4F_LMH_PORTS == 4, "kFusedPorts names one counter per weight port");
 
 template <typename HT, typename WT>
 int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter* cnt) {
 #define P_(T, i) PORT_ARG(x.ptr<T>(i), cnt, i)
   Port<const int64_t> widths = P_(const int64_t, D_WIDTHS), vns = P_(const int64_t, D_VNS);
-  draft_pipeline_top<HT, WT>(0, P_(const int64_t, D_ROOT), Port<const HT>(), Port<const WT>(), Port<const float>(),
+  // The host's layout of the LM head over the E4F_LMH_PORTS weight buffers (done once, at load time; the
+  // xrt host does the same, eagle4.backends.fused_csim.split_lm_weight): port p holds the rows
+  // v = p (mod PORTS) in order. Each buffer is counted on its own port (lm_weight0 .. lm_weight3).
+  const int64_t E = w_row_elems<WT>(c.H);
+  std::vector<WElem<WT>> wsplit[E4F_LMH_PORTS];
+  Port<const WElem<WT>> lmw[E4F_LMH_PORTS];
+  if (x.present(D_LMW)) {
+    const WElem<WT>* w = x.ptr<const WElem<WT>>(D_LMW);
+    for (int p = 0; p < E4F_LMH_PORTS; ++p) {
+      for (int64_t v = p; v < c.Vt; v += E4F_LMH_PORTS) wsplit[p].insert(wsplit[p].end(), w + v * E, w + (v + 1) * E);
+      wsplit[p].resize(wsplit[p].size() + 1);  // never read: a non-null buffer when a port holds no row
+      lmw[p] = PORT_ARG(static_cast<const WElem<WT>*>(wsplit[p].data()), cnt, p == 0 ? int(D_LMW) : int(D_NSLOTS) + p - 1);
+    }
+  }
+  draft_pipeline_top<HT, WT>(0, P_(const int64_t, D_ROOT), Port<const HT>(), Port<const WElem<WT>>(), Port<const WElem<WT>>(),
+                             Port<const WElem<WT>>(), Port<const WElem<WT>>(), Port<const float>(),
                              Port<float>(), Port<const int64_t>(), 0, 0, 0, Port<const int64_t>(), Port<const int64_t>(),
                              Port<const int32_t>(), Port<const int64_t>(), Port<HT>(), Port<int64_t>(),
                              Port<float>(), Port<int32_t>(), Port<int32_t>(), Port<int32_t>(), Port<int64_t>(),
@@ -566,7 +627,7 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
                     (long long)(st.Ic - 1 + Wn), (long long)c.I);
     const int64_t kvoff = d * c.capkv, pkoff = d * c.cappack, b1 = d * (c.B + 1);
     draft_pipeline_top<HT, WT>(
-        1, Port<const int64_t>(), P_(const HT, D_HIDDEN) + d * rowsH, P_(const WT, D_LMW), P_(const float, D_LMS),
+        1, Port<const int64_t>(), P_(const HT, D_HIDDEN) + d * rowsH, lmw[0], lmw[1], lmw[2], lmw[3], P_(const float, D_LMS),
         P_(float, D_SPILL), P_(const int64_t, D_HOT), W, Wn, Vn, P_(const int64_t, D_SEQ), P_(const int64_t, D_POOL),
         P_(const int32_t, D_R2T), P_(const int64_t, D_LOCS), P_(HT, D_OUT_HIDDEN) + d * rowsH,
         P_(int64_t, D_OUT_TOKENS) + d * c.B * c.K, P_(float, D_WORK_DELTAS) + d * (c.K + 1), P_(int32_t, D_QO) + b1,
@@ -577,7 +638,8 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
         P_(const float, D_CAND_P) + d * c.B * E4F_MAX_C, P_(const int64_t, D_CAND_T) + d * c.B * E4F_MAX_C, c);
   }
   draft_pipeline_top<HT, WT>(
-      2, Port<const int64_t>(), Port<const HT>(), Port<const WT>(), Port<const float>(), Port<float>(),
+      2, Port<const int64_t>(), Port<const HT>(), Port<const WElem<WT>>(), Port<const WElem<WT>>(),
+                             Port<const WElem<WT>>(), Port<const WElem<WT>>(), Port<const float>(), Port<float>(),
       Port<const int64_t>(), 0, 0,
       0, Port<const int64_t>(), Port<const int64_t>(), Port<const int32_t>(), Port<const int64_t>(), Port<HT>(),
       Port<int64_t>(), Port<float>(), Port<int32_t>(), Port<int32_t>(), Port<int32_t>(), Port<int64_t>(),
@@ -596,7 +658,7 @@ int parse_draft_cfg(const int64_t* is, DraftCfg& c) {
   c.I = is[8]; c.S_max = is[9]; c.Tcap = is[10]; c.capkv = is[11]; c.cappack = is[12];
   c.use_hot = static_cast<int>(is[13]); c.hid_code = static_cast<int>(is[14]); c.w_code = static_cast<int>(is[15]);
   c.vn_final = is[16];
-  c.use_scale = (c.w_code == 1);
+  c.use_scale = (c.w_code == 1 || c.w_code == 3);  // int8, int4: per-row f32 scale
   c.bypass_lm_head = 0;
   if (c.B < 1 || c.B > E4F_MAX_B || c.K < 1 || c.K > E4F_MAX_K || c.D < 1 || c.D > E4F_MAX_D || c.H > E4F_MAX_H ||
       c.Vt > E4F_MAX_VH || c.N > E4F_MAX_N || c.M > E4F_MAX_M || c.I > E4F_MAX_I)
@@ -605,9 +667,10 @@ int parse_draft_cfg(const int64_t* is, DraftCfg& c) {
 }
 
 // The instance the synthesis top fused_draft_top calls (draft_pipeline_synth.cpp): the contract's
-// deployment precisions ([fpga.model] hidden bf16, [fpga.fused] int8 LM head with per-row f32 scale).
-template int draft_pipeline_top<uint16_t, int8_t>(
-    int, Port<const int64_t>, Port<const uint16_t>, Port<const int8_t>, Port<const float>, Port<float>,
+// deployment precisions ([fpga.model] hidden bf16, [fpga.fused] int4 LM head, packed two per byte, with per-row f32 scale).
+template int draft_pipeline_top<uint16_t, i4x2>(
+    int, Port<const int64_t>, Port<const uint16_t>, Port<const uint8_t>, Port<const uint8_t>, Port<const uint8_t>,
+    Port<const uint8_t>, Port<const float>, Port<float>,
     Port<const int64_t>, int64_t, int64_t, int64_t, Port<const int64_t>, Port<const int64_t>, Port<const int32_t>,
     Port<const int64_t>, Port<uint16_t>, Port<int64_t>, Port<float>, Port<int32_t>, Port<int32_t>, Port<int32_t>,
     Port<int64_t>, Port<int32_t>, Port<int32_t>, Port<uint8_t>, Port<int64_t>, Port<float>, Port<int64_t>,
@@ -643,10 +706,12 @@ extern "C" int eagle4_fused_draft_step(EAGLE4_CAPI_PARAMS) {
   const int eh = elem_bytes[e4f::D_HIDDEN];
   if (eh == 2) {
     if (c.w_code == 1) return e4f::run_fused<uint16_t, int8_t>(x, c, counters);
+    if (c.w_code == 3) return e4f::run_fused<uint16_t, e4f::i4x2>(x, c, counters);
     if (c.w_code == 2) return e4f::run_fused<uint16_t, uint16_t>(x, c, counters);
     return e4f::run_fused<uint16_t, float>(x, c, counters);
   }
   if (c.w_code == 1) return e4f::run_fused<uint32_t, int8_t>(x, c, counters);
+  if (c.w_code == 3) return e4f::run_fused<uint32_t, e4f::i4x2>(x, c, counters);
   if (c.w_code == 2) return e4f::run_fused<uint32_t, uint16_t>(x, c, counters);
   return e4f::run_fused<uint32_t, float>(x, c, counters);
 }

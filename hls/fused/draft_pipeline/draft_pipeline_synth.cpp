@@ -2,7 +2,9 @@
 //
 // A concrete, non-template wrapper around e4f::draft_pipeline_top<HT, WT> (draft_pipeline.cpp) at the
 // contract's deployment precisions: hidden states bf16 ([fpga.model] hidden_dtype, uint16_t bits), draft
-// LM head int8 with a per-row f32 scale ([fpga.fused] lm_head_dtype). Every HBM buffer is an m_axi port;
+// LM head int4 with a per-row f32 scale ([fpga.fused] lm_head_dtype): lm_weight holds the packed rows,
+// ceil(H / 2) bytes each (weight h in byte h / 2, low nibble when h is even; e4f_stages.hpp i4x2), split
+// over the four weight ports lm_weight0..3 (port p: rows v = p mod 4, in order; fused_csim.split_lm_weight). Every HBM buffer is an m_axi port;
 // the configuration arrives as scalars on s_axilite and the DraftCfg is built here by parse_draft_cfg, the
 // same parser eagle4_fused_draft_step uses. No stage code lives here: one call = one call of the
 // templated top.
@@ -26,7 +28,8 @@
 
 extern "C" int fused_draft_top(
     // m_axi ports (HBM)
-    const int64_t* root_token, const uint16_t* draft_hidden, const int8_t* lm_weight, const float* lm_scale,
+    const int64_t* root_token, const uint16_t* draft_hidden, const uint8_t* lm_weight0, const uint8_t* lm_weight1,
+    const uint8_t* lm_weight2, const uint8_t* lm_weight3, const float* lm_scale,
     float* lm_spill, const int64_t* hot_token_id, const int64_t* seq_lens, const int64_t* req_pool_indices,
     const int32_t* req_to_token, const int64_t* draft_cache_locs, uint16_t* out_hidden, int64_t* out_tokens,
     float* work_deltas, int32_t* qo_indptr, int32_t* kv_indptr, int32_t* kv_indices, int64_t* positions,
@@ -40,9 +43,13 @@ extern "C" int fused_draft_top(
     int64_t B, int64_t K, int64_t D, int64_t H, int64_t Vt, int64_t Vh, int64_t N, int64_t M, int64_t I,
     int64_t S_max, int64_t Tcap, int64_t capkv, int64_t cappack, int64_t use_hot, int64_t vn_final,
     int64_t bypass_lm_head) {
-// LM head: the weight stream has its own bundle (the dominant HBM traffic), hidden rows in / out apart
+// LM head: the weight stream (the dominant HBM traffic) over E4F_LMH_PORTS bundles of their own, each striped
+// over its own HBM pseudo-channels (hls/xclbin connectivity); hidden rows in / out apart
 #pragma HLS INTERFACE m_axi port = draft_hidden offset = slave bundle = gmem0 max_read_burst_length = 256 max_widen_bitwidth = 512
-#pragma HLS INTERFACE m_axi port = lm_weight offset = slave bundle = gmem1 max_read_burst_length = 256 num_read_outstanding = 16 max_widen_bitwidth = 512
+#pragma HLS INTERFACE m_axi port = lm_weight0 offset = slave bundle = gmem1 max_read_burst_length = 256 num_read_outstanding = 16 max_widen_bitwidth = 512
+#pragma HLS INTERFACE m_axi port = lm_weight1 offset = slave bundle = gmem7 max_read_burst_length = 256 num_read_outstanding = 16 max_widen_bitwidth = 512
+#pragma HLS INTERFACE m_axi port = lm_weight2 offset = slave bundle = gmem8 max_read_burst_length = 256 num_read_outstanding = 16 max_widen_bitwidth = 512
+#pragma HLS INTERFACE m_axi port = lm_weight3 offset = slave bundle = gmem9 max_read_burst_length = 256 num_read_outstanding = 16 max_widen_bitwidth = 512
 #pragma HLS INTERFACE m_axi port = out_hidden offset = slave bundle = gmem2
 #pragma HLS INTERFACE m_axi port = lm_spill offset = slave bundle = gmem3 max_widen_bitwidth = 512
 // small per-layer traffic: scales, hot map, root, candidates (testbench), frontier tokens, work deltas
@@ -101,13 +108,14 @@ extern "C" int fused_draft_top(
 #pragma HLS INTERFACE s_axilite port = bypass_lm_head
 #pragma HLS INTERFACE s_axilite port = return
   // iscalars of eagle4_fused_draft_step: B, K, D, H, Vt, Vh, N, M, I, S_max, Tcap, capkv, cappack,
-  // use_hot, hid_code (1 = bf16), w_code (1 = int8 + per-row f32 scale), vn_final
-  const int64_t is[17] = {B, K, D, H, Vt, Vh, N, M, I, S_max, Tcap, capkv, cappack, use_hot, 1, 1, vn_final};
+  // use_hot, hid_code (1 = bf16), w_code (3 = packed int4 + per-row f32 scale), vn_final
+  const int64_t is[17] = {B, K, D, H, Vt, Vh, N, M, I, S_max, Tcap, capkv, cappack, use_hot, 1, 3, vn_final};
   e4f::DraftCfg c;
   if (e4f::parse_draft_cfg(is, c) != 0) return -2;
   c.bypass_lm_head = bypass_lm_head != 0 ? 1 : 0;
-  return e4f::draft_pipeline_top<uint16_t, int8_t>(
-      phase, E4F_SYNTH_PORT(root_token), E4F_SYNTH_PORT(draft_hidden), E4F_SYNTH_PORT(lm_weight),
+  return e4f::draft_pipeline_top<uint16_t, e4f::i4x2>(
+      phase, E4F_SYNTH_PORT(root_token), E4F_SYNTH_PORT(draft_hidden), E4F_SYNTH_PORT(lm_weight0),
+      E4F_SYNTH_PORT(lm_weight1), E4F_SYNTH_PORT(lm_weight2), E4F_SYNTH_PORT(lm_weight3),
       E4F_SYNTH_PORT(lm_scale), E4F_SYNTH_PORT(lm_spill), E4F_SYNTH_PORT(hot_token_id), W, W_next, Vn,
       E4F_SYNTH_PORT(seq_lens), E4F_SYNTH_PORT(req_pool_indices), E4F_SYNTH_PORT(req_to_token),
       E4F_SYNTH_PORT(draft_cache_locs), E4F_SYNTH_PORT(out_hidden), E4F_SYNTH_PORT(out_tokens),

@@ -119,7 +119,7 @@ int run(const eagle4::capi::Ctx& x, const DraftCfg& c, int k5_passes, bool mater
       auto ph = UP(hid, U_lmhead_hidden);
       V<float> xf(R * H), wr(H);
       for (int64_t i = 0; i < R * H; ++i) xf[i] = hid_to_f(static_cast<HT>(ph[i]), c.hid_code);
-      lm_head<WT>(UP(x.ptr<const WT>(D_LMW), U_lmhead_weight), UP(x.ptr<const float>(D_LMS), U_lmhead_scale),
+      lm_head<WT>(UP(x.ptr<const WElem<WT>>(D_LMW), U_lmhead_weight), UP(x.ptr<const float>(D_LMS), U_lmhead_scale),
                   c.use_scale != 0, xf.data(), R, H, Vt, UP(lg.data(), U_lmhead_logits), Vt, wr.data());
     }
     // ---- K5 (temp = 1, sampling): logits read k5_passes times, probas written ----
@@ -321,10 +321,12 @@ extern "C" int eagle4_unfused_draft_step(EAGLE4_CAPI_PARAMS) {
   const int eh = elem_bytes[e4f::D_HIDDEN];
   if (eh == 2) {
     if (c.w_code == 1) return e4f::unf::run<uint16_t, int8_t>(x, c, passes, mat, counters);
+    if (c.w_code == 3) return e4f::unf::run<uint16_t, e4f::i4x2>(x, c, passes, mat, counters);
     if (c.w_code == 2) return e4f::unf::run<uint16_t, uint16_t>(x, c, passes, mat, counters);
     return e4f::unf::run<uint16_t, float>(x, c, passes, mat, counters);
   }
   if (c.w_code == 1) return e4f::unf::run<uint32_t, int8_t>(x, c, passes, mat, counters);
+  if (c.w_code == 3) return e4f::unf::run<uint32_t, e4f::i4x2>(x, c, passes, mat, counters);
   if (c.w_code == 2) return e4f::unf::run<uint32_t, uint16_t>(x, c, passes, mat, counters);
   return e4f::unf::run<uint32_t, float>(x, c, passes, mat, counters);
 }

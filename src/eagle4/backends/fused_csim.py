@@ -28,6 +28,17 @@ DRAFT_TENSORS = (
     "dbg_topk_t", "cand_p", "cand_t")
 DRAFT_OUTPUTS = DRAFT_TENSORS[11:34]
 LM_ROWS = 256  # E4F_LM_ROWS of hls/fused/common/e4f_bounds.h
+LMH_PORTS = 4  # E4F_LMH_PORTS of hls/fused/common/e4f_perf.h: the draft LM head's weight ports
+LM_WEIGHT_PORTS = tuple(f"lm_weight{p}" for p in range(LMH_PORTS))  # the fused design's counters and top ports
+
+
+def split_lm_weight(w: np.ndarray) -> list[np.ndarray]:
+    """The host's layout of the LM head over the fused design's weight ports: port p holds the rows
+    ``v = p (mod LMH_PORTS)`` in order (the C-sim entry does the same split; the synthesis top and the xrt
+    host take the parts as ``lm_weight0 .. lm_weight3``). A part with no row holds one zero row."""
+    w = np.asarray(w)
+    return [np.ascontiguousarray(w[p::LMH_PORTS]) if w.shape[0] > p else np.zeros((1, *w.shape[1:]), w.dtype)
+            for p in range(LMH_PORTS)]
 VERIFY_TENSORS = (
     "seq_lens", "req_pool_indices", "req_to_token", "out_cache_loc", "tree_parent", "logits", "temperatures",
     "candidates", "retrive_index", "retrive_next_token", "retrive_next_sibling", "coins", "final_coins", "remaining",
@@ -47,7 +58,7 @@ KERNEL_OF_PREFIX = {
     "k6": "reject_sample", "k7": "update_verify"}
 
 HIDDEN_CODES = {"float32": 0, "bfloat16": 1, "float16": 2}
-W_CODES = {"int8": 1, "bfloat16": 2, "float32": 4}
+W_CODES = {"int8": 1, "bfloat16": 2, "float32": 4, "int4": 3}  # int4: packed two per byte (approximations.int4)
 
 
 class FusedCsimError(RuntimeError):
@@ -153,6 +164,11 @@ def make_draft_inputs(s: DraftShape) -> dict[str, np.ndarray]:
     if s.weight_dtype == "int8":
         a["lm_weight"] = rng.integers(-127, 128, (Vt, H), dtype=np.int8)
         a["lm_scale"] = (rng.random(Vt, dtype=np.float32) * np.float32(0.02) + np.float32(0.01)).astype(np.float32)
+    elif s.weight_dtype == "int4":  # [Vt, ceil(H / 2)] bytes, the layout of eagle4.dtypes.pack_int4_rows
+        from eagle4.dtypes import pack_int4_rows
+
+        a["lm_weight"] = pack_int4_rows(rng.integers(-7, 8, (Vt, H), dtype=np.int8))
+        a["lm_scale"] = (rng.random(Vt, dtype=np.float32) * np.float32(0.2) + np.float32(0.1)).astype(np.float32)
     else:
         w = (rng.standard_normal((Vt, H)) * 0.5).astype(np.float32)
         a["lm_weight"] = w.astype(_hidden_np(s.weight_dtype)) if s.weight_dtype != "float32" else w

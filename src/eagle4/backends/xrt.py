@@ -340,11 +340,13 @@ class XrtBackend(Backend):
             a["cand_t"] = np.ascontiguousarray(candidates[1], dtype=np.int64)
         (B, K, D, H, Vt, Vh, N, M, I, S_max, Tcap, capkv, cappack, use_hot, hid_code, w_code,
          vn_final) = fc._draft_iscalars(s, a)
-        if (hid_code, w_code) != (1, 1):
-            raise ValueError("krnl_fused_draft is built for bf16 hidden states and an int8 LM head "
+        if (hid_code, w_code) != (1, fc.W_CODES["int4"]):
+            raise ValueError("krnl_fused_draft is built for bf16 hidden states and a packed int4 LM head "
                              f"(got hidden code {hid_code}, weight code {w_code})")
         cfg = dict(B=B, K=K, D=D, H=H, Vt=Vt, Vh=Vh, N=N, M=M, I=I, S_max=S_max, Tcap=Tcap, capkv=capkv,
                    cappack=cappack, use_hot=use_hot, vn_final=vn_final, bypass_lm_head=int(candidates is not None))
+        for name, part in zip(fc.LM_WEIGHT_PORTS, fc.split_lm_weight(a.pop("lm_weight")), strict=True):
+            a[name] = part  # the LM head over the weight ports (the design's layout)
         bufs = self._upload(kname, a)
         widths, vns = a["widths"].tolist(), a["verify_nums"].tolist()
         per_layer = {"draft_hidden": B * K * H, "out_hidden": B * K * H, "out_tokens": B * K, "work_deltas": K + 1,

@@ -102,7 +102,7 @@ def host_transfer_bytes(f: FpgaSection, dec: dict, B: int, L: int) -> dict[str, 
 
 def _fit(run, h0: int, v0: int, bilinear: bool, check: tuple[int, int] | None = None):
     """run(h, v) -> {port: (r, w)}. Returns ({port: (coef_r, coef_w)}, base counts). ``check``: the
-    exact-check point (default: (3*h0 + 1, 3*v0 + 3), every size different)."""
+    exact-check point (default: (3*h0 + 2, 3*v0 + 4), every size different)."""
     pts = [(h0, v0), (2 * h0, v0), (h0, 2 * v0)] + ([(2 * h0, 2 * v0)] if bilinear else [])
     res = [run(h, v) for h, v in pts]
     X = np.array([[1, h, v] + ([h * v] if bilinear else []) for h, v in pts], float)
@@ -111,7 +111,9 @@ def _fit(run, h0: int, v0: int, bilinear: bool, check: tuple[int, int] | None = 
     for p in ports:
         Y = np.array([[r.get(p, (0, 0))[0], r.get(p, (0, 0))[1]] for r in res], float)
         coefs[p] = np.linalg.solve(X, Y)
-    hc, vc = check or (3 * h0 + 1, 3 * v0 + 3)
+    # every size different; H even (a packed int4 row is ceil(H / 2) bytes) and V a multiple of the fused LM
+    # head's 4 weight ports (each holds every 4th row): each port's bytes are affine there
+    hc, vc = check or (3 * h0 + 2, 3 * v0 + 4)
     chk = run(hc, vc)
     xc = np.array([1, hc, vc] + ([hc * vc] if bilinear else []), float)
     for p in ports:
@@ -270,7 +272,7 @@ def _component(chain: str, port: str, step: str) -> str:
         return f"{step}_{k}" if k in ("logits_to_probas", "reject_sample", "update_verify") else f"draft_{k}"
     # fused: attribute each port to the stage that owns it
     if step == "draft":
-        if port in ("lm_weight", "lm_scale"):
+        if port in fc.LM_WEIGHT_PORTS or port == "lm_scale":
             return "draft_lm_head_weights"
         if port in ("draft_hidden", "lm_spill"):
             return "draft_lm_head_logits_topk"

@@ -180,7 +180,7 @@ def _synth_report(design: str, reports_dir: Path) -> tuple[dict, str] | None:
 # The draft LM head, reported apart from the rest of the draft step (its loops and its ports): consumers
 # that compare with the H100 leave it out (it is part of the model's forward there).
 LM_HEAD_LOOPS = ("LMH_HLOAD", "LMH_WLOAD", "LMH_MAC", "LMH_RED")
-LM_HEAD_PORTS = ("draft_hidden", "lm_weight", "lm_scale", "lm_spill")
+LM_HEAD_PORTS = ("draft_hidden", "lm_weight0", "lm_weight1", "lm_weight2", "lm_weight3", "lm_scale", "lm_spill")
 
 
 def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: dict[str, int], consts,
@@ -212,7 +212,7 @@ def _cycles_of(design: str, B: int, counts: dict[str, tuple[int, int]], elem: di
                       "model (code-derived: e4f_perf.h constants x C-sim trip counts)")
 
 
-GRAIN = 64  # the weight tile (E4F_LMH_IL rows), the 512-bit beats and the 16-lane row passes divide it
+GRAIN = 128  # the weight tile (E4F_LMH_IL rows), the 512-bit beats (128 packed int4 weights) and the 16-lane row passes divide it
 
 
 def _multiple(x: int, g: int) -> int:

@@ -46,7 +46,7 @@ class BackendDecl(Section):
     """What one FPGA backend does (the unfused baseline or the fused design)."""
 
     lm_head_vocab: Literal["full", "hot"] = "full"
-    lm_head_dtype: Literal["float32", "bfloat16", "int8"] = "bfloat16"
+    lm_head_dtype: Literal["float32", "bfloat16", "int8", "int4"] = "bfloat16"
     drafter_dtype: Literal["float32", "bfloat16", "float16", "int8", "fp8", "int4"] = "bfloat16"
     k5_passes: int = Field(2, ge=1, le=3, description="unfused only: logits reads per K5 row")
     k4_materialize_bool: bool = True
