@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstring>
+#include <vector>  // the C ABI entry's host-side split of the LM head (not in the synthesized call tree)
 
 #include "eagle4_capi.h"
 // the per-kernel cores the stages compose (one kernel = one HLS folder)
