@@ -410,6 +410,7 @@ UNSYNTH_PLANTS = {
     "new": ("int* buf = new int[n];", "unsynthesizable: dynamic allocation 'new' in helper(), which my_top() calls"),
     "malloc": ("int* buf = (int*)malloc(n * 4);", "unsynthesizable: dynamic memory (malloc) in helper()"),
     "vector": ("std::vector<int> buf(n);", "unsynthesizable: std::vector (dynamic memory) in helper()"),
+    "file-io": ("FILE* f = fopen(\"x\", \"r\");", "unsynthesizable: operating-system call fopen() in helper()"),
     "recursion": ("if (n > 0) helper(p, n - 1);", "unsynthesizable: recursion helper -> helper in the call tree of my_top()"),
 }
 

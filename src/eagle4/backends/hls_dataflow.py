@@ -26,7 +26,8 @@ and one writing process, a function argument is read before it is written, and a
   cycle, so wider lanes cannot run at the II the pragma and the cycle model claim.
 * ``unsynthesizable`` (UG1399 "Unsupported C/C++ Constructs", "Standard Template Libraries"): in the top's
   call tree no dynamic memory (``new``, ``delete``, ``malloc``/``calloc``/``realloc``/``free``), no STL
-  container or ``std::function`` (they allocate and recurse), and no recursion (a cycle of calls).
+  container or ``std::function`` (they allocate and recurse), no operating-system call (file I/O, ``time``,
+  ``system``, ``getenv``), and no recursion (a cycle of calls).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ _UNSYNTH = [
     (re.compile(r"(?<![\w.])(malloc|calloc|realloc|free)\s*\("), "dynamic memory ({0})"),
     (re.compile(r"\bstd::(vector|string|map|unordered_map|set|unordered_set|list|deque|function|shared_ptr|"
                 r"unique_ptr)\b"), "std::{0} (dynamic memory)"),
+    (re.compile(r"(?<![\w.:])(fopen|fclose|fread|fwrite|fscanf|fgets|system|time|clock|getenv)\s*\("),
+     "operating-system call {0}()"),
 ]
 
 
