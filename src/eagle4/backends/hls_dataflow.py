@@ -272,7 +272,8 @@ def port_scope(prog: Program, path: Path, top_ports: dict[str, set[str]]):
     for blk in hls_lex.brace_blocks(code):
         if re.match(r"(?:template\s*<[^>]*>\s*)?(?:struct|class)\s+\w+", hls_lex.block_header(code, blk[0])):
             structs.append(blk)
-    decl = re.compile(r"(?:\bV?Port\s*<[^;(){}]*?>|\bPORT\s*\([^()]*\))\s*&?\s*(\w+)((?:\s*,\s*\w+)*)\s*(?=[;,)=\[])")
+    decl = re.compile(r"(?:\bV?Port\s*<(?:[^<>;(){}]|<[^<>;(){}]*>)*>|\bPORT\s*\([^()]*\))\s*&?\s*(\w+)"
+                      r"((?:\s*,\s*\w+)*)\s*(?=[;,)=\[])")
 
     def names(text: str) -> set[str]:
         out = set()
@@ -357,7 +358,8 @@ def check_beat_width(prog: Program, path: Path, top: str) -> list[str]:
         return []
     code = fns[0].code
     blocks = hls_lex.brace_blocks(code)
-    decl = re.compile(r"\b(?:V?Port\s*<\s*(?:const\s+)?(\w+)\s*>|PORT\s*\(\s*(?:const\s+)?(\w+)\s*\))\s*&?\s*(\w+)")
+    decl = re.compile(r"\b(?:V?Port\s*<\s*(?:const\s+)?(\w+(?:\s*<[^<>;(){}]*>)?)\s*>|"
+                      r"PORT\s*\(\s*(?:const\s+)?(\w+)\s*\))\s*&?\s*(\w+)")
     problems = []
     loops = []
     for blk in blocks:
