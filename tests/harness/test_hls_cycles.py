@@ -85,6 +85,7 @@ def test_trip_counts_are_the_loop_iterations():
     consts = {k: int(v) for k, v in re.findall(r"#define (E4F_\w+) (\d+)", cy.PERF_H.read_text())}
     rt, il, vp, lanes_h, beat, red, hb = (consts[k] for k in ("E4F_LMH_RT", "E4F_LMH_IL", "E4F_LMH_VP", "E4F_LMH_LANES",
                                                               "E4F_LMH_BEAT", "E4F_LANES_LMH_RED", "E4F_LANES_LMH_HLOAD"))
+    ports = consts["E4F_LMH_PORTS"]
     assert s.Vt % il == 0  # whole tiles: every weight beat is read in the counted loop
     tiles, words = s.Vt // il, -(-s.H // lanes_h)
     # MAC array: every cycle of a (tile, row block, word, group of VP tile rows) counts its lanes, masked ones too
@@ -93,8 +94,8 @@ def test_trip_counts_are_the_loop_iterations():
     assert t["LMH_RED"] == sum(tiles * -(-(s.B * w) // rt) * il * rt for w in s.widths)  # one lane per tree
     # HBM reads count their full 512-bit beats, one of every weight port per cycle (a row's tail past them is
     # read element-wise, uncounted)
-    assert t["LMH_WLOAD"] == s.D * s.Vt * (s.H // beat) * beat and t["LMH_HLOAD"] == rows * (s.H // hb) * hb
-    assert t["LMH_WLOAD@exposed"] == s.D * il * (s.H // beat) * beat  # the first tile of each layer
+    assert t["LMH_WLOAD"] == s.D * (s.Vt // ports) * (s.H // beat) * beat and t["LMH_HLOAD"] == rows * (s.H // hb) * hb
+    assert t["LMH_WLOAD@exposed"] == s.D * (il // ports) * (s.H // beat) * beat  # the first tile of each layer
     assert red >= 1
     row16 = -(-s.Vt // consts["E4F_LANES_ROW_LOAD"]) * consts["E4F_LANES_ROW_LOAD"]
     assert t["ROW_LOAD"] == t["ROW_PROBA"] == rows * row16  # 16-lane row passes, masked tails

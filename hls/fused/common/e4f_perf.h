@@ -61,7 +61,7 @@
 #define E4F_II_LMH_HLOAD 1
 #define E4F_LANES_LMH_HLOAD 32  // one 512-bit beat of bf16 hidden elements per cycle (masked tail)
 #define E4F_II_LMH_WLOAD 1
-#define E4F_LANES_LMH_WLOAD 256  // E4F_LMH_PORTS x E4F_LMH_BEAT port elements per cycle (one beat of every port)
+#define E4F_LANES_LMH_WLOAD 64  // E4F_LMH_BEAT elements of every weight port per cycle (a beat of each, side by side)
 // II 1: the tile is a memory of 64-lane words partitioned by rows into E4F_LMH_VP banks (one word of each
 // per cycle), hid_bits holds 64-element words partitioned by rows into E4F_LMH_RT banks, the partial sums
 // are E4F_LMH_VP x E4F_LMH_RT x E4F_LMH_LANES banks of E4F_LMH_IL / E4F_LMH_VP words.
@@ -91,7 +91,7 @@
 
 static_assert(E4F_LANES_LMH_MAC == E4F_LMH_VP * E4F_LMH_RT * E4F_LMH_LANES,
               "the MAC array's lanes are its vocabulary rows x hidden rows x h lanes");
-static_assert(E4F_LANES_LMH_WLOAD == E4F_LMH_PORTS * E4F_LMH_BEAT, "a weight-load cycle is one beat of every port");
+static_assert(E4F_LANES_LMH_WLOAD == E4F_LMH_BEAT, "a weight-load cycle is one beat of each weight port");
 static_assert(E4F_LMH_VP == 2 * E4F_LMH_PORTS && E4F_LMH_BEAT == E4F_LMH_LANES,
               "balanced at int4: a beat of packed int4 is two MAC-array words, one per port and row");
 static_assert(E4F_LMH_IL % E4F_LMH_VP == 0 && E4F_LMH_IL / E4F_LMH_VP >= 4 && E4F_LMH_IL % E4F_LMH_PORTS == 0,

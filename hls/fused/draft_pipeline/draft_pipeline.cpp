@@ -146,13 +146,11 @@ inline void tile_put(WBeat* row, int e, int H, i4x2 w) {
   row[h / E4F_LMH_LANES].b[h % E4F_LMH_LANES] = tile_from_f(i4_lo(w));
   if (h + 1 < H) row[h / E4F_LMH_LANES].b[(h + 1) % E4F_LMH_LANES] = tile_from_f(i4_hi(w));
 }
-template <typename WT>
-void lmh_load_tile(Port<const WElem<WT>> lmw0, Port<const WElem<WT>> lmw1, Port<const WElem<WT>> lmw2,
-                   Port<const WElem<WT>> lmw3, Port<const float> lms, int use_scale, int H, int V, int v0, WTile& wt,
-                   float (&sc)[E4F_LMH_IL]) {
+template <typename WT, typename WE>  // WE: the port element (WElem<WT>)
+void lmh_load_tile(Port<const WE> lmw0, Port<const WE> lmw1, Port<const WE> lmw2, Port<const WE> lmw3,
+                   Port<const float> lms, int use_scale, int H, int V, int v0, WTile& wt, float (&sc)[E4F_LMH_IL]) {
 #pragma HLS INLINE off
   static_assert(E4F_LMH_PORTS == 4, "one port argument per weight bundle");
-  const Port<const WElem<WT>> lmw[E4F_LMH_PORTS] = {lmw0, lmw1, lmw2, lmw3};
   const int E = static_cast<int>(w_row_elems<WT>(H));  // port elements per weight row
   const int full = E / E4F_LMH_BEAT;
   const int u0 = v0 / E4F_LMH_PORTS;  // the tile's first row in every port
@@ -160,29 +158,39 @@ void lmh_load_tile(Port<const WElem<WT>> lmw0, Port<const WElem<WT>> lmw1, Port<
   for (int i = 0; i < n; ++i)
     if (use_scale) sc[i] = static_cast<float>(lms[v0 + i]);
   if (n == E4F_LMH_IL) {
-    // a whole tile: full 512-bit beats with no condition on a port (bursts); a row's tail (H not a multiple
-    // of a beat's weights: never at deployment, and the cycle model refuses such H) element-wise after them,
-    // uncounted
+    // a whole tile: full 512-bit beats, one of every port per cycle, with no condition on a port (bursts); a
+    // row's tail (H not a multiple of a beat's weights: never at deployment, and the cycle model refuses such
+    // H) element-wise after them, uncounted
     for (int q = 0; q < E4F_LMH_IL / E4F_LMH_PORTS; ++q) {
+      const int row = (u0 + q) * E;
       for (int j = 0; j < full; ++j) {
 #pragma HLS PIPELINE II = E4F_II_LMH_WLOAD
         E4F_TRIPS(LMH_WLOAD, E4F_LANES_LMH_WLOAD);
-        for (int l = 0; l < E4F_LANES_LMH_WLOAD; ++l) {
+        for (int k = 0; k < E4F_LANES_LMH_WLOAD; ++k) {
 #pragma HLS UNROLL factor = E4F_LANES_LMH_WLOAD
-          const int p = l / E4F_LMH_BEAT, k = l % E4F_LMH_BEAT;
-          tile_put(wt[q * E4F_LMH_PORTS + p], j * E4F_LMH_BEAT + k, H,
-                   static_cast<WT>(lmw[p][(u0 + q) * E + j * E4F_LMH_BEAT + k]));
+          const int e = j * E4F_LMH_BEAT + k;
+          tile_put(wt[q * E4F_LMH_PORTS + 0], e, H, static_cast<WT>(lmw0[row + e]));
+          tile_put(wt[q * E4F_LMH_PORTS + 1], e, H, static_cast<WT>(lmw1[row + e]));
+          tile_put(wt[q * E4F_LMH_PORTS + 2], e, H, static_cast<WT>(lmw2[row + e]));
+          tile_put(wt[q * E4F_LMH_PORTS + 3], e, H, static_cast<WT>(lmw3[row + e]));
         }
       }
-      for (int p = 0; p < E4F_LMH_PORTS; ++p)
-        for (int e = full * E4F_LMH_BEAT; e < E; ++e)
-          tile_put(wt[q * E4F_LMH_PORTS + p], e, H, static_cast<WT>(lmw[p][(u0 + q) * E + e]));
+      for (int e = full * E4F_LMH_BEAT; e < E; ++e) {
+        tile_put(wt[q * E4F_LMH_PORTS + 0], e, H, static_cast<WT>(lmw0[row + e]));
+        tile_put(wt[q * E4F_LMH_PORTS + 1], e, H, static_cast<WT>(lmw1[row + e]));
+        tile_put(wt[q * E4F_LMH_PORTS + 2], e, H, static_cast<WT>(lmw2[row + e]));
+        tile_put(wt[q * E4F_LMH_PORTS + 3], e, H, static_cast<WT>(lmw3[row + e]));
+      }
     }
   } else {
     // the last, partial tile (V not a multiple of E4F_LMH_IL: never at deployment), element-wise, uncounted
-    for (int i = 0; i < n; ++i)
-      for (int e = 0; e < E; ++e)
-        tile_put(wt[i], e, H, static_cast<WT>(lmw[i % E4F_LMH_PORTS][(u0 + i / E4F_LMH_PORTS) * E + e]));
+    for (int i = 0; i < n; ++i) {
+      const int row = (u0 + i / E4F_LMH_PORTS) * E, p = i % E4F_LMH_PORTS;
+      for (int e = 0; e < E; ++e) {
+        const WE w = p == 0 ? lmw0[row + e] : p == 1 ? lmw1[row + e] : p == 2 ? lmw2[row + e] : lmw3[row + e];
+        tile_put(wt[i], e, H, static_cast<WT>(w));
+      }
+    }
   }
 }
 
@@ -248,8 +256,8 @@ void lmh_mac_tile(const WTile& wt, const float (&sc)[E4F_LMH_IL], Port<float> sp
   }
 }
 
-template <typename HT, typename WT>
-void stage_lm_head(Port<const HT> hidden, Port<const WElem<WT>> lmw0, Port<const WElem<WT>> lmw1, Port<const WElem<WT>> lmw2, Port<const WElem<WT>> lmw3,
+template <typename HT, typename WT, typename WE>
+void stage_lm_head(Port<const HT> hidden, Port<const WE> lmw0, Port<const WE> lmw1, Port<const WE> lmw2, Port<const WE> lmw3,
                    Port<const float> lms, Port<float> spill,
                    const DraftCfg& c, int64_t W) {
   const int R = static_cast<int>(c.B * W), H = static_cast<int>(c.H), V = static_cast<int>(c.Vt);
@@ -280,15 +288,15 @@ void stage_lm_head(Port<const HT> hidden, Port<const WElem<WT>> lmw0, Port<const
   // calls of a step touch different buffers (no dependence), so they run side by side
   const int tiles = (V + E4F_LMH_IL - 1) / E4F_LMH_IL;
   E4F_EXPOSED(true);  // the first tile's read: nothing overlaps it
-  lmh_load_tile<WT>(lmw0, lmw1, lmw2, lmw3, lms, c.use_scale, H, V, 0, wping, sping);
+  lmh_load_tile<WT, WE>(lmw0, lmw1, lmw2, lmw3, lms, c.use_scale, H, V, 0, wping, sping);
   E4F_EXPOSED(false);
   for (int t = 0; t < tiles; ++t) {
     const int v0 = t * E4F_LMH_IL, vn = v0 + E4F_LMH_IL;
     if ((t & 1) == 0) {
-      if (t + 1 < tiles) lmh_load_tile<WT>(lmw0, lmw1, lmw2, lmw3, lms, c.use_scale, H, V, vn, wpong, spong);
+      if (t + 1 < tiles) lmh_load_tile<WT, WE>(lmw0, lmw1, lmw2, lmw3, lms, c.use_scale, H, V, vn, wpong, spong);
       lmh_mac_tile(wping, sping, spill, c.use_scale, c.hid_code, R, H, V, v0);
     } else {
-      if (t + 1 < tiles) lmh_load_tile<WT>(lmw0, lmw1, lmw2, lmw3, lms, c.use_scale, H, V, vn, wping, sping);
+      if (t + 1 < tiles) lmh_load_tile<WT, WE>(lmw0, lmw1, lmw2, lmw3, lms, c.use_scale, H, V, vn, wping, sping);
       lmh_mac_tile(wpong, spong, spill, c.use_scale, c.hid_code, R, H, V, v0);
     }
   }
@@ -473,8 +481,9 @@ void draft_tile(Port<float> spill, Port<const float> cand_p, Port<const int64_t>
   stage_handoff(front_s, out_tokens, c, Wn, b0, nb, frontier);
 }
 
-template <typename HT, typename WT>
-int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WElem<WT>> lmw0, Port<const WElem<WT>> lmw1, Port<const WElem<WT>> lmw2, Port<const WElem<WT>> lmw3,
+template <typename HT, typename WT, typename WE>
+int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WE> lmw0,
+                       Port<const WE> lmw1, Port<const WE> lmw2, Port<const WE> lmw3,
                        Port<const float> lms, Port<float> spill, Port<const int64_t> hot, int64_t W, int64_t Wn, int64_t Vn,
                        Port<const int64_t> seq_lens, Port<const int64_t> pool, Port<const int32_t> r2t,
                        Port<const int64_t> locs, Port<HT> out_hidden, Port<int64_t> out_tokens,
@@ -511,7 +520,7 @@ int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidde
     if (c.bypass_lm_head)
       load_hidden<HT>(hidden, c, W);
     else
-      stage_lm_head<HT, WT>(hidden, lmw0, lmw1, lmw2, lmw3, lms, spill, c, W);
+      stage_lm_head<HT, WT, WE>(hidden, lmw0, lmw1, lmw2, lmw3, lms, spill, c, W);
     for (int b0 = 0; b0 < c.B; b0 += tile) {
       const int64_t nb = (c.B - b0 < tile) ? c.B - b0 : tile;
       draft_tile<HT>(spill, cand_p, cand_t, hot, out_hidden, out_tokens, c, W, Wn, Vn, b0, nb, cc0, front, total);
@@ -607,7 +616,7 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
       lmw[p] = PORT_ARG(static_cast<const WElem<WT>*>(wsplit[p].data()), cnt, p == 0 ? int(D_LMW) : int(D_NSLOTS) + p - 1);
     }
   }
-  draft_pipeline_top<HT, WT>(0, P_(const int64_t, D_ROOT), Port<const HT>(), Port<const WElem<WT>>(), Port<const WElem<WT>>(),
+  draft_pipeline_top<HT, WT, WElem<WT>>(0, P_(const int64_t, D_ROOT), Port<const HT>(), Port<const WElem<WT>>(), Port<const WElem<WT>>(),
                              Port<const WElem<WT>>(), Port<const WElem<WT>>(), Port<const float>(),
                              Port<float>(), Port<const int64_t>(), 0, 0, 0, Port<const int64_t>(), Port<const int64_t>(),
                              Port<const int32_t>(), Port<const int64_t>(), Port<HT>(), Port<int64_t>(),
@@ -627,7 +636,7 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
       return x.fail(eagle4::capi::E_BOUND, "input_count-1 = %lld exceeds max_input_size %lld",
                     (long long)(st.Ic - 1 + Wn), (long long)c.I);
     const int64_t kvoff = d * c.capkv, pkoff = d * c.cappack, b1 = d * (c.B + 1);
-    draft_pipeline_top<HT, WT>(
+    draft_pipeline_top<HT, WT, WElem<WT>>(
         1, Port<const int64_t>(), P_(const HT, D_HIDDEN) + d * rowsH, lmw[0], lmw[1], lmw[2], lmw[3], P_(const float, D_LMS),
         P_(float, D_SPILL), P_(const int64_t, D_HOT), W, Wn, Vn, P_(const int64_t, D_SEQ), P_(const int64_t, D_POOL),
         P_(const int32_t, D_R2T), P_(const int64_t, D_LOCS), P_(HT, D_OUT_HIDDEN) + d * rowsH,
@@ -638,7 +647,7 @@ int run_fused(const eagle4::capi::Ctx& x, const DraftCfg& c, eagle4::PortCounter
         Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(), Port<int64_t>(),
         P_(const float, D_CAND_P) + d * c.B * E4F_MAX_C, P_(const int64_t, D_CAND_T) + d * c.B * E4F_MAX_C, c);
   }
-  draft_pipeline_top<HT, WT>(
+  draft_pipeline_top<HT, WT, WElem<WT>>(
       2, Port<const int64_t>(), Port<const HT>(), Port<const WElem<WT>>(), Port<const WElem<WT>>(),
                              Port<const WElem<WT>>(), Port<const WElem<WT>>(), Port<const float>(), Port<float>(),
       Port<const int64_t>(), 0, 0,
@@ -669,7 +678,7 @@ int parse_draft_cfg(const int64_t* is, DraftCfg& c) {
 
 // The instance the synthesis top fused_draft_top calls (draft_pipeline_synth.cpp): the contract's
 // deployment precisions ([fpga.model] hidden bf16, [fpga.fused] int4 LM head, packed two per byte, with per-row f32 scale).
-template int draft_pipeline_top<uint16_t, i4x2>(
+template int draft_pipeline_top<uint16_t, i4x2, uint8_t>(
     int, Port<const int64_t>, Port<const uint16_t>, Port<const uint8_t>, Port<const uint8_t>, Port<const uint8_t>,
     Port<const uint8_t>, Port<const float>, Port<float>,
     Port<const int64_t>, int64_t, int64_t, int64_t, Port<const int64_t>, Port<const int64_t>, Port<const int32_t>,

@@ -39,8 +39,10 @@ int parse_draft_cfg(const int64_t* is, DraftCfg& c);
 // The persistent top (defined in draft_pipeline.cpp; phase 0 init, 1 one layer, 2 finalize).
 // Explicitly instantiated there for the deployment precisions (bf16 hidden, packed int4 weights) that
 // the synthesis top fused_draft_top (draft_pipeline_synth.cpp) calls.
-template <typename HT, typename WT>
-int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WElem<WT>> lmw0, Port<const WElem<WT>> lmw1, Port<const WElem<WT>> lmw2, Port<const WElem<WT>> lmw3,
+// WE: the weight ports' element type (WT's, or the packed bytes of int4: WElem<WT>).
+template <typename HT, typename WT, typename WE>
+int draft_pipeline_top(int phase, Port<const int64_t> root, Port<const HT> hidden, Port<const WE> lmw0,
+                       Port<const WE> lmw1, Port<const WE> lmw2, Port<const WE> lmw3,
                        Port<const float> lms, Port<float> spill, Port<const int64_t> hot, int64_t W, int64_t Wn, int64_t Vn,
                        Port<const int64_t> seq_lens, Port<const int64_t> pool, Port<const int32_t> r2t,
                        Port<const int64_t> locs, Port<HT> out_hidden, Port<int64_t> out_tokens,

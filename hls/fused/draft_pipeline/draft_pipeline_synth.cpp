@@ -113,7 +113,7 @@ extern "C" int fused_draft_top(
   e4f::DraftCfg c;
   if (e4f::parse_draft_cfg(is, c) != 0) return -2;
   c.bypass_lm_head = bypass_lm_head != 0 ? 1 : 0;
-  return e4f::draft_pipeline_top<uint16_t, e4f::i4x2>(
+  return e4f::draft_pipeline_top<uint16_t, e4f::i4x2, uint8_t>(
       phase, E4F_SYNTH_PORT(root_token), E4F_SYNTH_PORT(draft_hidden), E4F_SYNTH_PORT(lm_weight0),
       E4F_SYNTH_PORT(lm_weight1), E4F_SYNTH_PORT(lm_weight2), E4F_SYNTH_PORT(lm_weight3),
       E4F_SYNTH_PORT(lm_scale), E4F_SYNTH_PORT(lm_spill), E4F_SYNTH_PORT(hot_token_id), W, W_next, Vn,
