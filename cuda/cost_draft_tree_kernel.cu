@@ -41,6 +41,13 @@ __device__ __forceinline__ void pdl_begin() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+// The two halves of a cluster barrier (cluster.sync() is arrive + wait). A block that has finished
+// reading other blocks' shared memory arrives at once and waits only before it exits (a block's
+// shared memory must outlive the cluster's DSMEM reads of it), so the barrier's latency overlaps the
+// block's remaining work instead of following it. Every thread of the block executes both, in step.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+
 // ------------------------------------------------------------------------------------------
 // host-side tensor checks
 static void check_tensor(const at::Tensor& t, const char* name, at::ScalarType st,
@@ -214,10 +221,20 @@ __device__ __forceinline__ float warp_sum_rn(float s) {
   return s;
 }
 
+// A row copy with four loads of each thread in flight before its stores (a 4096-wide bf16 row is two
+// rounds of 16-byte units for 256 threads: one load latency instead of two).
 template <typename VT>
 __device__ __forceinline__ void copy_row(const VT* __restrict__ src, VT* __restrict__ dst, int64_t n,
                                          int64_t start, int64_t stride) {
-  for (int64_t u = start; u < n; u += stride) dst[u] = src[u];
+  for (int64_t u = start; u < n; u += 4 * stride) {
+    VT t[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (u + k * stride < n) t[k] = src[u + k * stride];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (u + k * stride < n) dst[u + k * stride] = t[k];
+  }
 }
 
 // ==========================================================================================
@@ -1187,6 +1204,7 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
     // e_v / s as e_v * (1 / s): probas are TOL (§5.5, rtol 5e-5); this is within 2 ulp of the
     // quotient and saves an IEEE division per element (s is in [1, V] or NaN)
     const float inv = __frcp_rn(k5_reduce_sum(cluster, CS, part, rf, st, s_s));
+    if (CS > 1) cluster_arrive();  // this block's DSMEM reads are over (k5_reduce_sum ends with a block barrier)
     if (VEC > 1 && (V & 3) == 0) {
       for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
         float4 o4;
@@ -1199,7 +1217,10 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
     } else {
       for (int64_t i = tid; i < n; i += nt) out[i] = __fmul_rn(xs[i], inv);
     }
-  } else if (wp) {  // greedy row: one-hot at the argmax
+  } else {
+    if (CS > 1) cluster_arrive();  // DSMEM reads over (k5_reduce_stats ends with a block barrier)
+  }
+  if (!need_exp && wp) {  // greedy row: one-hot at the argmax
     const long long am = s_ai;
     if ((V & 3) == 0) {
       for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
@@ -1212,7 +1233,7 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
       for (int64_t i = tid; i < n; i += nt) out[i] = (v0 + i == am) ? 1.f : 0.f;
     }
   }
-  if (CS > 1) cluster.sync();  // no block leaves while others may still read its shared memory
+  if (CS > 1) cluster_wait();  // no block leaves while another may still read its shared memory
 }
 
 // K5 register-resident variant (f32 logits, 16-byte aligned rows, V % 4 == 0): every thread keeps
@@ -1293,6 +1314,7 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
     }
     // e_v * (1 / s): see k5_kernel (TOL, within 2 ulp of e_v / s)
     const float inv = __frcp_rn(k5_reduce_sum(cluster, CS, part, rf, st, s_s));
+    if (CS > 1) cluster_arrive();  // this block's DSMEM reads are over (k5_reduce_sum ends with a block barrier)
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
       const int64_t i = ((int64_t)u * nt + tid) * 4;
@@ -1305,7 +1327,10 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
         __stcs(reinterpret_cast<float4*>(out + i), o4);
       }
     }
-  } else if (wp) {  // greedy row: one-hot at the argmax
+  } else {
+    if (CS > 1) cluster_arrive();  // DSMEM reads over (k5_reduce_stats ends with a block barrier)
+  }
+  if (!need_exp && wp) {  // greedy row: one-hot at the argmax
     const long long am = s_ai;
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
@@ -1318,7 +1343,7 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
       }
     }
   }
-  if (CS > 1) cluster.sync();  // no block leaves while another may still read its shared memory
+  if (CS > 1) cluster_wait();  // no block leaves while another may still read its shared memory
 }
 
 // Largest usable cluster size <= want (16 needs the non-portable attribute; checked once per
@@ -1711,11 +1736,13 @@ __global__ void __launch_bounds__(512) k6_kernel(
     warp_argmax(oav, oai);
     if (lane == 0) { s_Rq = all; s_base = below; s_gai = oai; }
   }
-  cluster.sync();  // all DSMEM reads done; s_Rq/s_base/s_gai visible to the block
+  __syncthreads();  // s_Rq/s_base/s_gai visible to the block, and warp 0's DSMEM reads are over:
+  cluster_arrive();  // the cluster's barrier is waited for only before each exit below
   const unsigned long long Rq = s_Rq, base = s_base;
   const long long gai = s_gai;
   if (Rq == 0) {
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)gai;
+    cluster_wait();
     return;
   }
   const float fc = fcoins[b];
@@ -1723,7 +1750,10 @@ __global__ void __launch_bounds__(512) k6_kernel(
   if (c > 16777215ll) c = 16777215ll;
   const unsigned long long cu = (unsigned long long)c;
   const unsigned long long u = cu * (Rq >> 24) + ((cu * (Rq & 16777215ull)) >> 24);
-  if (!(u >= base && u < base + btotal)) return;
+  if (!(u >= base && u < base + btotal)) {
+    cluster_wait();
+    return;
+  }
   // this block holds the sample: find the tile, then the element
   const unsigned long long ul = u - base;
   if (tid == 0) s_tile = -1;
@@ -1766,6 +1796,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
       }
     }
   }
+  cluster_wait();  // no block leaves while another may still read its shared memory
 }
 
 // Blocks of `threads` threads and `smem` bytes the GPU holds at once (occupancy per SM x SMs; cached).
@@ -1842,7 +1873,9 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
 
 // ==========================================================================================
 // K7 update_verify_result (§7): every block rebuilds the (small) per-request metadata in shared
-// memory; block 0 writes the bookkeeping outputs, all blocks share the next_hidden row copy.
+// memory; block 0 writes the bookkeeping outputs and copies no row, blocks 1.. copy the next_hidden
+// rows (they need only the accepted rows and their prefix sums: no predicts/cache-slot loads), so a
+// row copy runs beside the bookkeeping chain instead of after it.
 
 struct K7Out {
   int32_t *acc_out, *acc_len_out, *acc_indptr, *acc_flat, *verified;
@@ -1876,7 +1909,7 @@ __global__ void __launch_bounds__(256) k7_kernel(
   uint32_t* bm = reinterpret_cast<uint32_t*>(s_pred + (int64_t)B * S);  // ceil(B*Q/32)
   const int tid = threadIdx.x, nt = blockDim.x;
   const int64_t BS = (int64_t)B * S, BQ = (int64_t)B * Q;
-  const bool blk0 = blockIdx.x == 0;
+  const bool blk0 = blockIdx.x == 0;  // the bookkeeping block; the others copy rows
   // loads issued up front so that their latency overlaps the first phase: the per-request scalars of
   // this thread's first request, and (block 0, <= 4 slots a thread) the cache slots the free-slot
   // compaction of the end may need
@@ -1896,10 +1929,12 @@ __global__ void __launch_bounds__(256) k7_kernel(
     const int32_t fp = finish[b];
     if (fp >= 0 && j > fp) v = -1;
     row[e] = v;
-    const bool pok = v >= 0 && v < BQ;
-    s_pred[e] = pok ? predicts[v] : -1;
-    s_ocl[e] = pok ? ocl[v] : 0;
-    s_vn[e] = (pok && vnode) ? vnode[v] : -1;
+    if (blk0) {
+      const bool pok = v >= 0 && v < BQ;
+      s_pred[e] = pok ? predicts[v] : -1;
+      s_ocl[e] = pok ? ocl[v] : 0;
+      s_vn[e] = (pok && vnode) ? vnode[v] : -1;
+    }
   }
   if (blk0)
     for (int64_t w = tid; w < (BQ + 31) / 32; w += nt) bm[w] = 0u;
@@ -1934,11 +1969,11 @@ __global__ void __launch_bounds__(256) k7_kernel(
       const int64_t e = (int64_t)b * S + j;
       const int32_t p = row[e];
       if (p == -1) continue;
-      lastpos = p;
-      lastpred = s_pred[e];
       const bool pok = p >= 0 && p < BQ;
-      if (unf) src[unfp[b] + k] = p;
+      if (!blk0 && unf) src[unfp[b] + k] = p;
       if (blk0) {
+        lastpos = p;
+        lastpred = s_pred[e];
         const int64_t f = accp[b] + k;
         o.acc_flat[f] = p;
         o.verified[f] = s_pred[e];
@@ -2018,8 +2053,8 @@ __global__ void __launch_bounds__(256) k7_kernel(
     }
     for (int64_t f = nev + tid; f < BQ; f += nt) o.free_slots[f] = -1;
   }
-  // next_hidden rows [0, N_unf)
-  for (int64_t m = blockIdx.x; m < Nunf; m += gridDim.x) {
+  // next_hidden rows [0, N_unf): blocks 1.. (block 0 has none)
+  for (int64_t m = (int64_t)blockIdx.x - 1; !blk0 && m < Nunf; m += gridDim.x - 1) {
     const int32_t p = src[m];
     if (p >= 0 && p < BQ) copy_row<VT>(hidden + (int64_t)p * row_units, next_hidden + m * row_units, row_units, tid, nt);
   }
@@ -2081,7 +2116,7 @@ void update_verify_result(
                      (size_t)((BQ + 31) / 32) * 4;
   TORCH_CHECK(smem <= 200 * 1024, "update_verify_result: B*S / B*Q too large for shared memory");
   TORCH_CHECK(BS < (1ll << 21), "update_verify_result: B*S >= 2^21 not supported");
-  const unsigned nblk = (unsigned)std::max<int64_t>(1, std::min<int64_t>(BS, 2048));
+  const unsigned nblk = 1 + (unsigned)std::max<int64_t>(1, std::min<int64_t>(BS, 2048));  // bookkeeping + copies
   K7Out o;
   o.acc_out = ptr<int32_t>(accept_index_out); o.acc_len_out = ptr<int32_t>(accept_length_out);
   o.acc_indptr = ptr<int32_t>(accept_indptr); o.acc_flat = ptr<int32_t>(accepted_flat);

@@ -3,7 +3,7 @@
 # order, every step time-boxed so the whole script ends inside one device call.
 #
 #   scripts/h100_kernel_signoff.sh --out DIR [--old-src FILE] [--budget SECONDS] [--kernels LIST] [--no-ncu]
-#       [--no-smoke]
+#       [--no-smoke] [--no-bench]
 #
 # --kernels LIST (comma-separated spec keys, draft_step included) narrows the session to what changed:
 # parity of those kernels only (plus tests/parity/test_cuda_draft_step.py, after them, when draft_step is
@@ -13,6 +13,8 @@
 # report from one run). --no-ncu skips Nsight Compute (bytes stay those committed). The steps' time boxes
 # scale with --budget (their shares of the default 540 s). The torch.compile anchors are compiled once
 # beside the build (python -m eagle4.perf.kernel_bench warm-anchors), filling Inductor's on-disk cache.
+# --no-bench skips step 3 and the anchors' warm-up (a development session: parity, before/after and
+# sanitizers only; no report rows).
 #
 # 1. builds our kernel source (cuda/cost_draft_tree_kernel.cu) and, with --old-src, a baseline
 #    source beside it (two processes, in parallel);
@@ -25,13 +27,15 @@
 #    (5 processes, ncu at B = 1) -> DIR/reports/;
 # 4. with --old-src: before/after of our ops from both sources in one process
 #    (python -m eagle4.perf.kernel_bench compare-src) -> DIR/compare_src.csv, DIR/compare_src_log.txt,
-#    and the same with the kernels' programmatic dependent launch off -> DIR/compare_src_nopdl*;
+#    and the same with the kernels' programmatic dependent launch off -> DIR/compare_src_nopdl*; at the
+#    draft-step points each source's step is timed both as one launch and as three, beside the PyTorch
+#    draft-layer anchor (--step-forms --anchors draft_step);
 # 5. compute-sanitizer memcheck over the catalog (no large cases) and racecheck over the first 3
 #    cases of each kernel -> DIR/memcheck_log.txt, DIR/racecheck_log.txt.
 # Never changes the GPU's clocks or settings.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=""; OLD=""; BUDGET=540; KERNELS=""; BENCH_ARGS=(); SMOKE=1
+OUT=""; OLD=""; BUDGET=540; KERNELS=""; BENCH_ARGS=(); SMOKE=1; BENCH=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2;;
@@ -40,6 +44,7 @@ while [ $# -gt 0 ]; do
     --kernels) KERNELS=$2; shift 2;;
     --no-ncu) BENCH_ARGS+=(--no-ncu); shift;;
     --no-smoke) SMOKE=0; shift;;
+    --no-bench) BENCH=0; shift;;
     *) echo "unknown argument $1" >&2; exit 2;;
   esac
 done
@@ -62,14 +67,15 @@ case ",$KERNELS," in ,,|*,draft_step,*) STEP_TESTS=(tests/parity/test_cuda_draft
 stamp() { echo "[$(date -u +%H:%M:%S) t=${SECONDS}s] $*"; }
 
 stamp "build"
-timeout "$(box 200 300)" python3 -m eagle4.perf.kernel_bench warm-anchors --contract contracts/default.toml \
-  --contract contracts/deployment-8b.toml > "$OUT/warm_anchors_log.txt" 2>&1 & PW=$!
+PW=""  # the torch.compile anchors are only timed by the bench
+[ "$BENCH" = 1 ] && { timeout "$(box 200 300)" python3 -m eagle4.perf.kernel_bench warm-anchors --contract contracts/default.toml \
+  --contract contracts/deployment-8b.toml > "$OUT/warm_anchors_log.txt" 2>&1 & PW=$!; }
 build() { python3 -c "import sys; from eagle4.backends.cuda import CudaBackend as C; b=C(kernel_src=sys.argv[1]); ok,why=b.available(); print(sys.argv[1], 'built:', ok, why); raise SystemExit(0 if ok else 1)" "$1"; }
 build "$NEW" > "$OUT/build_new.txt" 2>&1 & PN=$!
 PO=""; [ -n "$OLD" ] && { build "$OLD" > "$OUT/build_old.txt" 2>&1 & PO=$!; }
 wait $PN; NEW_OK=$?
 [ -n "$PO" ] && wait $PO
-wait $PW; echo "exit $?" >> "$OUT/warm_anchors_log.txt"
+[ -n "$PW" ] && { wait $PW; echo "exit $?" >> "$OUT/warm_anchors_log.txt"; }
 stamp "build new rc=$NEW_OK"
 
 # pytest over the given test files with -k PARITY_K; $1: log file (the box comes from $PARITY_WANT)
@@ -124,21 +130,25 @@ if [ "$SMOKE" = 1 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_CUDA_PDL:-1}" !=
   fi
 fi
 echo "$BENCH_SRC sha256 $(sha256sum "$BENCH_SRC" | cut -d' ' -f1) EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1} EAGLE4_DRAFT_STEP_FUSED=${EAGLE4_DRAFT_STEP_FUSED:-1}" > "$OUT/bench_source.txt"
-stamp "bench ($BENCH_SRC)"
-timeout "$(box 330 120)" scripts/bench_h100_kernels.sh --out "$OUT/reports" "${BENCH_ARGS[@]}" > "$OUT/bench_log.txt" 2>&1
-echo "exit $?" >> "$OUT/bench_log.txt"
-tail -3 "$OUT/bench_log.txt"
+if [ "$BENCH" = 1 ]; then
+  stamp "bench ($BENCH_SRC)"
+  timeout "$(box 330 120)" scripts/bench_h100_kernels.sh --out "$OUT/reports" "${BENCH_ARGS[@]}" > "$OUT/bench_log.txt" 2>&1
+  echo "exit $?" >> "$OUT/bench_log.txt"
+  tail -3 "$OUT/bench_log.txt"
+fi
+CMP_STEP=()  # the draft step in both forms beside its anchor, where the session covers it
+[ ${#STEP_TESTS[@]} -gt 0 ] && CMP_STEP=(--step-forms --anchors draft_step)
 
 if [ -n "$OLD" ] && [ "$BENCH_SRC" = "$NEW" ]; then
   stamp "compare old vs new"
   timeout "$(box 60 110)" python3 -m eagle4.perf.kernel_bench compare-src --contract contracts/default.toml \
-    --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 "${CMP_K[@]}" --out "$OUT/compare_src.csv" \
+    --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 "${CMP_K[@]}" "${CMP_STEP[@]}" --out "$OUT/compare_src.csv" \
     > "$OUT/compare_src_log.txt" 2>&1
   echo "exit $? (EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1})" >> "$OUT/compare_src_log.txt"
   if [ "${EAGLE4_CUDA_PDL:-1}" != 0 ]; then  # the same without programmatic launches: what the kernels' code gives alone
     stamp "compare old vs new, EAGLE4_CUDA_PDL=0"
     EAGLE4_CUDA_PDL=0 timeout "$(box 60 90)" python3 -m eagle4.perf.kernel_bench compare-src \
-      --contract contracts/default.toml --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 "${CMP_K[@]}" \
+      --contract contracts/default.toml --contract contracts/deployment-8b.toml --src "$OLD" --src "$NEW" --rounds 3 "${CMP_K[@]}" "${CMP_STEP[@]}" \
       --out "$OUT/compare_src_nopdl.csv" > "$OUT/compare_src_nopdl_log.txt" 2>&1
     echo "exit $? (EAGLE4_CUDA_PDL=0)" >> "$OUT/compare_src_nopdl_log.txt"
   fi

@@ -5,8 +5,8 @@ point of contract C once in this process (one *run*) and writes one raw row per
 (point, impl, mode):
 
 * ``impl=cuda, mode=graph``: our op (for ``draft_step``: K1 -> K2 -> K3, one launch of the source's
-  ``draft_step`` op where it has one and EAGLE4_DRAFT_STEP_FUSED is not 0, else the three ops; the log
-  says which) in a CUDA graph, replays timed by CUDA events (``perf.timing``); with ``--eager`` also
+  ``draft_step`` op where it has one and EAGLE4_DRAFT_STEP_FUSED is not 0, else the three ops; the
+  rows' label and the log say which: "K1-K3 (one launch)" / "K1-K3 (three launches)") in a CUDA graph, replays timed by CUDA events (``perf.timing``); with ``--eager`` also
   ``mode=eager``: back-to-back launches from Python (what an eager caller sees, launch overhead included);
 * ``impl=torch_<name>, mode=graph``: each anchor of ``perf.anchors`` on the same tensors, same timer
   (an anchor in ``DEVICE_CHECKED`` is first checked against the reference; one that fails is logged, not timed).
@@ -58,11 +58,13 @@ def step_fused() -> bool:
     return os.environ.get("EAGLE4_DRAFT_STEP_FUSED", "1") != "0"
 
 
-def _ours(p: Point, backend, tensors, params):
+def _ours(p: Point, backend, tensors, params, one_launch: bool | None = None):
+    """Our op at point p. For ``draft_step``: the source's one-launch op when ``one_launch`` (default:
+    ``step_fused()``) and the source has it, else K1, K2, K3 as three launches."""
     from eagle4.perf.inputs import abi_args
 
     if p.kernel == "draft_step":
-        fused = backend.draft_step_op() if step_fused() else None
+        fused = backend.draft_step_op() if (step_fused() if one_launch is None else one_launch) else None
         if fused is not None:
             args = [a for k, n in STEP_KERNELS for a in abi_args(k, tensors[n], params[n])]
             return lambda: fused(*args)
@@ -91,9 +93,9 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     rows: list[dict] = []
 
-    def row(p, impl, mode, same, times, g):
+    def row(p, impl, mode, same, times, g, label=None):
         q = p.params
-        r = {"kernel": p.kernel, "label": p.label, "impl": impl, "mode": mode, "same_computation": str(same).lower(),
+        r = {"kernel": p.kernel, "label": label or p.label, "impl": impl, "mode": mode, "same_computation": str(same).lower(),
              "point": p.pid, **{k: q.get(k, "") for k in ("B", "W", "K", "H", "Q", "T", "V", "L", "S")},
              "dtype": q.get("dtype", "float32"), "run_index": run_index,
              "median_us": f"{stats.median(times):.4f}", "p10_us": f"{stats.percentile(times, 10):.4f}",
@@ -116,13 +118,14 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
             if eager:
                 pb = int(min(100, max(5, 3000 / t0)))
                 te += timing.eager_times(fn, pb, 25)
-        rg = row(p, "cuda", "graph", True, tg, g)
+        # our draft step's rows say which form they time in their label ("K1-K3 (one launch)")
+        ours_label = f"{p.label} ({_step_form(backend, None)})" if p.kernel == "draft_step" else None
+        rg = row(p, "cuda", "graph", True, tg, g, ours_label)
         msg = f"run {run_index} {shape_name(shape):14s} {p.pid:44s} ours {float(rg['median_us']):10.2f} us"
-        if p.kernel == "draft_step":  # which form of ours the row times (own line: scripts/kernel_runs_from_log.py)
-            form = "one launch" if step_fused() and backend.draft_step_op() is not None else "three launches"
-            log(f"run {run_index} {shape_name(shape)} {p.pid}: our draft step is {form}")
+        if p.kernel == "draft_step":  # the same on its own line (scripts/kernel_runs_from_log.py)
+            log(f"run {run_index} {shape_name(shape)} {p.pid}: our draft step is {_step_form(backend, None)}")
         if eager:
-            row(p, "cuda", "eager", True, te, pb)
+            row(p, "cuda", "eager", True, te, pb, ours_label)
         del fn
         for name, build, same in ANCHORS[p.kernel]:
             at, ap = make_call(p, dev)
@@ -220,16 +223,31 @@ def sweep_k5(shape: BenchShape, log=print) -> None:
         torch.cuda.empty_cache()
 
 
+COMPARE_FIELDS = ["contract", "point", "kernel_src", "impl", "form", "median_us"]
+
+
+def _step_form(backend, one_launch: bool | None) -> str:
+    """Which form of our draft step ``_ours`` times for this backend."""
+    one = step_fused() if one_launch is None else one_launch
+    return "one launch" if one and backend.draft_step_op() is not None else "three launches"
+
+
 def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", rounds: int = 3,
-                    log=print, kernels: str | None = None) -> list[dict]:
+                    log=print, kernels: str | None = None, step_forms: bool = False,
+                    anchors: str | None = None) -> list[dict]:
     """Development aid (before/after on one card, one process): our op built from each kernel source,
     graph-timed at every point of the contract, the sources alternating ``rounds`` times per point so
-    that drift hits them alike. Returns one row per (point, source): the median over the rounds'
-    per-window medians (graph mode, the bench's timer)."""
+    that drift hits them alike. With ``step_forms`` each source's draft step is also timed in its
+    other form (three launches beside the one-launch op); at the points of the kernels in ``anchors``
+    (comma-separated, or "all") the point's PyTorch anchors (not the ``torch.compile`` or
+    device-checked ones) join the rotation on the same tensors. Returns
+    one row per (point, source or anchor, form): the median over the rounds' per-window medians (graph
+    mode, the bench's timer)."""
     import torch
 
     from eagle4.backends.cuda import CudaBackend
     from eagle4.perf import timing
+    from eagle4.perf.anchors import ANCHORS, COMPILED, DEVICE_CHECKED
     from eagle4.perf.inputs import make_call
 
     backends = [CudaBackend(kernel_src=src) for src in sources]
@@ -239,19 +257,39 @@ def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", 
     rows = []
     for p in select(operating_points(shape, points), kernels):
         tensors, params = make_call(p, dev)
-        fns = [_ours(p, b, tensors, params) for b in backends]
-        g, n = timing.sizes_for(timing.probe_us(fns[0]))
-        meds: list[list[float]] = [[] for _ in fns]
+        # (kernel_src, impl, form, fn): ours from each source first, in --src order
+        impls = []
+        for src, b in zip(sources, backends, strict=True):
+            forms = [None]
+            if step_forms and p.kernel == "draft_step" and b.draft_step_op() is not None:
+                forms = [True, False]
+            for one in forms:
+                form = _step_form(b, one) if p.kernel == "draft_step" else ""
+                impls.append((src, "cuda", form, _ours(p, b, tensors, params, one)))
+        held = []
+        if anchors and (anchors == "all" or p.kernel in anchors.split(",")):
+            for name, build, _same in ANCHORS[p.kernel]:
+                if name in COMPILED or name in DEVICE_CHECKED:
+                    continue
+                at, ap = make_call(p, dev)
+                held.append(at)
+                impls.append(("", name, "", build(at, ap)))
+        g, n = timing.sizes_for(timing.probe_us(impls[0][3]))
+        meds: list[list[float]] = [[] for _ in impls]
         for _ in range(rounds):
-            for i, fn in enumerate(fns):
+            for i, (_s, _i, _f, fn) in enumerate(impls):
                 meds[i].append(stats.median(timing.graph_times(fn, g, n)))
         res = [stats.median(m) for m in meds]
-        for src, m in zip(sources, res, strict=True):
-            rows.append({"contract": shape_name(shape), "point": p.pid, "kernel_src": src, "median_us": f"{m:.4f}"})
+        for (src, impl, form, _fn), m in zip(impls, res, strict=True):
+            rows.append({"contract": shape_name(shape), "point": p.pid, "kernel_src": src, "impl": impl, "form": form,
+                         "median_us": f"{m:.4f}"})
+        first = [m for (_s, impl, form, _fn), m in zip(impls, res, strict=True)
+                 if impl == "cuda" and form in ("", _step_form(backends[0], None))]
         log(f"compare {shape_name(shape):14s} {p.pid:44s} " +
-            "  ".join(f"{Path(src).name} {m:9.2f}" for src, m in zip(sources, res, strict=True)) +
-            (f"  new/old {res[-1] / res[0]:.3f}" if len(res) > 1 else ""))
-        del tensors, fns
+            "  ".join(f"{Path(src).name or impl}{' (' + form + ')' if form else ''} {m:9.2f}"
+                      for (src, impl, form, _fn), m in zip(impls, res, strict=True)) +
+            (f"  new/old {first[-1] / first[0]:.3f}" if len(sources) > 1 and len(first) > 1 else ""))
+        del tensors, impls, held
         torch.cuda.empty_cache()
     return rows
 
@@ -287,7 +325,11 @@ def main(argv=None) -> int:
     c.add_argument("--points", default="all", choices=("all", "B1"))
     c.add_argument("--rounds", type=int, default=3)
     c.add_argument("--kernels", help="only the points of these kernels (comma-separated)")
-    c.add_argument("--out", required=True, help="CSV of (contract, point, kernel_src, median_us)")
+    c.add_argument("--step-forms", action="store_true",
+                   help="also time each source's draft step in its other form (one launch and three launches)")
+    c.add_argument("--anchors", metavar="KERNELS",
+                   help="also time the PyTorch anchors (not torch.compile's) at these kernels' points (comma-separated or all)")
+    c.add_argument("--out", required=True, help="CSV of (contract, point, kernel_src, impl, form, median_us)")
     args = ap.parse_args(argv)
     shapes = [shape_from_contract(c) for c in (args.contract or [DEFAULT_CONTRACT])]
     if args.cmd == "run":
@@ -301,8 +343,8 @@ def main(argv=None) -> int:
         rows = []
         for sh in shapes:
             rows += compare_sources(sh, args.src, args.points, args.rounds, log=lambda m: print(m, flush=True),
-                                    kernels=args.kernels)
-        write_csv(Path(args.out), rows, ["contract", "point", "kernel_src", "median_us"])
+                                    kernels=args.kernels, step_forms=args.step_forms, anchors=args.anchors)
+        write_csv(Path(args.out), rows, COMPARE_FIELDS)
         return 0
     if args.cmd == "warm-anchors":
         for sh in shapes:

@@ -58,6 +58,9 @@ def summarize(raw: list[dict], shapes: list[BenchShape]) -> list[dict]:
     out = []
     for (contract, pid, _impl, _mode), rs in sorted(groups.items()):
         meds = [float(r["median_us"]) for r in rs]
+        labels = sorted({r.get("label", "") for r in rs})
+        if len(labels) > 1:  # e.g. a draft step timed as one launch in some runs and three in others
+            raise ValueError(f"raw rows of {contract} {pid} {_impl} {_mode} mix labels {labels}: one form per summary")
         s = {k: rs[0].get(k, "") for k in SUMMARY_FIELDS}
         if contract not in rules:
             raise ValueError(f"raw rows of contract {contract!r}, which was not given (--contract)")
@@ -108,7 +111,8 @@ def anchors_md(summary: list[dict]) -> str:
         for s in sorted(mine, key=lambda s: (int(s["B"]), s["label"], s["point"])):
             flag = " **slower**" if s.get("slower_than_anchor") == "true" else ""
             extra = f" (softmax only {float(s['softmax_only_us']):.1f})" if s.get("softmax_only_us") else ""
-            lines.append(f"| {s['point']} | {float(s['median_us']):.2f} | {s.get('anchor_impl', '')}{extra} | "
+            form = s["label"].partition(" (")[2].rstrip(")")  # the draft step's form, e.g. "one launch"
+            lines.append(f"| {s['point']}{f' ({form})' if form else ''} | {float(s['median_us']):.2f} | {s.get('anchor_impl', '')}{extra} | "
                          f"{float(s['anchor_us']) if s.get('anchor_us') else float('nan'):.2f} | "
                          f"{s.get('ours_over_anchor', '')}{flag} | {float(s['roofline_us']):.3g} | "
                          f"{float(s['ours_over_roofline']):.3g} | {float(s['cov']):.4f} | {s['valid']} |")

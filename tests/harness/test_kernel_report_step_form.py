@@ -1,0 +1,72 @@
+"""The draft step's bench rows say which form of ours they time (one launch of the ``draft_step`` op or
+K1, K2, K3 as three launches): the label carries it into the summary and kernel_anchors.md, and a
+summary never merges runs of different forms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eagle4.perf import kernel_bench
+from eagle4.perf.kernel_report import anchors_md, summarize
+from eagle4.perf.points import shape_from_contract
+
+pytestmark = [pytest.mark.cpu]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _summary_row(label: str, point: str) -> dict:
+    return {"contract": "default", "contract_sha256": "ab" * 32, "impl": "cuda", "mode": "graph", "B": "1",
+            "label": label, "point": point, "median_us": "6.5", "anchor_impl": "torch_draft_layer",
+            "anchor_us": "89.5", "ours_over_anchor": "0.0726", "slower_than_anchor": "false", "softmax_only_us": "",
+            "roofline_us": "0.0014", "ours_over_roofline": "4642", "cov": "0.01", "valid": "true"}
+
+
+def test_anchors_md_names_the_draft_step_form():
+    md = anchors_md([_summary_row("K1-K3 (one launch)", "draft_step/B1/dtypefloat32"),
+                     _summary_row("K1", "draft_tree_score/B1/dtypefloat32")])
+    assert "| draft_step/B1/dtypefloat32 (one launch) | 6.50 |" in md
+    assert "| draft_tree_score/B1/dtypefloat32 | 6.50 |" in md
+
+
+def test_summary_refuses_runs_of_two_forms():
+    shape = shape_from_contract(REPO / "contracts" / "default.toml")
+    raw = [{"contract": "default", "point": "draft_step/B1/dtypefloat32", "impl": "cuda", "mode": "graph",
+            "median_us": "6.5", "label": label} for label in ("K1-K3 (one launch)", "K1-K3 (three launches)")]
+    with pytest.raises(ValueError, match="mix labels"):
+        summarize(raw, [shape])
+
+
+class _Backend:
+    def __init__(self, op):
+        self._op = op
+
+    def draft_step_op(self):
+        return self._op
+
+
+def test_step_form_follows_the_source_and_the_switch(monkeypatch):
+    monkeypatch.delenv("EAGLE4_DRAFT_STEP_FUSED", raising=False)
+    assert kernel_bench._step_form(_Backend(object()), None) == "one launch"
+    assert kernel_bench._step_form(_Backend(object()), False) == "three launches"
+    assert kernel_bench._step_form(_Backend(None), True) == "three launches"  # a source without the op
+    monkeypatch.setenv("EAGLE4_DRAFT_STEP_FUSED", "0")
+    assert kernel_bench._step_form(_Backend(object()), None) == "three launches"
+    assert kernel_bench._step_form(_Backend(object()), True) == "one launch"
+
+
+def test_compare_src_passes_the_step_forms_and_anchor_options(monkeypatch, tmp_path):
+    seen = []
+
+    def fake(shape, sources, points, rounds, log, kernels, step_forms, anchors):
+        seen.append((sources, kernels, step_forms, anchors))
+        return [{"contract": "default", "point": "draft_step/B1/dtypefloat32", "kernel_src": "", "impl": "torch_x",
+                 "form": "", "median_us": "1.0"}]
+
+    monkeypatch.setattr(kernel_bench, "compare_sources", fake)
+    out = tmp_path / "cmp.csv"
+    assert kernel_bench.main(["compare-src", "--src", "a.cu", "--src", "b.cu", "--kernels", "draft_step",
+                              "--step-forms", "--anchors", "draft_step", "--out", str(out)]) == 0
+    assert seen == [(["a.cu", "b.cu"], "draft_step", True, "draft_step")]
+    assert out.read_text().splitlines()[0] == ",".join(kernel_bench.COMPARE_FIELDS)
