@@ -117,6 +117,7 @@ if [ -n "$BENCH_SRC" ] && [ ${#STEP_TESTS[@]} -gt 0 ]; then
 fi
 if [ -z "$BENCH_SRC" ]; then
   [ -n "$OLD" ] || { stamp "our source failed to build or to match, no --old-src: stop"; exit 1; }
+  [ "$BENCH" = 1 ] || { stamp "our source failed to build or to match, --no-bench: nothing to measure, stop"; exit 1; }
   BENCH_SRC=$OLD   # the bench and the sanitizers measure the baseline source (built in step 1)
   export EAGLE4_KERNEL_SRC="$PWD/$OLD"
 fi
