@@ -221,20 +221,10 @@ __device__ __forceinline__ float warp_sum_rn(float s) {
   return s;
 }
 
-// A row copy with four loads of each thread in flight before its stores (a 4096-wide bf16 row is two
-// rounds of 16-byte units for 256 threads: one load latency instead of two).
 template <typename VT>
 __device__ __forceinline__ void copy_row(const VT* __restrict__ src, VT* __restrict__ dst, int64_t n,
                                          int64_t start, int64_t stride) {
-  for (int64_t u = start; u < n; u += 4 * stride) {
-    VT t[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-      if (u + k * stride < n) t[k] = src[u + k * stride];
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-      if (u + k * stride < n) dst[u + k * stride] = t[k];
-  }
+  for (int64_t u = start; u < n; u += stride) dst[u] = src[u];
 }
 
 // ==========================================================================================
@@ -658,9 +648,11 @@ void calculate_work_deltas(at::Tensor work_scores, int64_t batch_size, int64_t n
 // ==========================================================================================
 // The draft step: K1 -> K2 -> K3 of one draft layer in one launch (issue 14)
 //
-// Grid (B, K) like K1: block (b, r) sorts request b's scores and copies hidden row r; block (b, 0)
-// also stores K1's other outputs of request b, then runs K2 for request b (it reads only request b's
-// K1 outputs, written by this block before a block barrier), then K3's per-request deltas of b. K3's
+// Grid (B, K + 1): every block sorts request b's scores; block (b, 0) stores K1's outputs of request
+// b other than the hidden rows, then runs K2 for request b (it reads only request b's K1 outputs,
+// written by this block before a block barrier), then K3's per-request deltas of b; block (b, r + 1)
+// copies hidden row r (K1 has block (b, r) do both, so there the bookkeeping block's row copy would
+// follow its K2 and K3 phases: at H = 4096 bf16 that tail measured about 0.5-1 us). K3's
 // only cross-request step, deltas[w] = sum over b in ascending order, is done by the last block
 // (b, 0) to finish (threadfence + arrival counter, the counter reset by that block), in K3's order:
 // results are bit-identical to the three kernels. No block waits for another, so any grid size runs.
@@ -715,8 +707,9 @@ __global__ void __launch_bounds__(256) step_kernel(StepArgs a, const VT* hin, VT
       }
       if (threadIdx.x == 0) atomicExch(&g_step_arrivals, 0u);
     }
+  } else {
+    k1_copy<VT>(b, r - 1, hin, hout, a.K, a.W, a.row_units, s_perm);
   }
-  k1_copy<VT>(b, r, hin, hout, a.K, a.W, a.row_units, s_perm);
 }
 
 static bool same_tensor(const at::Tensor& x, const at::Tensor& y) {
@@ -862,7 +855,7 @@ bool draft_step(
   a.stride3 = row_stride3;
   a.deltas = ptr<float>(work_deltas);
   a.per_req = ptr<float>(pr);
-  dim3 grid((unsigned)B, (unsigned)K);
+  dim3 grid((unsigned)B, (unsigned)(K + 1));  // y = 0: the bookkeeping block; y = r + 1: hidden row r
   dispatch_units(row_bytes, {input_hidden_states.data_ptr(), output_hidden_states.data_ptr()},
                  [&](auto unit, int64_t ub) {
                    using VT = decltype(unit);
@@ -1385,7 +1378,9 @@ static int usable_cluster(KernelT kernel, int want, dim3 block, size_t smem) {
 // register kernel wherever it applies; blocks = the grid size the register kernel aims at (0: 2 per SM).
 static int g_k5_mode = 0;
 static int64_t g_k5_blocks = 0;
+static int64_t g_k5_max_cs = 0;  // the register kernel's largest cluster (0: 16)
 void k5_tuning(int64_t mode, int64_t blocks) { g_k5_mode = (int)mode; g_k5_blocks = blocks; }
+void k5_max_cluster(int64_t cs) { g_k5_max_cs = cs; }
 
 static int sm_count() {
   static int n = 0;
@@ -1414,7 +1409,7 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
     return false;
   const int64_t target = g_k5_blocks > 0 ? g_k5_blocks : 2 * (int64_t)sm_count();
   int64_t cs = std::max<int64_t>((target + R - 1) / R, (V + kMaxPerBlock - 1) / kMaxPerBlock);
-  cs = std::min<int64_t>(std::max<int64_t>(cs, 1), std::min<int64_t>(16, (V + 3) / 4));
+  cs = std::min<int64_t>(std::max<int64_t>(cs, 1), std::min<int64_t>(g_k5_max_cs > 0 ? g_k5_max_cs : 16, (V + 3) / 4));
   auto chunk_of = [&](int64_t c) { return ((V + c - 1) / c + 3) / 4 * 4; };
   int64_t chunk = chunk_of(cs);
   if (chunk > kMaxPerBlock) return false;
@@ -1736,13 +1731,11 @@ __global__ void __launch_bounds__(512) k6_kernel(
     warp_argmax(oav, oai);
     if (lane == 0) { s_Rq = all; s_base = below; s_gai = oai; }
   }
-  __syncthreads();  // s_Rq/s_base/s_gai visible to the block, and warp 0's DSMEM reads are over:
-  cluster_arrive();  // the cluster's barrier is waited for only before each exit below
+  cluster.sync();  // all DSMEM reads done; s_Rq/s_base/s_gai visible to the block
   const unsigned long long Rq = s_Rq, base = s_base;
   const long long gai = s_gai;
   if (Rq == 0) {
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)gai;
-    cluster_wait();
     return;
   }
   const float fc = fcoins[b];
@@ -1750,10 +1743,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
   if (c > 16777215ll) c = 16777215ll;
   const unsigned long long cu = (unsigned long long)c;
   const unsigned long long u = cu * (Rq >> 24) + ((cu * (Rq & 16777215ull)) >> 24);
-  if (!(u >= base && u < base + btotal)) {
-    cluster_wait();
-    return;
-  }
+  if (!(u >= base && u < base + btotal)) return;
   // this block holds the sample: find the tile, then the element
   const unsigned long long ul = u - base;
   if (tid == 0) s_tile = -1;
@@ -1796,7 +1786,6 @@ __global__ void __launch_bounds__(512) k6_kernel(
       }
     }
   }
-  cluster_wait();  // no block leaves while another may still read its shared memory
 }
 
 // Blocks of `threads` threads and `smem` bytes the GPU holds at once (occupancy per SM x SMs; cached).
@@ -2153,5 +2142,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("draft_tree_reject_sample", &draft_tree_reject_sample);
   m.def("update_verify_result", &update_verify_result);
   m.def("draft_step", &draft_step, "K1 -> K2 -> K3 of one draft layer in one launch (their arguments in ABI order)");
+  m.def("_k5_max_cluster", &k5_max_cluster, "bench sweep hook: the register K5's largest cluster (0: automatic)");
   m.def("_k5_tuning", &k5_tuning, "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");
 }

@@ -195,8 +195,9 @@ def shape_name(shape: BenchShape) -> str:
     return Path(shape.contract_path).stem
 
 
-def sweep_k5(shape: BenchShape, log=print) -> None:
-    """Development aid: K5 time per kernel choice / grid target at the contract's K5 points."""
+def sweep_k5(shape: BenchShape, log=print, points: str = "all") -> None:
+    """Development aid: K5 time per kernel choice / grid target / largest cluster of the register
+    kernel at the contract's K5 points."""
     import torch
 
     from eagle4.backends.cuda import CudaBackend
@@ -206,18 +207,21 @@ def sweep_k5(shape: BenchShape, log=print) -> None:
     backend = CudaBackend()
     mod = backend._load()
     dev = torch.device("cuda", 0)
-    for p in operating_points(shape):
+    for p in operating_points(shape, points):
         if p.kernel != "logits_to_probas":
             continue
         tensors, params = make_call(p, dev)
         fn = _ours(p, backend, tensors, params)
         res = []
-        for mode, blocks in ((1, 0), (2, 0), (2, 132), (2, 528), (2, 1056)):
+        for mode, blocks, cap in ((0, 0, 0), (1, 0, 0), (2, 0, 0), (2, 132, 0), (2, 528, 0), (2, 1056, 0),
+                                  (2, 0, 2), (2, 0, 4), (2, 0, 8)):
             mod._k5_tuning(mode, blocks)
+            mod._k5_max_cluster(cap)
             t0 = timing.probe_us(fn)
             g, n = timing.sizes_for(t0)
-            res.append(f"m{mode}/b{blocks} {stats.median(timing.graph_times(fn, g, n)):9.2f}")
+            res.append(f"m{mode}/b{blocks}/cs<={cap or 16} {stats.median(timing.graph_times(fn, g, n)):9.2f}")
         mod._k5_tuning(0, 0)
+        mod._k5_max_cluster(0)
         log(f"K5 sweep {shape_name(shape)} {p.pid:40s} " + "  ".join(res))
         del tensors, fn
         torch.cuda.empty_cache()
@@ -319,6 +323,7 @@ def main(argv=None) -> int:
     n.add_argument("--points", default="all", choices=("all", "B1"))
     k = sub.add_parser("sweep-k5")
     k.add_argument("--contract", action="append")
+    k.add_argument("--points", default="all", choices=("all", "B1"))
     c = sub.add_parser("compare-src", help="our ops from several kernel sources, one process (before/after)")
     c.add_argument("--contract", action="append")
     c.add_argument("--src", action="append", required=True, help="kernel source (repeatable; first = baseline)")
@@ -352,7 +357,7 @@ def main(argv=None) -> int:
         return 0
     if args.cmd == "sweep-k5":
         for sh in shapes:
-            sweep_k5(sh, log=lambda m: print(m, flush=True))
+            sweep_k5(sh, log=lambda m: print(m, flush=True), points=args.points)
         return 0
     if args.cmd == "ncu-probe":
         from eagle4.perf.ncu import ncu_probe
