@@ -659,6 +659,7 @@ void calculate_work_deltas(at::Tensor work_scores, int64_t batch_size, int64_t n
 // The arrival counter is one per device: two draft steps must not run concurrently on two streams.
 
 __device__ unsigned int g_step_arrivals = 0;
+static constexpr int STEP_STAGE = 1024;  // floats of shared memory staging K3's per-request rows
 
 struct StepArgs {
   // K1
@@ -682,6 +683,7 @@ __global__ void __launch_bounds__(256) step_kernel(StepArgs a, const VT* hin, VT
   __shared__ float s_sc[64];
   __shared__ int s_perm[64];
   __shared__ int s_last;
+  __shared__ float s_stage[STEP_STAGE];  // K3's per-request rows (B = 1: the row; else chunks of the B rows)
   extern __shared__ float step_sm[];  // K2: n0 + C + n1 floats
   k1_sort(b, a.probs, a.last, a.K, a.W, s_sc, s_perm);
   if (r == 0) {  // uniform per block: every barrier below is reached by the whole block
@@ -692,20 +694,48 @@ __global__ void __launch_bounds__(256) step_kernel(StepArgs a, const VT* hin, VT
              a.I, a.N, a.M, a.n0, a.n1, a.cumu_tokens, a.cumu_scores, a.cumu_deltas, a.prev, a.next, a.side,
              a.out_scores, a.out_tokens, a.work, a.sort_scores, a.out_mask, step_sm);
     __syncthreads();  // K2's work row b before K3 reads it
-    if (threadIdx.x == 0) {
-      k3_request(a.work + b * a.stride3, a.n0_3, a.K3, a.Vb, a.per_req + b * (a.K3 + 1));
-      __threadfence();  // the row is visible device-wide before this block counts as arrived
-      s_last = atomicAdd(&g_step_arrivals, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (s_last) {
-      __threadfence();
-      for (int w = threadIdx.x; w <= a.K3; w += blockDim.x) {
-        float s = 0.0f;
-        for (int64_t q = 0; q < (int64_t)gridDim.x; ++q) s = __fadd_rn(s, __ldcg(a.per_req + q * (a.K3 + 1) + w));
-        a.deltas[w] = s;
+    const int KW = a.K3 + 1;
+    if (gridDim.x == 1 && KW <= STEP_STAGE) {
+      // one request (B = 1): the deltas are its own row summed from 0.0f (K3's order), so no arrival
+      // counter, no fences and no read-back through L2
+      if (threadIdx.x == 0) k3_request(a.work, a.n0_3, a.K3, a.Vb, s_stage);
+      __syncthreads();
+      for (int w = threadIdx.x; w < KW; w += blockDim.x) {
+        a.per_req[w] = s_stage[w];
+        a.deltas[w] = __fadd_rn(0.0f, s_stage[w]);
       }
-      if (threadIdx.x == 0) atomicExch(&g_step_arrivals, 0u);
+    } else {
+      if (threadIdx.x == 0) {
+        k3_request(a.work + b * a.stride3, a.n0_3, a.K3, a.Vb, a.per_req + b * KW);
+        __threadfence();  // the row is visible device-wide before this block counts as arrived
+        s_last = atomicAdd(&g_step_arrivals, 1u) == gridDim.x - 1;
+      }
+      __syncthreads();
+      if (s_last) {
+        __threadfence();
+        if (KW <= (int)blockDim.x && KW <= STEP_STAGE) {
+          // the B rows staged through shared memory in chunks (one parallel round of L2 loads per
+          // chunk), then thread w sums its column in ascending b from 0.0f, as K3 does
+          const int rows = STEP_STAGE / KW;
+          float s = 0.0f;
+          for (int64_t q0 = 0; q0 < (int64_t)gridDim.x; q0 += rows) {
+            const int nq = (int)((int64_t)gridDim.x - q0 < rows ? (int64_t)gridDim.x - q0 : rows);
+            for (int i = threadIdx.x; i < nq * KW; i += blockDim.x) s_stage[i] = __ldcg(a.per_req + q0 * KW + i);
+            __syncthreads();
+            if ((int)threadIdx.x < KW)
+              for (int q = 0; q < nq; ++q) s = __fadd_rn(s, s_stage[q * KW + threadIdx.x]);
+            __syncthreads();
+          }
+          if ((int)threadIdx.x < KW) a.deltas[threadIdx.x] = s;
+        } else {
+          for (int w = threadIdx.x; w < KW; w += blockDim.x) {
+            float s = 0.0f;
+            for (int64_t q = 0; q < (int64_t)gridDim.x; ++q) s = __fadd_rn(s, __ldcg(a.per_req + q * KW + w));
+            a.deltas[w] = s;
+          }
+        }
+        if (threadIdx.x == 0) atomicExch(&g_step_arrivals, 0u);
+      }
     }
   } else {
     k1_copy<VT>(b, r - 1, hin, hout, a.K, a.W, a.row_units, s_perm);
@@ -860,6 +890,12 @@ bool draft_step(
                  [&](auto unit, int64_t ub) {
                    using VT = decltype(unit);
                    a.row_units = row_bytes / ub;
+                   // static shared memory (s_stage and K1's arrays, about 4.6 KB) plus K2's dynamic part
+                   // may pass the 48 KB a kernel gets without opting in (launch_ex opts in above 48 KB
+                   // of dynamic memory only)
+                   if (smem > 40 * 1024 && smem <= 48 * 1024)
+                     E4_CUDA_CHECK(cudaFuncSetAttribute(step_kernel<VT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                        (int)smem));
                    launch_ex(step_kernel<VT>, grid, dim3(256), smem, 0, stream, a, ptr<VT>(input_hidden_states),
                              ptr<VT>(output_hidden_states));
                  });

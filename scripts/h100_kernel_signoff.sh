@@ -177,7 +177,7 @@ stamp "racecheck"
 if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_DRAFT_STEP_FUSED:-1}" != 0 ]; then  # a step op in use
   stamp "racecheck of the draft-step kernel"
   { echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all ${SAN_STEP[*]}"
-    timeout "$(box 40 3)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all \
+    timeout "$(box 70 3)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all \
       "${SAN_STEP[@]}" 2>&1 | grep -v "^=========     " | tail -30
     echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_step_log.txt"
 fi
