@@ -51,9 +51,17 @@ from pathlib import Path
 
 from eagle4.backends import csim, hls_designs
 from eagle4.backends.hls_calltree import synthesis_view
-from eagle4.backends.hls_lex import (CONTROL, block_header, brace_blocks, innermost_block, is_function_header, line_of,
-                                     statement_end,
-                                     strip_comments)
+from eagle4.backends.hls_lex import (
+    CONTROL,
+    block_header,
+    brace_blocks,
+    innermost_block,
+    is_function_header,
+    line_of,
+    statement_end,
+    strip_comments,
+)
+
 
 def check_file(path: Path, tops: set[str]) -> list[str]:
     text = Path(path).read_text()

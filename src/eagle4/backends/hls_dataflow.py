@@ -36,7 +36,7 @@ import re
 from pathlib import Path
 
 from eagle4.backends import hls_lex
-from eagle4.backends.hls_calltree import Function, Program, split_top
+from eagle4.backends.hls_calltree import Program, split_top
 
 _STREAM_DECL = re.compile(r"(?:EAGLE4_STREAM\s*\([^;]*?\)|hls::stream\s*<[^;]*?>)\s*&?\s*(\w+)\s*[;\[({=]")
 _PORT_TYPE = re.compile(r"\b(?:V?Port|P)\s*<|\bPORT\s*\(")
@@ -96,7 +96,7 @@ def _arg_use(prog: Program, fn_name: str, pos: int, depth: int = 0) -> set[str]:
         p = re.escape(fn.params[pos][1])
         body = fn.text
         passed = set()
-        for callee, args, off in prog.calls(fn):
+        for callee, args, _off in prog.calls(fn):
             for i, a in enumerate(args):
                 if re.fullmatch(rf"\s*&?\s*{p}\s*(?:\+[^,]*)?", a):
                     out |= _arg_use(prog, callee, i, depth + 1)
@@ -186,8 +186,8 @@ def check_regions(prog: Program, path: Path) -> list[str]:
                 users = [(n, i) for n, args, _ in tasks for i, a in enumerate(args)
                          if re.fullmatch(rf"\s*{re.escape(s)}\s*", a)]
                 uses = [_stream_use(prog, n, i) for n, i in users]
-                writers = [n for (n, _), u in zip(users, uses) if "write" in u]
-                readers = [n for (n, _), u in zip(users, uses) if "read" in u]
+                writers = [n for (n, _), u in zip(users, uses, strict=True) if "write" in u]
+                readers = [n for (n, _), u in zip(users, uses, strict=True) if "read" in u]
                 if len(users) != 2 or len(writers) != 1 or len(readers) != 1 or set(writers) & set(readers):
                     problems.append(f"{fn.path}:{line}: dataflow-streams: stream {s} of the DATAFLOW region of "
                                     f"{fn.name}() has writers {writers or 'none'} and readers {readers or 'none'} "
@@ -338,7 +338,7 @@ def template_bindings(prog: Program, top: str) -> dict[str, str]:
                 tp = re.match(r"template\s*<([^>]*)>", callee.header)
                 if tp:
                     names = [p.split()[-1] for p in split_top(tp.group(1))]
-                    out.update(zip(names, split_top(m.group(2))))
+                    out.update(zip(names, split_top(m.group(2)), strict=False))  # trailing defaults may be omitted
     return out
 
 
