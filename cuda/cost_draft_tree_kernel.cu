@@ -1533,6 +1533,9 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
 // exchange of block totals through distributed shared memory.
 
 static constexpr int K6_TILE = 128;
+#ifndef E4_K6R_MIN_NV
+#define E4_K6R_MIN_NV 1  // the register form's least float4 loads per thread (the bench's variants set it)
+#endif
 
 struct K6Stats {
   unsigned long long total;
@@ -1556,26 +1559,29 @@ __device__ __forceinline__ void k6_load4(const float* rowp, int64_t v, int64_t v
   }
 }
 
-template <bool VEC4>
-__global__ void __launch_bounds__(512) k6_kernel(
+// Phase A, shared by both K6 kernels (every block of a request's cluster replays it): the tree
+// arrays staged in shared memory (carved from `sm`, k6_tree_bytes(Q) bytes), the tested
+// probabilities prefetched, the accepted child of every row resolved in parallel, then the walk
+// (thread 0; rank 0 writes predicts/accept_index/accept_length). Returns the final row, `last` and
+// the rejected tokens of the final row (s_rej, nrej) through shared memory.
+struct K6Walk {
+  int row;
+  long long last;
+  int nrej;
+  const int64_t* rej;
+  long long tpred_row;  // target_predict[b, row] (greedy requests)
+};
+
+__host__ __device__ constexpr size_t k6_tree_bytes(int64_t Q) { return (size_t)Q * (6 * 8 + 4 + 4 + 4 + 4) + 8; }
+
+__device__ __forceinline__ K6Walk k6_walk(
     const int64_t* __restrict__ cand, const int64_t* __restrict__ ridx, const int64_t* __restrict__ rnext,
     const int64_t* __restrict__ rsib, const float* __restrict__ probs, const int64_t* __restrict__ tpred,
-    const uint8_t* __restrict__ greedy_in, const float* __restrict__ coins, const float* __restrict__ fcoins,
-    float thr_single, float thr_acc, int Q, int S, int64_t V, int32_t* __restrict__ predicts,
-    int32_t* __restrict__ acc_idx, int32_t* __restrict__ acc_len, int64_t chunk) {
-  pdl_begin();
-  cg::cluster_group cluster = cg::this_cluster();
-  const int rank = (int)cluster.block_rank();
-  const int CS = (int)cluster.num_blocks();
-  const int64_t b = blockIdx.y;
-  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, wid = tid >> 5, nw = nt >> 5;
-  const int64_t BQ = (int64_t)gridDim.y * Q;
-
-  extern __shared__ unsigned long long k6_sm[];
-  const int64_t ntiles = (chunk + K6_TILE - 1) / K6_TILE;
-  unsigned long long* tsum = k6_sm;                                   // ntiles + 1
-  unsigned long long* wbuf = tsum + ntiles + 1;                       // 33
-  int64_t* s_cand = reinterpret_cast<int64_t*>(wbuf + 33);            // Q
+    const float* __restrict__ coins, bool gr, float thr_single, float thr_acc, int Q, int S, int64_t V, int64_t b,
+    int64_t BQ, int rank, int32_t* __restrict__ predicts, int32_t* __restrict__ acc_idx,
+    int32_t* __restrict__ acc_len, void* sm) {
+  const int tid = threadIdx.x, nt = blockDim.x;
+  int64_t* s_cand = reinterpret_cast<int64_t*>(sm);  // Q
   int64_t* s_next = s_cand + Q;
   int64_t* s_sib = s_next + Q;
   int64_t* s_ridx = s_sib + Q;
@@ -1585,15 +1591,9 @@ __global__ void __launch_bounds__(512) k6_kernel(
   float* s_p = s_coin + Q;
   int* s_prow = reinterpret_cast<int*>(s_p + Q);
   int* s_acc = s_prow + Q;  // per row: the child the walk accepts under it (-1: none)
-  __shared__ K6Stats st;
   __shared__ int s_row, s_nrej;
-  __shared__ long long s_last, s_gai;
-  __shared__ unsigned long long s_Rq, s_base;
-  __shared__ int64_t s_tile;
-  __shared__ float rv[32];
-  __shared__ long long ri[32];
+  __shared__ long long s_last;
 
-  const bool gr = greedy_in[b] != 0;
   for (int i = tid; i < Q; i += nt) {
     const int64_t o = b * Q + i;
     s_cand[i] = cand[o]; s_next[i] = rnext[o]; s_sib[i] = rsib[o]; s_ridx[i] = ridx[o];
@@ -1676,11 +1676,44 @@ __global__ void __launch_bounds__(512) k6_kernel(
     s_nrej = nrej;
   }
   __syncthreads();
-  const int row = s_row;
-  const long long last = s_last;
+  return K6Walk{s_row, s_last, s_nrej, s_rej, s_tpred[s_row]};
+}
+
+template <bool VEC4>
+__global__ void __launch_bounds__(512) k6_kernel(
+    const int64_t* __restrict__ cand, const int64_t* __restrict__ ridx, const int64_t* __restrict__ rnext,
+    const int64_t* __restrict__ rsib, const float* __restrict__ probs, const int64_t* __restrict__ tpred,
+    const uint8_t* __restrict__ greedy_in, const float* __restrict__ coins, const float* __restrict__ fcoins,
+    float thr_single, float thr_acc, int Q, int S, int64_t V, int32_t* __restrict__ predicts,
+    int32_t* __restrict__ acc_idx, int32_t* __restrict__ acc_len, int64_t chunk) {
+  pdl_begin();
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = (int)cluster.block_rank();
+  const int CS = (int)cluster.num_blocks();
+  const int64_t b = blockIdx.y;
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, wid = tid >> 5, nw = nt >> 5;
+  const int64_t BQ = (int64_t)gridDim.y * Q;
+
+  extern __shared__ unsigned long long k6_sm[];
+  const int64_t ntiles = (chunk + K6_TILE - 1) / K6_TILE;
+  unsigned long long* tsum = k6_sm;                                   // ntiles + 1
+  unsigned long long* wbuf = tsum + ntiles + 1;                       // 33
+  __shared__ K6Stats st;
+  __shared__ long long s_gai;
+  __shared__ unsigned long long s_Rq, s_base;
+  __shared__ int64_t s_tile;
+  __shared__ float rv[32];
+  __shared__ long long ri[32];
+
+  const bool gr = greedy_in[b] != 0;
+  const K6Walk w = k6_walk(cand, ridx, rnext, rsib, probs, tpred, coins, gr, thr_single, thr_acc, Q, S, V, b, BQ,
+                           rank, predicts, acc_idx, acc_len, wbuf + 33);
+  const int64_t* s_rej = w.rej;
+  const int row = w.row;
+  const long long last = w.last;
   const bool last_ok = last >= 0 && last < BQ;
   if (gr) {
-    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)s_tpred[row];
+    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)w.tpred_row;
     return;  // the whole cluster takes this branch (greedy is per request); no DSMEM use
   }
   // phases B/C on row `row`, range [v0, v1) of this block
@@ -1690,7 +1723,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
   const int64_t nt_loc = v1 > v0 ? (v1 - v0 + K6_TILE - 1) / K6_TILE : 0;
   // the rejected tokens (a set: each distinct token once) of this block's range: the first round's
   // values are loaded before the row's tiles, so their latency overlaps the tile loads
-  const int nrej = s_nrej;
+  const int nrej = w.nrej;
   auto rej_q = [&](int i, int64_t& tok_out) -> unsigned long long {
     const int64_t tok = s_rej[i];
     bool dup = false;
@@ -1824,6 +1857,141 @@ __global__ void __launch_bounds__(512) k6_kernel(
   }
 }
 
+// K6, the register form (small B, V <= 16 * 2048 * 8): each thread of a cluster of CS 512-thread blocks
+// holds 4 * NV consecutive entries of the final row in registers (one round of float4 loads), so phases
+// B/C take one block scan (warp shuffles, one __syncthreads), one exchange of block totals (each block
+// pushes its total and argmax into every block's shared memory, then one cluster barrier) and the
+// owning thread's scan of its own registers: no tile sums, no second cluster barrier, no reload of
+// the sampled tile. CS = 1 (the whole row in one block) launches without a cluster. Same integers,
+// same sample as k6_kernel.
+template <int NV, bool VEC4>
+__global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
+    const int64_t* __restrict__ cand, const int64_t* __restrict__ ridx, const int64_t* __restrict__ rnext,
+    const int64_t* __restrict__ rsib, const float* __restrict__ probs, const int64_t* __restrict__ tpred,
+    const uint8_t* __restrict__ greedy_in, const float* __restrict__ coins, const float* __restrict__ fcoins,
+    float thr_single, float thr_acc, int Q, int S, int64_t V, int32_t* __restrict__ predicts,
+    int32_t* __restrict__ acc_idx, int32_t* __restrict__ acc_len) {
+  constexpr int E = 4 * NV;  // entries per thread
+  pdl_begin();
+  const int CS = (int)gridDim.x, rank = (int)blockIdx.x;  // the cluster spans the grid's x
+  // a block's shared memory may take DSMEM stores only once every block of the cluster runs: arrive
+  // now, wait right before the stores (by then long satisfied)
+  if (CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  const int64_t b = blockIdx.y;
+  const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+  constexpr int NW = 512 / 32;
+  const int64_t BQ = (int64_t)gridDim.y * Q;
+  extern __shared__ unsigned long long k6r_sm[];
+  __shared__ unsigned long long wsum[NW];
+  __shared__ float wav[NW];
+  __shared__ long long wai[NW];
+  __shared__ K6Stats xs[16];  // xs[k]: block k's total and argmax (pushed by block k)
+
+  const bool gr = greedy_in[b] != 0;
+  const K6Walk w = k6_walk(cand, ridx, rnext, rsib, probs, tpred, coins, gr, thr_single, thr_acc, Q, S, V, b, BQ,
+                           rank, predicts, acc_idx, acc_len, k6r_sm);
+  const long long last = w.last;
+  const bool last_ok = last >= 0 && last < BQ;
+  if (gr) {
+    if (CS > 1) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // leave no arrival pending
+    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)w.tpred_row;
+    return;  // the whole cluster takes this branch (greedy is per request)
+  }
+  const float* rowp = probs + (b * Q + w.row) * V;
+  const int64_t lo = (int64_t)rank * (512 * E) + (int64_t)tid * E;
+  float x[E];
+#pragma unroll
+  for (int i = 0; i < NV; ++i) k6_load4<VEC4>(rowp, lo + 4 * i, V, &x[4 * i]);
+  // the rejected tokens in [lo, lo + E), as a bit mask (a set: duplicates collapse); overlaps the loads
+  unsigned rmask = 0u;
+  for (int j = 0; j < w.nrej; ++j) {
+    const int64_t d = w.rej[j] - lo;
+    if (d >= 0 && d < E) rmask |= 1u << (int)d;
+  }
+  unsigned long long s = 0ull;
+  float av = -INFINITY;
+  long long ai = LLONG_MAX;
+#pragma unroll
+  for (int k = 0; k < E; ++k) {
+    if (lo + k < V) {
+      s += ((rmask >> k) & 1u) ? 0ull : k6_q(x[k]);
+      if (amax_better(x[k], lo + k, av, ai)) { av = x[k]; ai = lo + k; }
+    }
+  }
+  // block scan: inclusive within the warp, warp totals through shared memory
+  unsigned long long incl = s;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long y = __shfl_up_sync(FULL, incl, o);
+    if (lane >= o) incl += y;
+  }
+  warp_argmax(av, ai);
+  if (lane == 31) wsum[wid] = incl;
+  if (lane == 0) { wav[wid] = av; wai[wid] = ai; }
+  __syncthreads();
+  unsigned long long below_w = 0ull, btotal = 0ull;
+#pragma unroll
+  for (int k = 0; k < NW; ++k) {
+    const unsigned long long t = wsum[k];
+    below_w += k < wid ? t : 0ull;
+    btotal += t;
+  }
+  unsigned long long Rq = btotal, base = 0ull;
+  long long gai = LLONG_MAX;
+  float bav = -INFINITY;
+  if (wid == 0) {  // the block's argmax (lane 0 of warp 0 ends with it)
+    bav = lane < NW ? wav[lane] : -INFINITY;
+    gai = lane < NW ? wai[lane] : LLONG_MAX;
+    warp_argmax(bav, gai);
+  }
+  if (CS > 1) {
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block of the cluster has started
+    if (wid == 0) {
+      bav = __shfl_sync(FULL, bav, 0);
+      gai = __shfl_sync(FULL, gai, 0);
+      if (lane < CS) {
+        K6Stats* o = cg::this_cluster().map_shared_rank(&xs[rank], lane);
+        o->total = btotal; o->av = bav; o->ai = gai;
+      }
+    }
+    // after this barrier every block's stats are in every block's shared memory and nothing touches
+    // another block's shared memory any more, so a block may exit as soon as it is done
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    Rq = 0ull;
+    float gav = -INFINITY;
+    gai = LLONG_MAX;
+    for (int k = 0; k < CS; ++k) {
+      const unsigned long long t = xs[k].total;
+      Rq += t;
+      base += k < rank ? t : 0ull;
+      if (amax_better(xs[k].av, xs[k].ai, gav, gai)) { gav = xs[k].av; gai = xs[k].ai; }
+    }
+  }
+  if (Rq == 0ull) {
+    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)gai;
+    return;
+  }
+  const float fc = fcoins[b];
+  long long c = (long long)floorf(__fmul_rn(fc, 16777216.0f));
+  if (c > 16777215ll) c = 16777215ll;
+  const unsigned long long cu = (unsigned long long)c;
+  const unsigned long long u = cu * (Rq >> 24) + ((cu * (Rq & 16777215ull)) >> 24);
+  const unsigned long long start = base + below_w + (incl - s);  // entries before this thread's first
+  if (s == 0ull || u < start || u >= start + s) return;
+  unsigned long long run = start;
+#pragma unroll
+  for (int k = 0; k < E; ++k) {
+    if (lo + k < V) {
+      run += ((rmask >> k) & 1u) ? 0ull : k6_q(x[k]);
+      if (run > u) {
+        if (last_ok) predicts[last] = (int32_t)(lo + k);
+        break;
+      }
+    }
+  }
+}
+
 // Blocks of `threads` threads and `smem` bytes the GPU holds at once (occupancy per SM x SMs; cached).
 template <typename KernelT>
 static int64_t resident_blocks(KernelT kernel, int threads, size_t smem) {
@@ -1872,9 +2040,33 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   auto stream = c10::cuda::getCurrentCUDAStream();
   const dim3 block(512);
   const bool vec = V % 4 == 0 && reinterpret_cast<uintptr_t>(target_probs.data_ptr()) % 16 == 0;
+  auto run = [&](auto kern, dim3 grid, size_t smem, int cs, auto... tail) {
+    launch_ex(kern, grid, block, smem, cs, stream, (const int64_t*)ptr<int64_t>(candidates),
+              (const int64_t*)ptr<int64_t>(retrive_index), (const int64_t*)ptr<int64_t>(retrive_next_token),
+              (const int64_t*)ptr<int64_t>(retrive_next_sibling), (const float*)ptr<float>(target_probs),
+              (const int64_t*)ptr<int64_t>(target_predict), (const uint8_t*)ptr<uint8_t>(is_greedy),
+              (const float*)ptr<float>(coins), (const float*)ptr<float>(final_coins), ts, ta, (int)Q, (int)S, V,
+              ptr<int32_t>(predicts), ptr<int32_t>(accept_index), ptr<int32_t>(accept_length), tail...);
+  };
+  // the register form: the smallest NV (>= E4_K6R_MIN_NV) whose clusters of <= 16 blocks hold the row,
+  // all B clusters in one wave of resident blocks; otherwise the tiled kernel below
+  const size_t smem_r = k6_tree_bytes(Q);
+  auto try_r = [&](auto kern, int nv) -> bool {
+    const int64_t cs = (V + 2048 * nv - 1) / (2048 * nv);
+    if (nv < E4_K6R_MIN_NV || cs > 16 || smem_r > 200 * 1024) return false;
+    if (cs > 8 && usable_cluster(kern, (int)cs, block, smem_r) < cs) return false;
+    if (B * cs > resident_blocks(kern, (int)block.x, smem_r)) return false;
+    run(kern, dim3((unsigned)cs, (unsigned)B), smem_r, cs > 1 ? (int)cs : 0);
+    return true;
+  };
+  if (vec ? (try_r(k6r_kernel<1, true>, 1) || try_r(k6r_kernel<2, true>, 2) || try_r(k6r_kernel<4, true>, 4) ||
+             try_r(k6r_kernel<8, true>, 8))
+          : (try_r(k6r_kernel<1, false>, 1) || try_r(k6r_kernel<2, false>, 2) || try_r(k6r_kernel<4, false>, 4) ||
+             try_r(k6r_kernel<8, false>, 8)))
+    return;
   auto k = vec ? k6_kernel<true> : k6_kernel<false>;
   auto smem_of = [&](int64_t chunk) {
-    return (size_t)(chunk / K6_TILE + 1 + 33) * 8 + (size_t)Q * (6 * 8 + 4 + 4 + 4 + 4) + 8;
+    return (size_t)(chunk / K6_TILE + 1 + 33) * 8 + k6_tree_bytes(Q);
   };
   auto chunk_of = [&](int c) { int64_t ch = (V + c - 1) / c; return (ch + K6_TILE - 1) / K6_TILE * K6_TILE; };
   // blocks per request: as many as one wave of resident blocks holds for all B requests (large B: fewer,
@@ -1887,13 +2079,7 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   cs = (int)((V + chunk - 1) / chunk);
   const size_t smem = smem_of(chunk);
   TORCH_CHECK(smem <= 227 * 1024, "draft_tree_reject_sample: Q/V too large for shared memory");
-  const dim3 grid((unsigned)cs, (unsigned)B);
-  launch_ex(k, grid, block, smem, cs, stream, (const int64_t*)ptr<int64_t>(candidates),
-                 (const int64_t*)ptr<int64_t>(retrive_index), (const int64_t*)ptr<int64_t>(retrive_next_token),
-                 (const int64_t*)ptr<int64_t>(retrive_next_sibling), (const float*)ptr<float>(target_probs),
-                 (const int64_t*)ptr<int64_t>(target_predict), (const uint8_t*)ptr<uint8_t>(is_greedy),
-                 (const float*)ptr<float>(coins), (const float*)ptr<float>(final_coins), ts, ta, (int)Q, (int)S, V,
-                 ptr<int32_t>(predicts), ptr<int32_t>(accept_index), ptr<int32_t>(accept_length), chunk);
+  run(k, dim3((unsigned)cs, (unsigned)B), smem, cs, chunk);
 }
 
 // ==========================================================================================
