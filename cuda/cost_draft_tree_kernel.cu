@@ -1699,7 +1699,6 @@ __global__ void __launch_bounds__(512) k6_kernel(
   unsigned long long* tsum = k6_sm;                                   // ntiles + 1
   unsigned long long* wbuf = tsum + ntiles + 1;                       // 33
   __shared__ K6Stats st;
-  __shared__ long long s_gai;
   __shared__ unsigned long long s_Rq, s_base;
   __shared__ int64_t s_tile;
   __shared__ float rv[32];
@@ -1733,8 +1732,6 @@ __global__ void __launch_bounds__(512) k6_kernel(
   };
   int64_t rej_tok0 = 0;
   const unsigned long long rej_q0 = tid < nrej ? rej_q(tid, rej_tok0) : 0ull;
-  float av = -INFINITY;
-  long long ai = LLONG_MAX;
 #pragma unroll 1
   for (int64_t t0 = wid; t0 < nt_loc; t0 += 4 * nw) {
     float x[4][4];
@@ -1747,14 +1744,18 @@ __global__ void __launch_bounds__(512) k6_kernel(
     for (int u = 0; u < 4; ++u) {
       const int64_t t = t0 + (int64_t)u * nw;
       if (t >= nt_loc) break;  // warp-uniform
-      const int64_t v = v0 + t * K6_TILE + lane * 4;
+      // q below 1.0 in 32 bits (entries past v1 were loaded as 0), an entry >= 1: k6_q (see k6r_kernel)
       unsigned long long s = 0;
+      bool big = false;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        if (v + k < v1) {
-          s += k6_q(x[u][k]);
-          if (x[u][k] > av || ai == LLONG_MAX || (isnan(x[u][k]) && !isnan(av))) { av = x[u][k]; ai = v + k; }
-        }
+        s += __float2uint_rz(__fmul_rn(x[u][k], 4294967296.0f));
+        big |= x[u][k] >= 1.0f;
+      }
+      if (big) {
+        s = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) s += k6_q(x[u][k]);
       }
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(FULL, s, o);
@@ -1769,42 +1770,50 @@ __global__ void __launch_bounds__(512) k6_kernel(
     const unsigned long long q = rej_q(i, tok);
     if (q) atomicAdd(&tsum[(tok - v0) / K6_TILE], (unsigned long long)(0ull - q));
   }
-  // argmax reduce (for the R_q == 0 fallback)
-  warp_argmax(av, ai);
-  if (lane == 0) { rv[wid] = av; ri[wid] = ai; }
   __syncthreads();
   const unsigned long long btotal = block_exclusive_scan<unsigned long long>(tsum, nt_loc, wbuf);
-  if (wid == 0) {
-    float bav = lane < nw ? rv[lane] : -INFINITY;
-    long long bai = lane < nw ? ri[lane] : LLONG_MAX;
-    warp_argmax(bav, bai);
-    if (lane == 0) { tsum[nt_loc] = btotal; st.total = btotal; st.av = bav; st.ai = bai; }
-  }
+  if (wid == 0 && lane == 0) { tsum[nt_loc] = btotal; st.total = btotal; }
   cluster.sync();
-  // warp 0: lane k reads block k's stats through DSMEM (all in parallel), then the cluster's
-  // total R_q, this block's base (blocks of lower rank) and the argmax, by warp reductions
+  // warp 0: lane k reads block k's total through DSMEM (all in parallel), then the cluster's total
+  // R_q and this block's base (blocks of lower rank) by warp reductions
   if (wid == 0) {
-    unsigned long long tk = 0ull;
-    float oav = -INFINITY;
-    long long oai = LLONG_MAX;
-    if (lane < CS) {
-      const K6Stats* o = cluster.map_shared_rank(&st, lane);
-      tk = o->total; oav = o->av; oai = o->ai;
-    }
+    const unsigned long long tk = lane < CS ? cluster.map_shared_rank(&st, lane)->total : 0ull;
     unsigned long long all = tk, below = lane < rank ? tk : 0ull;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
       all += __shfl_down_sync(FULL, all, o);
       below += __shfl_down_sync(FULL, below, o);
     }
-    warp_argmax(oav, oai);
-    if (lane == 0) { s_Rq = all; s_base = below; s_gai = oai; }
+    if (lane == 0) { s_Rq = all; s_base = below; }
   }
-  cluster.sync();  // all DSMEM reads done; s_Rq/s_base/s_gai visible to the block
+  cluster.sync();  // all DSMEM reads done; s_Rq/s_base visible to the block
   const unsigned long long Rq = s_Rq, base = s_base;
-  const long long gai = s_gai;
-  if (Rq == 0) {
-    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)gai;
+  if (Rq == 0) {  // (every block of the cluster) the fallback: argmax of the row, Rej ignored, a second pass
+    float av = -INFINITY;
+    long long ai = LLONG_MAX;
+    for (int64_t v = v0 + tid; v < v1; v += nt)
+      if (amax_better(rowp[v], v, av, ai)) { av = rowp[v]; ai = v; }
+    warp_argmax(av, ai);
+    if (lane == 0) { rv[wid] = av; ri[wid] = ai; }
+    __syncthreads();
+    if (wid == 0) {
+      av = lane < nw ? rv[lane] : -INFINITY;
+      ai = lane < nw ? ri[lane] : LLONG_MAX;
+      warp_argmax(av, ai);
+      if (lane == 0) { st.av = av; st.ai = ai; }
+    }
+    cluster.sync();
+    if (rank == 0 && wid == 0) {
+      av = -INFINITY;
+      ai = LLONG_MAX;
+      if (lane < CS) {
+        const K6Stats* o = cluster.map_shared_rank(&st, lane);
+        av = o->av; ai = o->ai;
+      }
+      warp_argmax(av, ai);
+      if (lane == 0 && last_ok) predicts[last] = (int32_t)ai;
+    }
+    cluster.sync();  // the DSMEM reads done before any block exits
     return;
   }
   const float fc = fcoins[b];
@@ -1885,7 +1894,9 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   __shared__ unsigned long long wsum[NW];
   __shared__ float wav[NW];
   __shared__ long long wai[NW];
-  __shared__ K6Stats xs[16];  // xs[k]: block k's total and argmax (pushed by block k)
+  __shared__ unsigned long long xtot[16];  // xtot[k]: block k's total (pushed by block k)
+  __shared__ float xav[16];                // the fallback's block argmax (R_q = 0 only)
+  __shared__ long long xai[16];
 
   const bool gr = greedy_in[b] != 0;
   const K6Walk w = k6_walk(cand, ridx, rnext, rsib, probs, tpred, coins, gr, thr_single, thr_acc, Q, S, V, b, BQ,
@@ -1908,15 +1919,19 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     const int64_t d = w.rej[j] - lo;
     if (d >= 0 && d < E) rmask |= 1u << (int)d;
   }
+  // q_v below 1.0 in 32 bits: the u32 conversion truncates like k6_q and gives 0 for NaN and t <= 0
+  // (entries past V were loaded as 0); an entry >= 1 or a rejected token here: the exact form again
   unsigned long long s = 0ull;
-  float av = -INFINITY;
-  long long ai = LLONG_MAX;
+  bool big = false;
 #pragma unroll
   for (int k = 0; k < E; ++k) {
-    if (lo + k < V) {
-      s += ((rmask >> k) & 1u) ? 0ull : k6_q(x[k]);
-      if (amax_better(x[k], lo + k, av, ai)) { av = x[k]; ai = lo + k; }
-    }
+    s += __float2uint_rz(__fmul_rn(x[k], 4294967296.0f));
+    big |= x[k] >= 1.0f;
+  }
+  if (big || rmask) {
+    s = 0ull;
+#pragma unroll
+    for (int k = 0; k < E; ++k) s += ((rmask >> k) & 1u) ? 0ull : k6_q(x[k]);
   }
   // block scan: inclusive within the warp, warp totals through shared memory
   unsigned long long incl = s;
@@ -1925,9 +1940,7 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     const unsigned long long y = __shfl_up_sync(FULL, incl, o);
     if (lane >= o) incl += y;
   }
-  warp_argmax(av, ai);
   if (lane == 31) wsum[wid] = incl;
-  if (lane == 0) { wav[wid] = av; wai[wid] = ai; }
   __syncthreads();
   unsigned long long below_w = 0ull, btotal = 0ull;
 #pragma unroll
@@ -1937,39 +1950,48 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     btotal += t;
   }
   unsigned long long Rq = btotal, base = 0ull;
-  long long gai = LLONG_MAX;
-  float bav = -INFINITY;
-  if (wid == 0) {  // the block's argmax (lane 0 of warp 0 ends with it)
-    bav = lane < NW ? wav[lane] : -INFINITY;
-    gai = lane < NW ? wai[lane] : LLONG_MAX;
-    warp_argmax(bav, gai);
-  }
   if (CS > 1) {
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block of the cluster has started
-    if (wid == 0) {
-      bav = __shfl_sync(FULL, bav, 0);
-      gai = __shfl_sync(FULL, gai, 0);
-      if (lane < CS) {
-        K6Stats* o = cg::this_cluster().map_shared_rank(&xs[rank], lane);
-        o->total = btotal; o->av = bav; o->ai = gai;
-      }
-    }
-    // after this barrier every block's stats are in every block's shared memory and nothing touches
-    // another block's shared memory any more, so a block may exit as soon as it is done
+    if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xtot[rank], lane) = btotal;
+    // after this barrier every block's total is in every block's shared memory and nothing touches
+    // another block's shared memory any more (unless R_q = 0), so a block may exit once it is done
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
     Rq = 0ull;
-    float gav = -INFINITY;
-    gai = LLONG_MAX;
     for (int k = 0; k < CS; ++k) {
-      const unsigned long long t = xs[k].total;
+      const unsigned long long t = xtot[k];
       Rq += t;
       base += k < rank ? t : 0ull;
-      if (amax_better(xs[k].av, xs[k].ai, gav, gai)) { gav = xs[k].av; gai = xs[k].ai; }
     }
   }
-  if (Rq == 0ull) {
-    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)gai;
+  if (Rq == 0ull) {  // (every block of the cluster) the fallback: argmax of the row, Rej ignored
+    float av = -INFINITY;
+    long long ai = LLONG_MAX;
+#pragma unroll
+    for (int k = 0; k < E; ++k)
+      if (lo + k < V && amax_better(x[k], lo + k, av, ai)) { av = x[k]; ai = lo + k; }
+    warp_argmax(av, ai);
+    if (lane == 0) { wav[wid] = av; wai[wid] = ai; }
+    __syncthreads();
+    if (wid == 0) {
+      av = lane < NW ? wav[lane] : -INFINITY;
+      ai = lane < NW ? wai[lane] : LLONG_MAX;
+      warp_argmax(av, ai);
+      av = __shfl_sync(FULL, av, 0);
+      ai = __shfl_sync(FULL, ai, 0);
+      if (CS > 1 && lane < CS) {
+        cg::cluster_group cl = cg::this_cluster();
+        *cl.map_shared_rank(&xav[rank], lane) = av;
+        *cl.map_shared_rank(&xai[rank], lane) = ai;
+      }
+    }
+    if (CS > 1) {
+      asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+      asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+      for (int k = 0; k < CS; ++k)
+        if (amax_better(xav[k], xai[k], av, ai)) { av = xav[k]; ai = xai[k]; }
+    }
+    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)ai;
     return;
   }
   const float fc = fcoins[b];
