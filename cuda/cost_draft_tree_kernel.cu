@@ -1560,8 +1560,8 @@ __device__ __forceinline__ void k6_load4(const float* rowp, int64_t v, int64_t v
 }
 
 // Phase A, shared by both K6 kernels (every block of a request's cluster replays it): the tree
-// arrays staged in shared memory (carved from `sm`, k6_tree_bytes(Q) bytes), the tested
-// probabilities prefetched, the accepted child of every row resolved in parallel, then the walk
+// arrays staged in shared memory (carved from `sm`, k6_tree_bytes(Q) bytes), the accepted child of
+// every row resolved in parallel (its thread prefetches the tested probabilities), then the walk
 // (thread 0; rank 0 writes predicts/accept_index/accept_length). Returns the final row, `last` and
 // the rejected tokens of the final row (s_rej, nrej) through shared memory.
 struct K6Walk {
@@ -1572,7 +1572,7 @@ struct K6Walk {
   long long tpred_row;  // target_predict[b, row] (greedy requests)
 };
 
-__host__ __device__ constexpr size_t k6_tree_bytes(int64_t Q) { return (size_t)Q * (6 * 8 + 4 + 4 + 4 + 4) + 8; }
+__host__ __device__ constexpr size_t k6_tree_bytes(int64_t Q) { return (size_t)Q * (6 * 8 + 4 + 4) + 8; }
 
 __device__ __forceinline__ K6Walk k6_walk(
     const int64_t* __restrict__ cand, const int64_t* __restrict__ ridx, const int64_t* __restrict__ rnext,
@@ -1588,46 +1588,70 @@ __device__ __forceinline__ K6Walk k6_walk(
   int64_t* s_tpred = s_ridx + Q;
   int64_t* s_rej = s_tpred + Q;
   float* s_coin = reinterpret_cast<float*>(s_rej + Q + 1);  // s_rej: Q + 1 (a chain visits <= Q + 1 nodes)
-  float* s_p = s_coin + Q;
-  int* s_prow = reinterpret_cast<int*>(s_p + Q);
-  int* s_acc = s_prow + Q;  // per row: the child the walk accepts under it (-1: none)
+  int* s_acc = reinterpret_cast<int*>(s_coin + Q);  // per row: the child the walk accepts under it (-1: none)
   __shared__ int s_row, s_nrej;
   __shared__ long long s_last;
 
   for (int i = tid; i < Q; i += nt) {
     const int64_t o = b * Q + i;
     s_cand[i] = cand[o]; s_next[i] = rnext[o]; s_sib[i] = rsib[o]; s_ridx[i] = ridx[o];
-    s_tpred[i] = tpred[o]; s_coin[i] = coins[o]; s_prow[i] = -1; s_p[i] = 0.0f;
+    s_tpred[i] = tpred[o]; s_coin[i] = coins[o];
     if (rank == 0) predicts[o] = -1;
   }
   if (rank == 0)
     for (int j = tid; j < S; j += nt) acc_idx[b * S + j] = -1;
   __syncthreads();
-  // parent row of every node (as the walk reaches it), to prefetch the tested probabilities
+  // phase A, in parallel: a level's outcome depends only on its row (coin, the children chain, pacc
+  // from 0), so one thread per row runs that row's sibling scan (same order, same f32 sums). The
+  // thread first loads the tested probabilities of its first PK children itself (one chase of the
+  // chain, the loads in flight together; no parent-row pass and two block barriers fewer), children
+  // past PK read theirs as the scan reaches them
+  constexpr int PK = 8;
   for (int r = tid; r < Q; r += nt) {
-    int64_t c = s_next[r];
-    for (int steps = 0; c >= 0 && c < Q && steps <= Q; ++steps) {
-      s_prow[c] = r;
-      c = s_sib[c];
-    }
-  }
-  __syncthreads();
-  if (!gr) {
-    for (int c = tid; c < Q; c += nt) {
-      const int pr = s_prow[c];
-      const int64_t tok = s_cand[c];
-      if (pr >= 0 && tok >= 0 && tok < V) s_p[c] = probs[(b * Q + pr) * V + tok];
-    }
-  }
-  __syncthreads();
-  // phase A, in parallel: a level's outcome depends only on its row (coin, the children chain,
-  // pacc from 0), so one thread per row runs that row's sibling scan (same order, same f32 sums)
-  for (int r = tid; r < Q; r += nt) {
+    float pv[PK];
     int64_t cur = s_next[r];
+#pragma unroll
+    for (int k = 0; k < PK; ++k) pv[k] = 0.0f;
+    if (!gr) {
+      int64_t c2 = cur;
+#pragma unroll
+      for (int k = 0; k < PK; ++k) {
+        if (c2 >= 0 && c2 < Q) {
+          const int64_t tok = s_cand[c2];
+          if (tok >= 0 && tok < V) pv[k] = probs[(b * Q + r) * V + tok];
+          c2 = s_sib[c2];
+        }
+      }
+    }
     int acc_c = -1;
     float pacc = 0.0f;
     const float coin = s_coin[r];
-    for (int guard = 0; cur != -1 && guard <= Q; ++guard) {
+    int guard = 0;
+    bool done = false;
+#pragma unroll
+    for (int k = 0; k < PK; ++k) {
+      if (!done) {
+        if (cur == -1 || guard > Q || cur < 0 || cur >= Q) {
+          done = true;
+        } else {
+          const int64_t tok = s_cand[cur];
+          if (tok >= 0 && tok < V) {
+            bool acc;
+            if (gr) {
+              acc = tok == s_tpred[r];
+            } else {
+              const float p = pv[k];
+              pacc = __fadd_rn(pacc, p);
+              acc = (coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
+            }
+            if (acc) { acc_c = (int)cur; done = true; }
+          }
+          if (!done) cur = s_sib[cur];
+          ++guard;
+        }
+      }
+    }
+    for (; !done && cur != -1 && guard <= Q; ++guard) {
       if (cur < 0 || cur >= Q) break;
       const int64_t tok = s_cand[cur];
       if (tok < 0 || tok >= V) { cur = s_sib[cur]; continue; }
@@ -1635,7 +1659,7 @@ __device__ __forceinline__ K6Walk k6_walk(
       if (gr) {
         acc = tok == s_tpred[r];
       } else {
-        const float p = (s_prow[cur] == r) ? s_p[cur] : probs[(b * Q + r) * V + tok];
+        const float p = probs[(b * Q + r) * V + tok];
         pacc = __fadd_rn(pacc, p);
         acc = (coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
       }
