@@ -1559,6 +1559,22 @@ __device__ __forceinline__ void k6_load4(const float* rowp, int64_t v, int64_t v
   }
 }
 
+// The R_q = 0 fallback's block argmax (both K6 kernels; every thread calls it): warp reductions, the
+// warps' results staged in rv/ri (one __syncthreads), then warp 0, whose every lane ends with the result.
+__device__ __forceinline__ void k6_block_argmax(float& av, long long& ai, float* rv, long long* ri) {
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  warp_argmax(av, ai);
+  if (lane == 0) { rv[wid] = av; ri[wid] = ai; }
+  __syncthreads();
+  if (wid == 0) {
+    av = lane < nw ? rv[lane] : -INFINITY;
+    ai = lane < nw ? ri[lane] : LLONG_MAX;
+    warp_argmax(av, ai);
+    av = __shfl_sync(FULL, av, 0);
+    ai = __shfl_sync(FULL, ai, 0);
+  }
+}
+
 // Phase A, shared by both K6 kernels (every block of a request's cluster replays it): the tree
 // arrays staged in shared memory (carved from `sm`, k6_tree_bytes(Q) bytes), the accepted child of
 // every row resolved in parallel (its thread prefetches the tested probabilities), then the walk
@@ -1817,15 +1833,8 @@ __global__ void __launch_bounds__(512) k6_kernel(
     long long ai = LLONG_MAX;
     for (int64_t v = v0 + tid; v < v1; v += nt)
       if (amax_better(rowp[v], v, av, ai)) { av = rowp[v]; ai = v; }
-    warp_argmax(av, ai);
-    if (lane == 0) { rv[wid] = av; ri[wid] = ai; }
-    __syncthreads();
-    if (wid == 0) {
-      av = lane < nw ? rv[lane] : -INFINITY;
-      ai = lane < nw ? ri[lane] : LLONG_MAX;
-      warp_argmax(av, ai);
-      if (lane == 0) { st.av = av; st.ai = ai; }
-    }
+    k6_block_argmax(av, ai, rv, ri);
+    if (tid == 0) { st.av = av; st.ai = ai; }
     cluster.sync();
     if (rank == 0 && wid == 0) {
       av = -INFINITY;
@@ -1994,20 +2003,11 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
 #pragma unroll
     for (int k = 0; k < E; ++k)
       if (lo + k < V && amax_better(x[k], lo + k, av, ai)) { av = x[k]; ai = lo + k; }
-    warp_argmax(av, ai);
-    if (lane == 0) { wav[wid] = av; wai[wid] = ai; }
-    __syncthreads();
-    if (wid == 0) {
-      av = lane < NW ? wav[lane] : -INFINITY;
-      ai = lane < NW ? wai[lane] : LLONG_MAX;
-      warp_argmax(av, ai);
-      av = __shfl_sync(FULL, av, 0);
-      ai = __shfl_sync(FULL, ai, 0);
-      if (CS > 1 && lane < CS) {
-        cg::cluster_group cl = cg::this_cluster();
-        *cl.map_shared_rank(&xav[rank], lane) = av;
-        *cl.map_shared_rank(&xai[rank], lane) = ai;
-      }
+    k6_block_argmax(av, ai, wav, wai);
+    if (CS > 1 && wid == 0 && lane < CS) {
+      cg::cluster_group cl = cg::this_cluster();
+      *cl.map_shared_rank(&xav[rank], lane) = av;
+      *cl.map_shared_rank(&xai[rank], lane) = ai;
     }
     if (CS > 1) {
       asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
