@@ -1559,6 +1559,14 @@ __device__ __forceinline__ void k6_load4(const float* rowp, int64_t v, int64_t v
   }
 }
 
+// §6.6 step 3: u = floor(c * R_q / 2^24) with c = min(floor(coin * 2^24), 2^24 - 1), without 128-bit products
+__device__ __forceinline__ unsigned long long k6_target(float fc, unsigned long long Rq) {
+  long long c = (long long)floorf(__fmul_rn(fc, 16777216.0f));
+  if (c > 16777215ll) c = 16777215ll;
+  const unsigned long long cu = (unsigned long long)c;
+  return cu * (Rq >> 24) + ((cu * (Rq & 16777215ull)) >> 24);
+}
+
 // The R_q = 0 fallback's block argmax (both K6 kernels; every thread calls it): warp reductions, the
 // warps' results staged in rv/ri (one __syncthreads), then warp 0, whose every lane ends with the result.
 __device__ __forceinline__ void k6_block_argmax(float& av, long long& ai, float* rv, long long* ri) {
@@ -1849,11 +1857,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
     cluster.sync();  // the DSMEM reads done before any block exits
     return;
   }
-  const float fc = fcoins[b];
-  long long c = (long long)floorf(__fmul_rn(fc, 16777216.0f));
-  if (c > 16777215ll) c = 16777215ll;
-  const unsigned long long cu = (unsigned long long)c;
-  const unsigned long long u = cu * (Rq >> 24) + ((cu * (Rq & 16777215ull)) >> 24);
+  const unsigned long long u = k6_target(fcoins[b], Rq);
   if (!(u >= base && u < base + btotal)) return;
   // this block holds the sample: find the tile, then the element
   const unsigned long long ul = u - base;
@@ -2018,11 +2022,7 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)ai;
     return;
   }
-  const float fc = fcoins[b];
-  long long c = (long long)floorf(__fmul_rn(fc, 16777216.0f));
-  if (c > 16777215ll) c = 16777215ll;
-  const unsigned long long cu = (unsigned long long)c;
-  const unsigned long long u = cu * (Rq >> 24) + ((cu * (Rq & 16777215ull)) >> 24);
+  const unsigned long long u = k6_target(fcoins[b], Rq);
   const unsigned long long start = base + below_w + (incl - s);  // entries before this thread's first
   if (s == 0ull || u < start || u >= start + s) return;
   unsigned long long run = start;
