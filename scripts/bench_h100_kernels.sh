@@ -48,7 +48,7 @@ done
 NCU_ARGS=()
 if [ "$NCU" = 1 ] && command -v ncu >/dev/null; then
   if timeout 900 ncu --csv --print-units base --clock-control none --cache-control all \
-       --metrics dram__bytes_read.sum,dram__bytes_write.sum -k 'regex:k[1-7]r?_kernel' \
+       --metrics dram__bytes_read.sum,dram__bytes_write.sum -k "regex:$(python3 -c 'from eagle4.perf.ncu import KERNEL_REGEX; print(KERNEL_REGEX)')" \
        python3 -m eagle4.perf.kernel_bench ncu-probe "${CARGS[@]}" --points "$NCU_POINTS" > "$RAW/ncu.csv" 2> "$RAW/ncu.err"; then
     NCU_ARGS=(--ncu-csv "$RAW/ncu.csv" --ncu-points "$NCU_POINTS")
     # ncu's own CSV, behind one line that says how it was obtained (the parser starts at its header)
