@@ -1,0 +1,51 @@
+"""Nsight Compute's CSV as the bench's report step reads it: every kernel of ours the profiler's filter
+admits is a launch of a probed point, whatever form it takes (templates print as ``void k6r_kernel<1, 1>(...)``);
+other kernels (PyTorch's) are not ours; a count that disagrees with the probe is refused, naming the file."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from eagle4.perf.ncu import KERNEL_REGEX, parse_ncu_csv
+from eagle4.perf.points import Point
+
+pytestmark = [pytest.mark.cpu]
+
+# the names ncu printed for our kernels in the H100 session of 8ad4df2 (reports/cuda_kernel_ncu_raw.csv)
+OURS = ["void k1_kernel<uint4>(const float *, long *)", "k2_kernel(const float *, const long *)",
+        "void k5r_kernel<1>(const float *, const float *, long, int)", "void k5_kernel<float, 4>(const T1 *)",
+        "void k6r_kernel<4, 1>(const long *, const long *)", "void k7_kernel<uint4>(const int *)"]
+
+
+def _csv(tmp_path, names):
+    lines = ['# provenance: measured -- a line above ncu\'s header', '"ID","Kernel Name","Metric Name","Metric Value"']
+    for i, n in enumerate(names):
+        lines += [f'"{i}","{n}","dram__bytes_read.sum","{1000 * (i + 1)}"',
+                  f'"{i}","{n}","dram__bytes_write.sum","{10 * (i + 1)}"']
+    p = tmp_path / "ncu.csv"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _points(n):
+    return [("default", [Point("tree_mask", "K4", {"B": b, "variant": "verify"}) for b in range(1, n + 1)])]
+
+
+def test_every_form_of_our_kernels_is_a_launch(tmp_path):
+    got = parse_ncu_csv(_csv(tmp_path, OURS), _points(len(OURS)))
+    assert [got[("default", f"tree_mask/verify/B{b}")] for b in range(1, len(OURS) + 1)] == \
+        [1010.0 * i for i in range(1, len(OURS) + 1)]
+
+
+def test_pytorch_kernels_are_not_ours_and_a_short_profile_is_refused(tmp_path):
+    names = ["void at::native::vectorized_elementwise_kernel<4>(int)", *OURS[:2], "sm90_xmma_gemm_k1_kernel"]
+    assert len(parse_ncu_csv(_csv(tmp_path, names), _points(2))) == 2
+    with pytest.raises(ValueError, match=r"ncu\.csv: 2 profiled launches of our kernels for 3 probed points"):
+        parse_ncu_csv(_csv(tmp_path, names), _points(3))
+
+
+def test_the_profilers_filter_admits_what_the_parser_counts():
+    # ncu -k regex: searches the function name; every name the parser counts must pass it
+    assert all(re.search(KERNEL_REGEX, n) for n in OURS)
