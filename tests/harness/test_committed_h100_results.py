@@ -23,6 +23,7 @@ beside it, with its own ``KNOWN_*`` lists): rows are only ever judged against th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import defaultdict
@@ -305,6 +306,18 @@ def test_hotspots_and_manifest(shapes, which):
     assert "H100" in env and "Driver Version" in env and "torch" in env and "build flags" in env
     for sh in shapes.values():
         assert sh.contract_hash in env
+
+
+def test_current_rows_time_the_current_kernel_source():
+    # the committed rows claim to be the H100's times of this code: a kernel edit without a new bench
+    # leaves them describing a source that no longer exists
+    env = _need(REPORTS / "h100_env_manifest.txt").read_text()
+    m = re.search(r"^kernel_src cost_draft_tree_kernel\.cu ([0-9a-f]{64})$", env, re.M)
+    assert m, "reports/h100_env_manifest.txt names no kernel source (written by scripts/bench_h100_kernels.sh)"
+    have = hashlib.sha256((REPO / "cuda" / "cost_draft_tree_kernel.cu").read_bytes()).hexdigest()
+    assert m.group(1) == have, (
+        f"the committed H100 rows time kernel source {m.group(1)[:12]}, cuda/cost_draft_tree_kernel.cu is {have[:12]}: "
+        "re-run scripts/h100_kernel_signoff.sh (or scripts/bench_h100_kernels.sh) on an H100 and commit its reports")
 
 
 def test_committed_h100_dumps():
