@@ -29,10 +29,24 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    if not hasattr(config, "workerinput") and not config.getoption("--reports-dir"):
-        # xdist hands the controller's options to its workers, so they all share this one folder
+    if hasattr(config, "workerinput"):
+        # an xdist worker parses the command line again, so an option the controller set in configure does
+        # not reach it: the controller's folder comes through workerinput (pytest_configure_node)
+        d = config.workerinput.get(_WORKER_KEY)
+        if d:
+            config.option.reports_dir = d
+    elif not config.getoption("--reports-dir"):
         config.option.reports_dir = str(_scratch_reports(Path(config.rootpath) / "reports"))
         config.stash[_SCRATCH] = True
+
+
+_WORKER_KEY = "eagle4_reports_dir"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist (controller): every worker writes where the controller does, the scratch copy included."""
+    node.workerinput[_WORKER_KEY] = str(reports_dir(node.config))
 
 
 _SCRATCH = pytest.StashKey[bool]()

@@ -173,3 +173,22 @@ def test_a_run_that_changes_committed_files_fails_naming_them(project):
     res = project.runpytest_subprocess(project.makepyfile(TOUCHES_COMMITTED), "-p", "no:cacheprovider")
     assert res.ret == pytest.ExitCode.TESTS_FAILED
     res.stdout.fnmatch_lines(["*committed files changed by this test run*", "*reports/p0_parity_matrix.md*"])
+
+
+WORKER_WRITES = """
+from pathlib import Path
+from plugins.api import reports_dir
+def test_writes_where_the_run_writes(request):
+    (reports_dir(request.config) / "gate_ledger.csv").write_text("from a worker")
+"""
+
+
+def test_xdist_workers_write_the_controllers_scratch_copy(project):
+    # a test writing through reports_dir (as tests/gates records its ledger) in an xdist worker: the scratch
+    # copy the controller made, never the committed reports/ (workers parse the command line again)
+    before = _snapshot(project.path / "reports")
+    res = project.runpytest_subprocess(project.makepyfile(WORKER_WRITES), "-p", "no:cacheprovider", "-n", "1")
+    res.assert_outcomes(passed=1)
+    assert _snapshot(project.path / "reports") == before
+    (line,) = [x for x in res.outlines if "this run's artifacts went to" in x]
+    assert (Path(re.search(r"went to (\S+)", line).group(1)) / "gate_ledger.csv").read_text() == "from a worker"
