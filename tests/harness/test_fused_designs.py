@@ -205,9 +205,10 @@ def test_k5_k6_against_pytorch_reference():
     assert agree >= 0.99 and tok >= 0.99
 
 
-def test_draft_lm_head_spill_beyond_the_onchip_tile():
+@pytest.mark.parametrize("Vt", [32, 40])  # whole weight tiles only; a last, partial tile (its own spill loop)
+def test_draft_lm_head_spill_beyond_the_onchip_tile(Vt):
     """B*W > E4F_LM_ROWS: rows past the on-chip logits tile spill to HBM; weights still stream once."""
-    s = fc.DraftShape(B=40, K=8, widths=[1, 8], H=8, Vt=32, V=300, N=128, M=64, I=64, L=3, verify_num=16,
+    s = fc.DraftShape(B=40, K=8, widths=[1, 8], H=8, Vt=Vt, V=300, N=128, M=64, I=64, L=3, verify_num=16,
                       hidden_dtype="bfloat16", weight_dtype="int8", seed=9)
     a = fc.make_draft_inputs(s)
     fo, fcnt = fc.run_draft("fused", s, a)

@@ -194,6 +194,20 @@ void lmh_load_tile(Port<const WE> lmw0, Port<const WE> lmw1, Port<const WE> lmw2
   }
 }
 
+// One word of the lane trees: E4F_LANES_LMH_RED logits (tile rows i0 .. i0 + 7) of hidden row rr of the
+// block, scaled by their rows' scales.
+inline void lmh_red_word(const float (&part)[E4F_LMH_IL / E4F_LMH_VP][E4F_LMH_VP][E4F_LMH_RT][E4F_LMH_LANES],
+                         const float (&sc)[E4F_LMH_IL], int use_scale, int rr, int i0,
+                         float (&out)[E4F_LANES_LMH_RED]) {
+#pragma HLS INLINE
+  for (int m = 0; m < E4F_LANES_LMH_RED; ++m) {
+#pragma HLS UNROLL factor = E4F_LANES_LMH_RED
+    const int il = i0 + m;
+    const float acc = lm_tree(part[il / E4F_LMH_VP][il % E4F_LMH_VP][rr]);
+    out[m] = use_scale ? acc * sc[il] : acc;
+  }
+}
+
 // The MAC array over one weight tile: for every block of E4F_LMH_RT frontier rows, E4F_LMH_VP x E4F_LMH_RT x
 // E4F_LMH_LANES multiply-adds per cycle into per-lane partial sums (the tile's rows VP at a time), then the
 // lane trees (E4F_LANES_LMH_RED logits per cycle) and the row scale.
@@ -227,30 +241,48 @@ void lmh_mac_tile(const WTile& wt, const float (&sc)[E4F_LMH_IL], Port<float> sp
         }
       }
     }
-    // the lane trees: E4F_LANES_LMH_RED logits of one hidden row per cycle (whole words of the logits tile)
+    // the lane trees: E4F_LANES_LMH_RED logits of one hidden row per cycle. One loop per destination, chosen
+    // outside it (no port access under a test in the pipelined loop): the on-chip tile (rows < E4F_LM_ROWS and
+    // the last block's padding rows, which write nothing), the spill port in whole runs of logits (a full
+    // tile), or a full tile's worth reduced into registers and its V - v0 logits written in their own loop
+    // (the last, partial tile: never at deployment). Every row runs the same trips, as before the split.
     for (int rr = 0; rr < E4F_LMH_RT; ++rr) {
-      for (int i0 = 0; i0 < E4F_LMH_IL; i0 += E4F_LANES_LMH_RED) {
-#pragma HLS PIPELINE II = E4F_II_LMH_RED
-        E4F_TRIPS(LMH_RED, E4F_LANES_LMH_RED);
-        float lmh_out[E4F_LANES_LMH_RED];
+      const int r = r0 + rr;
+      const bool keep = r < R;
+      float lmh_out[E4F_LANES_LMH_RED];
 #pragma HLS ARRAY_PARTITION variable = lmh_out type = complete dim = 1
-        for (int m = 0; m < E4F_LANES_LMH_RED; ++m) {
-#pragma HLS UNROLL factor = E4F_LANES_LMH_RED
-          const int il = i0 + m;
-          const float acc = lm_tree(part[il / E4F_LMH_VP][il % E4F_LMH_VP][rr]);
-          lmh_out[m] = use_scale ? acc * sc[il] : acc;
-        }
-        const int r = r0 + rr;
-        for (int m = 0; m < E4F_LANES_LMH_RED; m += 2) {
-          const int v = v0 + i0 + m;
-          if (r >= R || v >= V) continue;
-          if (r < E4F_LM_ROWS) {
-            tile_set2(r, v >> 1, lmh_out[m], v + 1 < V ? lmh_out[m + 1] : 0.0f);
-          } else {
-            spill[(r - E4F_LM_ROWS) * V + v] = lmh_out[m];
-            if (v + 1 < V) spill[(r - E4F_LM_ROWS) * V + v + 1] = lmh_out[m + 1];
+      if (!keep || r < E4F_LM_ROWS) {
+        for (int i0 = 0; i0 < E4F_LMH_IL; i0 += E4F_LANES_LMH_RED) {
+#pragma HLS PIPELINE II = E4F_II_LMH_RED
+          E4F_TRIPS(LMH_RED, E4F_LANES_LMH_RED);
+          lmh_red_word(part, sc, use_scale, rr, i0, lmh_out);
+          for (int m = 0; m < E4F_LANES_LMH_RED; m += 2) {
+            const int v = v0 + i0 + m;
+            if (keep && v < V) tile_set2(r, v >> 1, lmh_out[m], v + 1 < V ? lmh_out[m + 1] : 0.0f);
           }
         }
+      } else if (v0 + E4F_LMH_IL <= V) {
+        const int base = (r - E4F_LM_ROWS) * V + v0;
+        for (int i0 = 0; i0 < E4F_LMH_IL; i0 += E4F_LANES_LMH_RED) {
+#pragma HLS PIPELINE II = E4F_II_LMH_RED
+          E4F_TRIPS(LMH_RED, E4F_LANES_LMH_RED);
+          lmh_red_word(part, sc, use_scale, rr, i0, lmh_out);
+          for (int m = 0; m < E4F_LANES_LMH_RED; ++m) {
+#pragma HLS UNROLL factor = E4F_LANES_LMH_RED
+            spill[base + i0 + m] = lmh_out[m];
+          }
+        }
+      } else {
+        float tail[E4F_LMH_IL];  // registers (completely partitioned), not a BRAM
+#pragma HLS ARRAY_PARTITION variable = tail type = complete dim = 1
+        for (int i0 = 0; i0 < E4F_LMH_IL; i0 += E4F_LANES_LMH_RED) {
+#pragma HLS PIPELINE II = E4F_II_LMH_RED
+          E4F_TRIPS(LMH_RED, E4F_LANES_LMH_RED);
+          lmh_red_word(part, sc, use_scale, rr, i0, lmh_out);
+          for (int m = 0; m < E4F_LANES_LMH_RED; ++m) tail[i0 + m] = lmh_out[m];
+        }
+        const int base = (r - E4F_LM_ROWS) * V;
+        for (int v = v0; v < V; ++v) spill[base + v] = tail[v - v0];
       }
     }
   }

@@ -378,14 +378,7 @@ class Exemption:
         return f": {self.rule}:" in problem and path.endswith(self.file) and self.where in problem
 
 
-EXEMPTIONS: tuple[Exemption, ...] = (
-    Exemption("conditional-port", "fused/draft_pipeline/draft_pipeline.cpp", "spill[...]",
-              "lmh_mac_tile's reduction loop (LMH_RED, pipelined) writes a row's logits to the spill port under "
-              "'r < E4F_LM_ROWS' / 'v + 1 < V' inside its il loop, which Vitis unrolls: no widened burst on spill. "
-              "A real finding in the LM head (rows beyond the on-chip tile, B*W > E4F_LM_ROWS); the fix (whole "
-              "spill beats from a row buffer, the tail in its own loop) belongs to the LM-head rework.",
-              open="the draft LM head's owner (issue 13, int4 LM head)"),
-)
+EXEMPTIONS: tuple[Exemption, ...] = ()
 
 
 def _fused_loop_files(prog, d, hls_dir: Path) -> list[Path]:
