@@ -659,7 +659,9 @@ void calculate_work_deltas(at::Tensor work_scores, int64_t batch_size, int64_t n
 // The arrival counter is one per device: two draft steps must not run concurrently on two streams.
 
 __device__ unsigned int g_step_arrivals = 0;
-static constexpr int STEP_STAGE = 1024;  // floats of shared memory staging K3's per-request rows
+// floats of shared memory staging K3's per-request rows: B = 128 rows of K + 1 = 9 (deployment-8b) in one
+// round of L2 loads (1024 took two)
+static constexpr int STEP_STAGE = 1536;
 
 struct StepArgs {
   // K1
@@ -706,7 +708,12 @@ __global__ void __launch_bounds__(256) step_kernel(StepArgs a, const VT* hin, VT
       }
     } else {
       if (threadIdx.x == 0) {
-        k3_request(a.work + b * a.stride3, a.n0_3, a.K3, a.Vb, a.per_req + b * KW);
+        // K2 left work row b in shared memory too: A (n0 floats) then Bs, whose first K entries are the
+        // row's [n0, n0 + K). When K3 reads only those (its n0 + K <= K2's), its serial row walk reads
+        // shared memory instead of L2 (measured: B = 128 faster; at B = 1, above, the global row was
+        // 1.5% faster, so that path keeps it)
+        if (a.n0_3 + a.K3 <= a.n0 + a.K) k3_request(step_sm, a.n0_3, a.K3, a.Vb, a.per_req + b * KW);
+        else k3_request(a.work + b * a.stride3, a.n0_3, a.K3, a.Vb, a.per_req + b * KW);
         __threadfence();  // the row is visible device-wide before this block counts as arrived
         s_last = atomicAdd(&g_step_arrivals, 1u) == gridDim.x - 1;
       }
@@ -890,10 +897,10 @@ bool draft_step(
                  [&](auto unit, int64_t ub) {
                    using VT = decltype(unit);
                    a.row_units = row_bytes / ub;
-                   // static shared memory (s_stage and K1's arrays, about 4.6 KB) plus K2's dynamic part
+                   // static shared memory (s_stage and K1's arrays, about 6.6 KB) plus K2's dynamic part
                    // may pass the 48 KB a kernel gets without opting in (launch_ex opts in above 48 KB
                    // of dynamic memory only)
-                   if (smem > 40 * 1024 && smem <= 48 * 1024)
+                   if (smem > 32 * 1024 && smem <= 48 * 1024)
                      E4_CUDA_CHECK(cudaFuncSetAttribute(step_kernel<VT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                         (int)smem));
                    launch_ex(step_kernel<VT>, grid, dim3(256), smem, 0, stream, a, ptr<VT>(input_hidden_states),
@@ -2199,22 +2206,48 @@ __global__ void __launch_bounds__(256) k7_kernel(
   // the three exclusive prefix sums (accepted entries, the same over unfinished requests, rank
   // among unfinished) in one block scan: three 21-bit fields of one int64 (every total <= B*S < 2^21)
   constexpr int64_t F21 = (1ll << 21) - 1;
-  for (int b = tid; b < B; b += nt) {
-    int64_t cnt = 0;
-    for (int j = 0; j < S; ++j) cnt += row[(int64_t)b * S + j] != -1;
-    const bool unf = (b == tid ? fin_pre : finish[b]) < 0;
-    accp[b] = cnt | ((unf ? cnt : 0ll) << 21) | ((unf ? 1ll : 0ll) << 42);
+  int64_t Nacc, Nunf, U;
+  if (B <= 32) {
+    // one warp: counts and their scan by shuffles (integer sums: the block scan's values), one block
+    // barrier instead of the block scan path's five
+    if (tid < 32) {
+      long long v = 0;
+      if (tid < B) {
+        long long cnt = 0;
+        for (int j = 0; j < S; ++j) cnt += row[(int64_t)tid * S + j] != -1;
+        const bool unf = fin_pre < 0;
+        v = cnt | ((unf ? cnt : 0ll) << 21) | ((unf ? 1ll : 0ll) << 42);
+      }
+      long long inc = v;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const long long u = __shfl_up_sync(FULL, inc, o);
+        if (tid >= o) inc += u;
+      }
+      const long long ex = inc - v;
+      if (tid < B) { accp[tid] = ex & F21; unfp[tid] = (ex >> 21) & F21; urank[tid] = ex >> 42; }
+      if (tid == B - 1) { accp[B] = inc & F21; unfp[B] = (inc >> 21) & F21; urank[B] = inc >> 42; }
+    }
+    __syncthreads();
+    Nacc = accp[B]; Nunf = unfp[B]; U = urank[B];
+  } else {
+    for (int b = tid; b < B; b += nt) {
+      int64_t cnt = 0;
+      for (int j = 0; j < S; ++j) cnt += row[(int64_t)b * S + j] != -1;
+      const bool unf = (b == tid ? fin_pre : finish[b]) < 0;
+      accp[b] = cnt | ((unf ? cnt : 0ll) << 21) | ((unf ? 1ll : 0ll) << 42);
+    }
+    __syncthreads();
+    const int64_t tot3 = block_exclusive_scan<int64_t>(accp, B, wbuf);
+    for (int b = tid; b <= B; b += nt) {
+      const int64_t v = b < B ? accp[b] : tot3;
+      accp[b] = v & F21;
+      unfp[b] = (v >> 21) & F21;
+      urank[b] = v >> 42;
+    }
+    __syncthreads();
+    Nacc = tot3 & F21; Nunf = (tot3 >> 21) & F21; U = tot3 >> 42;
   }
-  __syncthreads();
-  const int64_t tot3 = block_exclusive_scan<int64_t>(accp, B, wbuf);
-  for (int b = tid; b <= B; b += nt) {
-    const int64_t v = b < B ? accp[b] : tot3;
-    accp[b] = v & F21;
-    unfp[b] = (v >> 21) & F21;
-    urank[b] = v >> 42;
-  }
-  __syncthreads();
-  const int64_t Nacc = tot3 & F21, Nunf = (tot3 >> 21) & F21, U = tot3 >> 42;
   // per request: compacted rows
   for (int b = tid; b < B; b += nt) {
     const bool unf = (b == tid ? fin_pre : finish[b]) < 0;
@@ -2288,12 +2321,24 @@ __global__ void __launch_bounds__(256) k7_kernel(
       o.evict[p] = ev ? 1 : 0;
       cnt += ev;
     }
-    // scan of per-thread counts through urank's neighbour scratch: reuse wbuf via a small array
-    __shared__ int64_t cnts[256];
-    cnts[tid] = cnt;
+    // exclusive scan of the per-thread counts: shuffles within each warp, the warps' totals through
+    // shared memory (one block barrier)
+    __shared__ long long wev[32];
+    long long inc = cnt;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long u = __shfl_up_sync(FULL, inc, o);
+      if ((tid & 31) >= o) inc += u;
+    }
+    if ((tid & 31) == 31) wev[tid >> 5] = inc;
     __syncthreads();
-    const int64_t nev = block_exclusive_scan<int64_t>(cnts, nt, wbuf);
-    int64_t w = cnts[tid];
+    long long before = 0, nev = 0;
+    for (int i = 0; i < (nt >> 5); ++i) {
+      const long long v = wev[i];
+      if (i < (tid >> 5)) before += v;
+      nev += v;
+    }
+    int64_t w = before + inc - cnt;
     for (int64_t p0 = s0; p0 < s1; p0 += 8) {  // 8 slot loads in flight before the stores
       int64_t v[8];
       bool ev[8];
