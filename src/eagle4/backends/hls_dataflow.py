@@ -61,16 +61,21 @@ def _read_only(ptype: str) -> bool:
     return bool(re.search(r"\bconst\b", ptype)) and not re.search(r"\bconst\s*$", ptype.replace("*", "").strip())
 
 
+def _param_at(prog: Program, fn_name: str, pos: int, depth: int):
+    """(definition, parameter name) of argument ``pos`` of every definition of ``fn_name``: where a use
+    followed through calls continues (none past 6 calls deep)."""
+    if depth > 6:
+        return
+    for fn in prog.fns.get(fn_name, []):
+        if pos < len(fn.params):
+            yield fn, fn.params[pos][1]
+
+
 def _stream_use(prog: Program, fn_name: str, pos: int, depth: int = 0) -> set[str]:
     """{'read', 'write'}: what a callee does with the stream passed as its argument ``pos`` (followed through
     the calls it passes that parameter to)."""
     out: set[str] = set()
-    if depth > 6:
-        return out
-    for fn in prog.fns.get(fn_name, []):
-        if pos >= len(fn.params):
-            continue
-        p = fn.params[pos][1]
+    for fn, p in _param_at(prog, fn_name, pos, depth):
         body = fn.text
         if re.search(rf"(?<![\w.]){re.escape(p)}\s*\.\s*(read|read_nb|empty)\b|(?<![\w.]){re.escape(p)}\s*>>", body):
             out.add("read")
@@ -88,12 +93,8 @@ def _arg_use(prog: Program, fn_name: str, pos: int, depth: int = 0) -> set[str]:
     ``pos``: an element or member assigned is a write, any other use a read (followed through the calls it
     passes that parameter to)."""
     out: set[str] = set()
-    if depth > 6:
-        return out
-    for fn in prog.fns.get(fn_name, []):
-        if pos >= len(fn.params):
-            continue
-        p = re.escape(fn.params[pos][1])
+    for fn, name in _param_at(prog, fn_name, pos, depth):
+        p = re.escape(name)
         body = fn.text
         passed = set()
         for callee, args, _off in prog.calls(fn):
