@@ -42,7 +42,7 @@ row per configuration; :func:`write_csv` writes ``reports/acceptance_impact.csv`
 ``eagle4.gates.metrics.acceptance_length_impact`` reads (``impact``, ``provenance``,
 ``contract_sha256``).
 
-Modules, one concern each: :mod:`.hot_vocab` (the hot set, the restricted LM head), :mod:`.int4` (int4 LM head),
+Modules, one concern each: :mod:`.hot_vocab` (the hot set, the restricted LM head), :mod:`.int4` (int4 LM head), :mod:`.rowquant` (the per-row rule both share),
 :mod:`.hot_backend` (K1 on the hot path), :mod:`.int8` (int8 transport), :mod:`.configs` (which
 approximations, applied to an engine), :mod:`.measure` (the experiment and its CSV).
 """

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from eagle4.dtypes import pack_int4_rows, unpack_int4_rows  # the packed layout (re-exported)
+from eagle4.workload.approximations.rowquant import dequantize_rows, fake_quant_, quantize_rows
 
 QMAX = 7
 __all__ = ["QMAX", "dequantize_int4_rows", "pack_int4_rows", "quantize_int4_rows", "quantize_lm_head_int4_",
@@ -23,23 +24,12 @@ __all__ = ["QMAX", "dequantize_int4_rows", "pack_int4_rows", "quantize_int4_rows
 def quantize_int4_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Symmetric per-output-row int4: ``(q [R, C] int8 holding -7..7, scale [R] f32)`` with ``w ~= q * scale``.
     An all-zero row gets scale 1 and q = 0."""
-    w32 = w.detach().to(torch.float32)
-    amax = w32.abs().amax(dim=1)
-    scale = torch.where(amax > 0, amax / float(QMAX), torch.ones_like(amax)).to(torch.float32)
-    q = torch.clamp(torch.round(w32 / scale[:, None]), -QMAX, QMAX).to(torch.int8)
-    return q, scale
+    return quantize_rows(w, QMAX)
 
 
-def dequantize_int4_rows(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    return q.to(torch.float32) * scale.to(torch.float32)[:, None]
+dequantize_int4_rows = dequantize_rows
 
 
 def quantize_lm_head_int4_(draft: nn.Module) -> list[float]:
     """Fake-quantise ``draft.lm_head`` to int4 rows in place; returns ``[max |deq - w| / scale]``."""
-    with torch.no_grad():
-        w = draft.lm_head.weight
-        q, s = quantize_int4_rows(w)
-        deq = dequantize_int4_rows(q, s)
-        err = float(((deq - w.to(torch.float32)).abs() / s[:, None]).max())
-        w.copy_(deq.to(w.dtype))
-    return [err]
+    return [fake_quant_(draft.lm_head, QMAX)]
