@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle4.backends import hls_lex as _lex
+from eagle4.backends.hls_lex import split_top
 
 # what Vitis' synthesis defines (eagle4_port.h sets EAGLE4_SYNTHESIS under __SYNTHESIS__) and what it does not
 SYNTH_DEFINED = {"__SYNTHESIS__": True, "EAGLE4_SYNTHESIS": True, "EAGLE4_CSIM_COUNTERS": False}
@@ -87,24 +88,6 @@ class Function:
     @property
     def text(self) -> str:
         return self.code[self.body[0] + 1:self.body[1]]
-
-
-def split_top(s: str, sep: str = ",") -> list[str]:
-    """``s`` split at ``sep`` outside brackets (parentheses, square and angle brackets of templates, braces)."""
-    out, depth, cur = [], 0, []
-    for ch in s:
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>" and depth > 0:
-            depth -= 1
-        if ch == sep and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur))
-    return [p.strip() for p in out]
 
 
 def _param(decl: str) -> tuple[str, str]:
@@ -305,5 +288,5 @@ def design_program(sources: list[Path], hls_dir: Path) -> Program:
     return Program(files)
 
 
-__all__ = ["Function", "Program", "design_program", "functions", "includes", "local_names", "split_top",
+__all__ = ["Function", "Program", "design_program", "functions", "includes", "local_names",
            "static_names", "synthesis_view"]

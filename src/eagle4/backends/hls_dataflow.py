@@ -36,7 +36,8 @@ import re
 from pathlib import Path
 
 from eagle4.backends import hls_lex
-from eagle4.backends.hls_calltree import Program, split_top
+from eagle4.backends.hls_calltree import Program
+from eagle4.backends.hls_lex import split_top
 
 _STREAM_DECL = re.compile(r"(?:EAGLE4_STREAM\s*\([^;]*?\)|hls::stream\s*<[^;]*?>)\s*&?\s*(\w+)\s*[;\[({=]")
 _PORT_TYPE = re.compile(r"\b(?:V?Port|P)\s*<|\bPORT\s*\(")

@@ -45,6 +45,24 @@ def brace_blocks(code: str) -> list[tuple[int, int]]:
     return out
 
 
+def split_top(s: str, sep: str = ",") -> list[str]:
+    """``s`` split at ``sep`` outside brackets (parentheses, square and angle brackets of templates, braces)."""
+    out, depth, cur = [], 0, []
+    for ch in s:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>" and depth > 0:
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur))
+    return [p.strip() for p in out]
+
+
 def line_of(code: str, off: int) -> int:
     return code.count("\n", 0, off) + 1
 

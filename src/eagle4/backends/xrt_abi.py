@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eagle4.backends import csim
+from eagle4.backends.hls_lex import split_top
 from eagle4.report import atomic
 
 HLS = csim.HLS_DIR
@@ -135,23 +136,6 @@ class InterfaceError(RuntimeError):
 _PRAGMA = re.compile(r"HLS\s+INTERFACE\s+m_axi\s+port\s*=\s*(\w+)([^\"\n\\]*)")
 
 
-def _split_params(text: str) -> list[str]:
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "(<":
-            depth += 1
-        elif ch in ")>":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
-
-
 def _preprocess(path: Path) -> str:
     cxx = csim.find_cxx()
     if cxx is None:
@@ -194,7 +178,7 @@ def _interface_cached(name: str, digest: str) -> KernelIface:
     while depth:
         depth += {"(": 1, ")": -1}.get(pre[i], 0)
         i += 1
-    params = _split_params(pre[m.end(): i - 1])
+    params = split_top(pre[m.end(): i - 1])
     args = tuple(_parse_param(p, pragmas, f"hls/{source}:{top}") for p in params)
     return KernelIface(kname, top, source, header, key, m.group(1), args)
 
