@@ -64,8 +64,8 @@ def _ours(p: Point, backend, tensors, params, one_launch: bool | None = None):
     from eagle4.perf.inputs import abi_args
 
     if p.kernel == "draft_step":
-        fused = backend.draft_step_op() if (step_fused() if one_launch is None else one_launch) else None
-        if fused is not None:
+        if _step_form(backend, one_launch) == "one launch":  # the form the rows' label names
+            fused = backend.draft_step_op()
             args = [a for k, n in STEP_KERNELS for a in abi_args(k, tensors[n], params[n])]
             return lambda: fused(*args)
         calls = [(backend.op(k), abi_args(k, tensors[n], params[n])) for k, n in STEP_KERNELS]
@@ -119,11 +119,12 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
                 pb = int(min(100, max(5, 3000 / t0)))
                 te += timing.eager_times(fn, pb, 25)
         # our draft step's rows say which form they time in their label ("K1-K3 (one launch)")
-        ours_label = f"{p.label} ({_step_form(backend, None)})" if p.kernel == "draft_step" else None
+        form = _step_form(backend, None) if p.kernel == "draft_step" else None
+        ours_label = f"{p.label} ({form})" if form else None
         rg = row(p, "cuda", "graph", True, tg, g, ours_label)
         msg = f"run {run_index} {shape_name(shape):14s} {p.pid:44s} ours {float(rg['median_us']):10.2f} us"
-        if p.kernel == "draft_step":  # the same on its own line (scripts/kernel_runs_from_log.py)
-            log(f"run {run_index} {shape_name(shape)} {p.pid}: our draft step is {_step_form(backend, None)}")
+        if form:  # the same on its own line (scripts/kernel_runs_from_log.py)
+            log(f"run {run_index} {shape_name(shape)} {p.pid}: our draft step is {form}")
         if eager:
             row(p, "cuda", "eager", True, te, pb, ours_label)
         del fn
