@@ -196,6 +196,25 @@ def shape_name(shape: BenchShape) -> str:
     return Path(shape.contract_path).stem
 
 
+# (mode, blocks, cluster, stages, threads) of the K5 sweep: automatic, shared-memory, register (grid
+# targets, cluster caps), pipelined (clusters, stages, block sizes); 0 = the kernel's automatic choice
+K5_SWEEP = ((0, 0, 0, 0, 0), (1, 0, 0, 0, 0), (2, 0, 0, 0, 0), (2, 528, 0, 0, 0), (2, 0, 4, 0, 0),
+            (3, 0, 0, 0, 0), (3, 0, 0, 2, 0), (3, 0, 0, 0, 1024), (3, 0, 0, 0, 256), (3, 0, 0, 2, 1024),
+            (3, 0, 1, 0, 1024), (3, 0, 2, 0, 1024), (3, 0, 4, 0, 512), (3, 0, 8, 0, 512), (3, 0, 16, 0, 512))
+
+
+def _k5_outputs(tensors: dict) -> list:
+    return [tensors[k] for k in ("probas", "argmax_ids", "is_greedy")]
+
+
+def _k5_same(want: list, got: list) -> bool:
+    """K5's parity rule (KERNELS.md §5.5) between two kernel choices: ids EXACT, probas TOL."""
+    import torch
+
+    probas_ok = torch.allclose(got[0], want[0], rtol=5e-5, atol=1e-10, equal_nan=True)
+    return bool(probas_ok and torch.equal(got[1], want[1]) and torch.equal(got[2], want[2]))
+
+
 def sweep_k5(shape: BenchShape, log=print, points: str = "all") -> None:
     """Development aid: K5 time per kernel choice / grid target / largest cluster of the register
     kernel at the contract's K5 points."""
@@ -214,15 +233,24 @@ def sweep_k5(shape: BenchShape, log=print, points: str = "all") -> None:
         tensors, params = make_call(p, dev)
         fn = _ours(p, backend, tensors, params)
         res = []
-        for mode, blocks, cap in ((0, 0, 0), (1, 0, 0), (2, 0, 0), (2, 132, 0), (2, 528, 0), (2, 1056, 0),
-                                  (2, 0, 2), (2, 0, 4), (2, 0, 8)):
+        mod._k5_tuning(0, 0)
+        fn()
+        want = [t.clone() for t in _k5_outputs(tensors)]
+        for mode, blocks, cap, stages, nt in K5_SWEEP:
             mod._k5_tuning(mode, blocks)
             mod._k5_max_cluster(cap)
+            mod._k5_pipe(stages, nt)
+            for t in _k5_outputs(tensors):
+                t.fill_(-7.0 if t.is_floating_point() else 7)
+            fn()
+            same = _k5_same(want, _k5_outputs(tensors))
             t0 = timing.probe_us(fn)
             g, n = timing.sizes_for(t0)
-            res.append(f"m{mode}/b{blocks}/cs<={cap or 16} {stats.median(timing.graph_times(fn, g, n)):9.2f}")
+            res.append(f"m{mode}/b{blocks}/cs{cap}/st{stages}/nt{nt}{'' if same else '(DIFFERS)'} "
+                       f"{stats.median(timing.graph_times(fn, g, n)):9.2f}")
         mod._k5_tuning(0, 0)
         mod._k5_max_cluster(0)
+        mod._k5_pipe(0, 0)
         log(f"K5 sweep {shape_name(shape)} {p.pid:40s} " + "  ".join(res))
         del tensors, fn
         torch.cuda.empty_cache()
