@@ -1104,6 +1104,41 @@ struct K5Stats {
   long long ai;   // argmax index
 };
 
+// x / t, correctly rounded, from rt = RN(1 / t): q = RN(x * rt) is within 1 ulp of the quotient and
+// one fused residual step (exact remainder x - q*t, then q + rem*rt) rounds it correctly (Markstein's
+// theorem, given RN(1/t) and no underflow or overflow on the way). Quotients or numerators outside
+// [2^-60, 2^60] in magnitude (zero, tiny, huge, inf, NaN) take the IEEE division. It replaces one full
+// division per logit by a multiply and two fmas: K5 at large V is as much instruction- as byte-bound.
+__device__ __forceinline__ float div_rn_by(float x, float t, float rt) {
+  const float q = __fmul_rn(x, rt);
+  const float aq = fabsf(q), ax = fabsf(x);
+  if (!(aq >= 0x1p-60f && aq <= 0x1p60f && ax >= 0x1p-60f && ax <= 0x1p60f)) return __fdiv_rn(x, t);
+  return __fmaf_rn(__fmaf_rn(-q, t, x), rt, q);
+}
+
+// One thread's pass-1 state of K5: the max of x (NaN propagating), the argmax of the raw logits over the
+// thread's elements in ascending order (strict >, so the lowest index wins ties; -inf entries keep the
+// first index) and its first NaN, which wins over every number (§5.4 step 1). 32-bit indices: V < 2^31.
+struct K5Scan {
+  float m = -INFINITY, av = -INFINITY;
+  int ai, nan_i = INT_MAX;
+  __device__ explicit K5Scan(int first) : ai(first) {}
+  // element g of the row: returns x = v / temp when the row samples (need_exp), else v
+  __device__ __forceinline__ float add(float v, int g, bool need_exp, float temp, float rt) {
+    if (v > av) { av = v; ai = g; }
+    if (isnan(v) && nan_i == INT_MAX) nan_i = g;
+    if (!need_exp) return v;
+    const float x = div_rn_by(v, temp, rt);
+    m = nan_max(m, x);
+    return x;
+  }
+  // (argmax value, argmax index) in the reductions' form (no element: LLONG_MAX)
+  __device__ __forceinline__ void result(float& v, long long& i) const {
+    if (nan_i != INT_MAX) { v = NAN; i = nan_i; }
+    else { v = av; i = ai == INT_MAX ? LLONG_MAX : (long long)ai; }
+  }
+};
+
 // Block (then, CS > 1, cluster) reduction of K5's per-thread (max of x, argmax of the logits): each
 // warp, then warp 0 over the warps, then warp 0 over the cluster's blocks (lane k reads block k's
 // stats through DSMEM, in parallel). rf/rv/ri: 32-entry shared scratch. On return (after a block
@@ -1192,8 +1227,8 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 
   // pass 1 (HBM): x = logit / temp into shared; max of x; argmax of raw logits.
   // U vector loads are issued before any is used (memory-level parallelism).
-  float m = -INFINITY, av = -INFINITY;
-  long long ai = LLONG_MAX;
+  const float rt = __frcp_rn(temp);
+  K5Scan sc((int64_t)tid * VEC < n ? (int)(v0 + (int64_t)tid * VEC) : INT_MAX);
   const int64_t step = (int64_t)nt * VEC;
   constexpr int U = VEC == 8 ? 2 : 4;  // vectors in flight per thread
 #pragma unroll 1
@@ -1212,30 +1247,51 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t i = base + u * step;
+      const int g = (int)(v0 + i);
+      if (VEC > 1 && i + VEC <= n) {  // a whole vector: no per-element bounds, vector stores of x
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        if (i + k < n) {
-          // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
-          if (v[u][k] > av || ai == LLONG_MAX || (isnan(v[u][k]) && !isnan(av))) { av = v[u][k]; ai = v0 + i + k; }
-          if (need_exp) {
-            const float x = __fdiv_rn(v[u][k], temp);
-            xs[i + k] = x;
-            m = nan_max(m, x);
+        for (int k = 0; k < VEC; ++k) v[u][k] = sc.add(v[u][k], g + k, need_exp, temp, rt);
+        if (need_exp) {
+#pragma unroll
+          for (int k = 0; k < VEC; k += 4)
+            *reinterpret_cast<float4*>(xs + i + k) = make_float4(v[u][k], v[u][k + 1], v[u][k + 2], v[u][k + 3]);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          if (i + k < n) {
+            const float x = sc.add(v[u][k], g + k, need_exp, temp, rt);
+            if (need_exp) xs[i + k] = x;
           }
         }
       }
     }
   }
-  k5_reduce_stats(cluster, CS, m, av, ai, rf, rv, ri, st, s_m, s_ai);
+  float av;
+  long long ai;
+  sc.result(av, ai);
+  k5_reduce_stats(cluster, CS, sc.m, av, ai, rf, rv, ri, st, s_m, s_ai);
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
   float* out = probas + r * V + v0;
   if (need_exp) {
     const float gm = s_m;
     float part = 0.0f;  // one partial sum per thread: 512*CS >= 16 partial sums
-    for (int64_t i = tid; i < n; i += nt) {
-      const float e = expf(__fsub_rn(xs[i], gm));
-      xs[i] = e;
-      part = __fadd_rn(part, e);
+    if (VEC > 1 && (n & 3) == 0) {
+      for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
+        float4 e4 = *reinterpret_cast<const float4*>(xs + i);
+        e4.x = expf(__fsub_rn(e4.x, gm));
+        e4.y = expf(__fsub_rn(e4.y, gm));
+        e4.z = expf(__fsub_rn(e4.z, gm));
+        e4.w = expf(__fsub_rn(e4.w, gm));
+        part = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(part, e4.x), e4.y), e4.z), e4.w);
+        *reinterpret_cast<float4*>(xs + i) = e4;
+      }
+    } else {
+      for (int64_t i = tid; i < n; i += nt) {
+        const float e = expf(__fsub_rn(xs[i], gm));
+        xs[i] = e;
+        part = __fadd_rn(part, e);
+      }
     }
     // e_v / s as e_v * (1 / s): probas are TOL (§5.5, rtol 5e-5); this is within 2 ulp of the
     // quotient and saves an IEEE division per element (s is in [1, V] or NaN)
@@ -1312,24 +1368,21 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
     const int64_t i = ((int64_t)u * nt + tid) * 4;
     x[u] = i < n ? __ldcs(reinterpret_cast<const float4*>(row + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  float m = -INFINITY, av = -INFINITY;
-  long long ai = LLONG_MAX;
+  const float rt = __frcp_rn(temp);
+  K5Scan sc((int64_t)tid * 4 < n ? (int)(v0 + (int64_t)tid * 4) : INT_MAX);
 #pragma unroll
   for (int u = 0; u < NV; ++u) {
     const int64_t i = ((int64_t)u * nt + tid) * 4;
     if (i < n) {
       float* e = reinterpret_cast<float*>(&x[u]);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
-        if (e[k] > av || ai == LLONG_MAX || (isnan(e[k]) && !isnan(av))) { av = e[k]; ai = v0 + i + k; }
-        if (need_exp) {
-          e[k] = __fdiv_rn(e[k], temp);
-          m = nan_max(m, e[k]);
-        }
-      }
+      for (int k = 0; k < 4; ++k) e[k] = sc.add(e[k], (int)(v0 + i + k), need_exp, temp, rt);
     }
   }
+  float av;
+  long long ai;
+  sc.result(av, ai);
+  const float m = sc.m;
   k5_reduce_stats(cluster, CS, m, av, ai, rf, rv, ri, st, s_m, s_ai);
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
   float* out = probas + r * V + v0;
@@ -1382,238 +1435,17 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
   if (CS > 1) cluster_wait();  // no block leaves while another may still read its shared memory
 }
 
-// ------------------------------------------------------------------------------------------
-// sm_90 bulk asynchronous copies (the TMA's 1-D form, no tensor map): global -> shared completing on an
-// mbarrier's transaction count, shared -> global in bulk groups. Addresses and sizes are 16-byte multiples.
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n E4_MBAR_WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      " @!p bra E4_MBAR_WAIT_%=;\n}" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
-}
-__device__ __forceinline__ void bulk_store(void* dst, const void* src, unsigned bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(smem_addr(src)),
-               "r"(bytes)
-               : "memory");
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-// the block's bulk stores have read their shared memory (it may be overwritten) / are complete
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait_done() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
-// this thread's shared-memory writes become visible to the async proxy (before a bulk store reads them)
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
-// (max, exp-sum) pairs of two disjoint parts of a row, each sum relative to its own max, merged into
-// the pair relative to the larger max (NaN propagating). A part with only -inf entries (or none) is
-// (-inf, 0) and adds nothing; equal maxima skip the rescaling.
-__device__ __forceinline__ void ms_merge(float& m, float& s, float om, float os) {
-  const float M = nan_max(m, om);
-  const float a = m == M ? s : __fmul_rn(s, expf(__fsub_rn(m, M)));
-  const float c = om == M ? os : __fmul_rn(os, expf(__fsub_rn(om, M)));
-  m = M;
-  s = __fadd_rn(a, c);
-}
-
-// K5 pipelined variant (f32, V % 4 == 0, 16-byte aligned rows): a persistent grid of clusters of CS
-// blocks, cluster c taking rows c, c + clusters, ...; each block keeps its slice of the next `stages`
-// rows in flight into shared memory by bulk copies, so HBM reads of later rows overlap this row's
-// reductions and its bulk store. One reduction per row: every thread keeps its own (max, exp-sum) pair
-// (exp relative to its own max), the pairs merge over the block and then over the cluster through
-// DSMEM (one cluster barrier), and each thread rescales its exps by exp(m_t - m) / s.
-template <int NT>
-__global__ void __launch_bounds__(NT, 1) k5p_kernel(const float* __restrict__ logits, const float* __restrict__ temps,
-                                                   int64_t R, int64_t V, int G, bool wp, float* __restrict__ probas,
-                                                   int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
-                                                   int64_t chunk, int stages) {
-  pdl_begin();
-  cg::cluster_group cluster = cg::this_cluster();
-  const int rank = (int)cluster.block_rank();
-  const int CS = (int)cluster.num_blocks();
-  const int64_t cid = blockIdx.x / CS, ncl = gridDim.x / CS;
-  const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
-  constexpr int NW = NT / 32;
-  extern __shared__ __align__(16) unsigned char k5p_smem[];
-  float* buf = reinterpret_cast<float*>(k5p_smem);
-  uint64_t* full = reinterpret_cast<uint64_t*>(k5p_smem + (size_t)stages * chunk * sizeof(float));
-  __shared__ K5Stats st[2];  // this block's stats of rows k even / odd, read by the cluster through DSMEM
-  __shared__ float rm[NW], rs[NW], rv[NW];
-  __shared__ long long ri[NW];
-  __shared__ float s_m, s_s;
-  __shared__ long long s_ai;
-
-  const int64_t v0 = (int64_t)rank * chunk;
-  const int64_t n = v0 < V ? (v0 + chunk < V ? chunk : V - v0) : 0;  // a multiple of 4
-  const unsigned bytes = (unsigned)(n * sizeof(float));
-  auto fetch = [&](int s, int64_t r) {  // thread 0: row r's slice into stage s
-    mbar_expect_tx(&full[s], bytes);
-    const float* src = logits + r * V + v0;
-    float* dst = buf + (int64_t)s * chunk;
-    for (unsigned off = 0; off < bytes; off += 32768u)
-      bulk_load(dst + off / 4, src + off / 4, bytes - off < 32768u ? bytes - off : 32768u, &full[s]);
-  };
-  if (tid == 0) {
-    for (int s = 0; s < stages; ++s) mbar_init(&full[s], 1);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    for (int s = 0; s < stages && cid + s * ncl < R; ++s) fetch(s, cid + s * ncl);
-  }
-  __syncthreads();
-
-#pragma unroll 1
-  for (int64_t k = 0; cid + k * ncl < R; ++k) {
-    const int64_t r = cid + k * ncl, b = r / G;
-    const int s = (int)(k % stages);
-    float* xs = buf + (int64_t)s * chunk;
-    const float temp = temps[b];
-    const bool gr = temp < 1e-6f;
-    const bool need_exp = wp && !gr;
-    if (rank == 0 && tid == 0 && (r % G) == 0) greedy[b] = gr ? 1 : 0;
-    mbar_wait(&full[s], (unsigned)((k / stages) & 1));
-
-    // pass 1: argmax of the raw logits; x = logit / temp in place and this thread's max of x
-    float m = -INFINITY, av = -INFINITY;
-    long long ai = LLONG_MAX;
-    for (int64_t i = (int64_t)tid * 4; i < n; i += NT * 4) {
-      float4 v = *reinterpret_cast<const float4*>(xs + i);
-      float* e = reinterpret_cast<float*>(&v);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
-        if (e[q] > av || ai == LLONG_MAX || (isnan(e[q]) && !isnan(av))) { av = e[q]; ai = v0 + i + q; }
-        if (need_exp) {
-          e[q] = __fdiv_rn(e[q], temp);
-          m = nan_max(m, e[q]);
-        }
-      }
-      if (need_exp) *reinterpret_cast<float4*>(xs + i) = v;
-    }
-    // pass 2: e = exp(x - m_t) in place and its sum (one partial sum per thread: >= 16 per row)
-    float sum = 0.0f;
-    if (need_exp && m != -INFINITY) {
-      for (int64_t i = (int64_t)tid * 4; i < n; i += NT * 4) {
-        float4 v = *reinterpret_cast<const float4*>(xs + i);
-        float* e = reinterpret_cast<float*>(&v);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          e[q] = expf(__fsub_rn(e[q], m));
-          sum = __fadd_rn(sum, e[q]);
-        }
-        *reinterpret_cast<float4*>(xs + i) = v;
-      }
-    }
-    const float m_t = m;
-    // one reduction of (max, exp-sum, argmax): warps, warp 0 over the warps, then over the cluster
-    float om = m, os = sum;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float pm = __shfl_down_sync(FULL, om, o), ps = __shfl_down_sync(FULL, os, o);
-      const float pav = __shfl_down_sync(FULL, av, o);
-      const long long pai = __shfl_down_sync(FULL, ai, o);
-      ms_merge(om, os, pm, ps);
-      if (amax_better(pav, pai, av, ai)) { av = pav; ai = pai; }
-    }
-    if (lane == 0) { rm[wid] = om; rs[wid] = os; rv[wid] = av; ri[wid] = ai; }
-    __syncthreads();
-    K5Stats& my = st[k & 1];
-    if (wid == 0) {
-      float bm = lane < NW ? rm[lane] : -INFINITY, bs = lane < NW ? rs[lane] : 0.0f;
-      float bav = lane < NW ? rv[lane] : -INFINITY;
-      long long bai = lane < NW ? ri[lane] : LLONG_MAX;
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        const float pm = __shfl_down_sync(FULL, bm, o), ps = __shfl_down_sync(FULL, bs, o);
-        const float pav = __shfl_down_sync(FULL, bav, o);
-        const long long pai = __shfl_down_sync(FULL, bai, o);
-        ms_merge(bm, bs, pm, ps);
-        if (amax_better(pav, pai, bav, bai)) { bav = pav; bai = pai; }
-      }
-      if (lane == 0) { my.m = bm; my.s = bs; my.av = bav; my.ai = bai; s_m = bm; s_s = bs; s_ai = bai; }
-    }
-    if (CS > 1) {
-      cluster.sync();
-      if (wid == 0) {
-        float gm = -INFINITY, gs = 0.0f, gav = -INFINITY;
-        long long gai = LLONG_MAX;
-        if (lane < CS) {
-          const K5Stats* o = cluster.map_shared_rank(&my, lane);
-          gm = o->m; gs = o->s; gav = o->av; gai = o->ai;
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-          const float pm = __shfl_down_sync(FULL, gm, o), ps = __shfl_down_sync(FULL, gs, o);
-          const float pav = __shfl_down_sync(FULL, gav, o);
-          const long long pai = __shfl_down_sync(FULL, gai, o);
-          ms_merge(gm, gs, pm, ps);
-          if (amax_better(pav, pai, gav, gai)) { gav = pav; gai = pai; }
-        }
-        if (lane == 0) { s_m = gm; s_s = gs; s_ai = gai; }
-      }
-    }
-    __syncthreads();
-    if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
-
-    // pass 3: probas in place (e * exp(m_t - m) / s: TOL, within a few ulp of exp(x - m) / s), or the
-    // greedy row's one-hot; then one bulk store of the slice
-    if (need_exp) {
-      const float gm = s_m;
-      // an all -inf row (m = -inf) is a NaN row (§5.4 step 4), as exp(x - m) / s gives it
-      const float c = gm == -INFINITY ? NAN
-                                      : __fmul_rn(m_t == gm ? 1.0f : expf(__fsub_rn(m_t, gm)), __frcp_rn(s_s));
-      for (int64_t i = (int64_t)tid * 4; i < n; i += NT * 4) {
-        float4 v = *reinterpret_cast<const float4*>(xs + i);
-        if (m_t == -INFINITY) v = make_float4(0.f, 0.f, 0.f, 0.f);  // exps of this thread's -inf entries
-        v.x = __fmul_rn(v.x, c); v.y = __fmul_rn(v.y, c); v.z = __fmul_rn(v.z, c); v.w = __fmul_rn(v.w, c);
-        *reinterpret_cast<float4*>(xs + i) = v;
-      }
-    } else if (wp) {
-      const long long am = s_ai;
-      for (int64_t i = (int64_t)tid * 4; i < n; i += NT * 4) {
-        const long long g = v0 + i;
-        *reinterpret_cast<float4*>(xs + i) = make_float4(g == am ? 1.f : 0.f, g + 1 == am ? 1.f : 0.f,
-                                                          g + 2 == am ? 1.f : 0.f, g + 3 == am ? 1.f : 0.f);
-      }
-    }
-    if (wp) fence_proxy_async();
-    __syncthreads();
-    if (tid == 0) {
-      if (wp && bytes) bulk_store(probas + r * V + v0, xs, bytes);
-      if (cid + (k + stages) * ncl < R) {
-        bulk_wait_read();  // the store has read the stage: refill it with the row `stages` ahead
-        fetch(s, cid + (k + stages) * ncl);
-      }
-    }
-  }
-  if (tid == 0) bulk_wait_done();
-  if (CS > 1) cluster.sync();  // no block leaves while another may still read its shared memory
-}
-
 // Tuning hook (the bench's sweep only): 0 = automatic, 1 = always the shared-memory kernel, 2 = the
-// register kernel wherever it applies, 3 = the pipelined kernel wherever it applies; blocks = the grid
-// the register kernel aims at (0: 2 per SM), or the pipelined kernel's clusters (0: all that fit).
+// register kernel wherever it applies; blocks = the grid size the register kernel aims at (0: 2 per SM).
 // EAGLE4_CUDA_K5=<mode> sets the choice at load (parity of one kernel through the whole catalog).
 static int g_k5_mode = [] {
   const char* e = std::getenv("EAGLE4_CUDA_K5");
   return e ? std::atoi(e) : 0;
 }();
 static int64_t g_k5_blocks = 0;
-static int64_t g_k5_max_cs = 0;  // the register kernel's largest cluster, the pipelined kernel's cluster (0: auto)
-static int64_t g_k5_stages = 0, g_k5_threads = 0;  // the pipelined kernel's stages and block size (0: auto)
+static int64_t g_k5_max_cs = 0;  // the register kernel's largest cluster, the shared-memory kernel's cluster (0: auto)
 void k5_tuning(int64_t mode, int64_t blocks) { g_k5_mode = (int)mode; g_k5_blocks = blocks; }
 void k5_max_cluster(int64_t cs) { g_k5_max_cs = cs; }
-void k5_pipe(int64_t stages, int64_t threads) { g_k5_stages = stages; g_k5_threads = threads; }
 
 static int sm_count() {
   static int n = 0;
@@ -1725,42 +1557,6 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   }
 }
 
-// The pipelined K5 where it applies (f32, 16-byte aligned rows, V % 4 == 0) and is chosen; false: the
-// caller tries the other kernels. The cluster is the fewest blocks (1, 2, 4, 8, 16) whose slices fit
-// two stages in 200 KB of shared memory; as many stages as fit (at most 4); one block per SM and as
-// many clusters as the GPU holds at once (at most one per row).
-static bool k5p_launch(const at::Tensor& logits, const at::Tensor& temperatures, int64_t G, bool write_probas,
-                       at::Tensor& probas, at::Tensor& argmax_ids, at::Tensor& is_greedy, int64_t R, int64_t V,
-                       cudaStream_t stream) {
-  if (g_k5_mode != 3) return false;
-  if (V % 4 || reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 ||
-      reinterpret_cast<uintptr_t>(probas.data_ptr()) % 16)
-    return false;
-  constexpr size_t kSmem = 200 * 1024;
-  auto chunk_of = [&](int64_t c) { return ((V + c - 1) / c + 3) / 4 * 4; };
-  int64_t cs = 1;
-  while (cs < 16 && 2 * chunk_of(cs) * sizeof(float) > kSmem) cs *= 2;
-  if (g_k5_max_cs > 0) cs = g_k5_max_cs;
-  const int64_t chunk = chunk_of(cs);
-  if (2 * chunk * sizeof(float) > kSmem) return false;
-  int stages = (int)std::min<int64_t>(4, kSmem / (chunk * sizeof(float)));
-  if (g_k5_stages > 0) stages = (int)std::min<int64_t>(stages, g_k5_stages);
-  const size_t smem = (size_t)stages * chunk * sizeof(float) + (size_t)stages * sizeof(uint64_t);
-  auto go = [&](auto kern, int nt) {
-    const int c = (int)cs;
-    const int64_t fit = resident(kern, c > 1 ? c : 0, nt, smem);
-    if (fit < 1) return false;
-    int64_t ncl = std::min<int64_t>(R, g_k5_blocks > 0 ? g_k5_blocks : fit);
-    launch_ex(kern, dim3((unsigned)(ncl * c)), dim3(nt), smem, c > 1 ? c : 0, stream,
-              (const float*)ptr<float>(logits), (const float*)ptr<float>(temperatures), R, V, (int)G, write_probas,
-              ptr<float>(probas), ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk, stages);
-    return true;
-  };
-  return g_k5_threads == 1024 ? go(k5p_kernel<1024>, 1024)
-         : g_k5_threads == 256 ? go(k5p_kernel<256>, 256)
-                               : go(k5p_kernel<512>, 512);
-}
-
 void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_t rows_per_req, bool write_probas,
                               at::Tensor probas, at::Tensor argmax_ids, at::Tensor is_greedy) {
   const int64_t G = rows_per_req;
@@ -1782,13 +1578,12 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   TORCH_CHECK(R <= 65535, "convert_logits_to_probas: more than 65535 rows per launch is not supported");
   const c10::cuda::CUDAGuard guard(logits.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
-  if (lt == at::kFloat && (k5p_launch(logits, temperatures, G, write_probas, probas, argmax_ids, is_greedy, R, V,
-                                       stream) ||
-                            k5r_launch(logits, temperatures, G, write_probas, probas, argmax_ids, is_greedy, R, V,
-                                       stream)))
+  if (lt == at::kFloat && k5r_launch(logits, temperatures, G, write_probas, probas, argmax_ids, is_greedy, R, V,
+                                      stream))
     return;
   const dim3 block(512);
-  const int want = R <= 8 ? 16 : 8;  // very few rows: more blocks per row to fill the GPU
+  int want = R <= 8 ? 16 : 8;  // very few rows: more blocks per row to fill the GPU
+  if (g_k5_mode == 1 && g_k5_max_cs > 0) want = (int)g_k5_max_cs;
   const bool aligned = reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 == 0;
   auto go = [&](auto kern, const auto* lp) {
     int cs = (int)std::min<int64_t>(want, std::max<int64_t>(1, (V + 4095) / 4096));
@@ -2719,6 +2514,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("draft_step", &draft_step, "K1 -> K2 -> K3 of one draft layer in one launch (their arguments in ABI order)");
   m.def("_k5_max_cluster", &k5_max_cluster, "bench sweep hook: the register K5's largest cluster (0: automatic)");
   m.def("_k5_tuning", &k5_tuning,
-        "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register, 3 pipelined) and target grid");
-  m.def("_k5_pipe", &k5_pipe, "bench sweep hook: the pipelined K5's stages and block size (0: automatic)");
+        "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");
 }

@@ -196,11 +196,10 @@ def shape_name(shape: BenchShape) -> str:
     return Path(shape.contract_path).stem
 
 
-# (mode, blocks, cluster, stages, threads) of the K5 sweep: automatic, shared-memory, register (grid
-# targets, cluster caps), pipelined (clusters, stages, block sizes); 0 = the kernel's automatic choice
-K5_SWEEP = ((0, 0, 0, 0, 0), (1, 0, 0, 0, 0), (2, 0, 0, 0, 0), (2, 528, 0, 0, 0), (2, 0, 4, 0, 0),
-            (3, 0, 0, 0, 0), (3, 0, 0, 2, 0), (3, 0, 0, 0, 1024), (3, 0, 0, 0, 256), (3, 0, 0, 2, 1024),
-            (3, 0, 1, 0, 1024), (3, 0, 2, 0, 1024), (3, 0, 4, 0, 512), (3, 0, 8, 0, 512), (3, 0, 16, 0, 512))
+# (mode, blocks, cluster) of the K5 sweep: automatic, shared-memory (its own cluster choice, or forced to
+# 4, 8, 16 blocks a row), register (grid targets, cluster caps); 0 = the kernel's automatic choice
+K5_SWEEP = ((0, 0, 0), (1, 0, 0), (1, 0, 4), (1, 0, 8), (1, 0, 16), (2, 0, 0), (2, 132, 0), (2, 528, 0),
+            (2, 0, 2), (2, 0, 4), (2, 0, 8))
 
 
 def _k5_outputs(tensors: dict) -> list:
@@ -236,21 +235,19 @@ def sweep_k5(shape: BenchShape, log=print, points: str = "all") -> None:
         mod._k5_tuning(0, 0)
         fn()
         want = [t.clone() for t in _k5_outputs(tensors)]
-        for mode, blocks, cap, stages, nt in K5_SWEEP:
+        for mode, blocks, cap in K5_SWEEP:
             mod._k5_tuning(mode, blocks)
             mod._k5_max_cluster(cap)
-            mod._k5_pipe(stages, nt)
             for t in _k5_outputs(tensors):
                 t.fill_(-7.0 if t.is_floating_point() else 7)
             fn()
             same = _k5_same(want, _k5_outputs(tensors))
             t0 = timing.probe_us(fn)
             g, n = timing.sizes_for(t0)
-            res.append(f"m{mode}/b{blocks}/cs{cap}/st{stages}/nt{nt}{'' if same else '(DIFFERS)'} "
+            res.append(f"m{mode}/b{blocks}/cs{cap}{'' if same else '(DIFFERS)'} "
                        f"{stats.median(timing.graph_times(fn, g, n)):9.2f}")
         mod._k5_tuning(0, 0)
         mod._k5_max_cluster(0)
-        mod._k5_pipe(0, 0)
         log(f"K5 sweep {shape_name(shape)} {p.pid:40s} " + "  ".join(res))
         del tensors, fn
         torch.cuda.empty_cache()
