@@ -1104,41 +1104,6 @@ struct K5Stats {
   long long ai;   // argmax index
 };
 
-// x / t, correctly rounded, from rt = RN(1 / t): q = RN(x * rt) is within 1 ulp of the quotient and
-// one fused residual step (exact remainder x - q*t, then q + rem*rt) rounds it correctly (Markstein's
-// theorem, given RN(1/t) and no underflow or overflow on the way). Quotients or numerators outside
-// [2^-60, 2^60] in magnitude (zero, tiny, huge, inf, NaN) take the IEEE division. It replaces one full
-// division per logit by a multiply and two fmas: K5 at large V is as much instruction- as byte-bound.
-__device__ __forceinline__ float div_rn_by(float x, float t, float rt) {
-  const float q = __fmul_rn(x, rt);
-  const float aq = fabsf(q), ax = fabsf(x);
-  if (!(aq >= 0x1p-60f && aq <= 0x1p60f && ax >= 0x1p-60f && ax <= 0x1p60f)) return __fdiv_rn(x, t);
-  return __fmaf_rn(__fmaf_rn(-q, t, x), rt, q);
-}
-
-// One thread's pass-1 state of K5: the max of x (NaN propagating), the argmax of the raw logits over the
-// thread's elements in ascending order (strict >, so the lowest index wins ties; -inf entries keep the
-// first index) and its first NaN, which wins over every number (§5.4 step 1). 32-bit indices: V < 2^31.
-struct K5Scan {
-  float m = -INFINITY, av = -INFINITY;
-  int ai, nan_i = INT_MAX;
-  __device__ explicit K5Scan(int first) : ai(first) {}
-  // element g of the row: returns x = v / temp when the row samples (need_exp), else v
-  __device__ __forceinline__ float add(float v, int g, bool need_exp, float temp, float rt) {
-    if (v > av) { av = v; ai = g; }
-    if (isnan(v) && nan_i == INT_MAX) nan_i = g;
-    if (!need_exp) return v;
-    const float x = div_rn_by(v, temp, rt);
-    m = nan_max(m, x);
-    return x;
-  }
-  // (argmax value, argmax index) in the reductions' form (no element: LLONG_MAX)
-  __device__ __forceinline__ void result(float& v, long long& i) const {
-    if (nan_i != INT_MAX) { v = NAN; i = nan_i; }
-    else { v = av; i = ai == INT_MAX ? LLONG_MAX : (long long)ai; }
-  }
-};
-
 // Block (then, CS > 1, cluster) reduction of K5's per-thread (max of x, argmax of the logits): each
 // warp, then warp 0 over the warps, then warp 0 over the cluster's blocks (lane k reads block k's
 // stats through DSMEM, in parallel). rf/rv/ri: 32-entry shared scratch. On return (after a block
@@ -1196,7 +1161,7 @@ __device__ __forceinline__ float k5_reduce_sum(cg::cluster_group& cluster, int C
   return s_s;
 }
 
-template <typename T, int VEC>
+template <typename T, int VEC, bool ASYNC = false>
 __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits, const float* __restrict__ temps,
                                                  int64_t V, int G, bool wp, float* __restrict__ probas,
                                                  int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
@@ -1227,12 +1192,32 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 
   // pass 1 (HBM): x = logit / temp into shared; max of x; argmax of raw logits.
   // U vector loads are issued before any is used (memory-level parallelism).
-  const float rt = __frcp_rn(temp);
-  K5Scan sc((int64_t)tid * VEC < n ? (int)(v0 + (int64_t)tid * VEC) : INT_MAX);
+  float m = -INFINITY, av = -INFINITY;
+  long long ai = LLONG_MAX;
   const int64_t step = (int64_t)nt * VEC;
   constexpr int U = VEC == 8 ? 2 : 4;  // vectors in flight per thread
+  if constexpr (ASYNC) {  // f32, n % 4 == 0: the whole slice requested at once, no register staging
+    for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(xs + i)),
+                   "l"(row + i)
+                   : "memory");
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
+      float4 v4 = *reinterpret_cast<const float4*>(xs + i);
+      float* e = reinterpret_cast<float*>(&v4);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        if (e[k] > av || ai == LLONG_MAX || (isnan(e[k]) && !isnan(av))) { av = e[k]; ai = v0 + i + k; }
+        if (need_exp) {
+          e[k] = __fdiv_rn(e[k], temp);
+          m = nan_max(m, e[k]);
+        }
+      }
+      if (need_exp) *reinterpret_cast<float4*>(xs + i) = v4;
+    }
+  }
 #pragma unroll 1
-  for (int64_t base = (int64_t)tid * VEC; base < n; base += U * step) {
+  for (int64_t base = (int64_t)tid * VEC; !ASYNC && base < n; base += U * step) {
     float v[U][VEC];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -1247,51 +1232,30 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t i = base + u * step;
-      const int g = (int)(v0 + i);
-      if (VEC > 1 && i + VEC <= n) {  // a whole vector: no per-element bounds, vector stores of x
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) v[u][k] = sc.add(v[u][k], g + k, need_exp, temp, rt);
-        if (need_exp) {
-#pragma unroll
-          for (int k = 0; k < VEC; k += 4)
-            *reinterpret_cast<float4*>(xs + i + k) = make_float4(v[u][k], v[u][k + 1], v[u][k + 2], v[u][k + 3]);
-        }
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          if (i + k < n) {
-            const float x = sc.add(v[u][k], g + k, need_exp, temp, rt);
-            if (need_exp) xs[i + k] = x;
+      for (int k = 0; k < VEC; ++k) {
+        if (i + k < n) {
+          // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
+          if (v[u][k] > av || ai == LLONG_MAX || (isnan(v[u][k]) && !isnan(av))) { av = v[u][k]; ai = v0 + i + k; }
+          if (need_exp) {
+            const float x = __fdiv_rn(v[u][k], temp);
+            xs[i + k] = x;
+            m = nan_max(m, x);
           }
         }
       }
     }
   }
-  float av;
-  long long ai;
-  sc.result(av, ai);
-  k5_reduce_stats(cluster, CS, sc.m, av, ai, rf, rv, ri, st, s_m, s_ai);
+  k5_reduce_stats(cluster, CS, m, av, ai, rf, rv, ri, st, s_m, s_ai);
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
   float* out = probas + r * V + v0;
   if (need_exp) {
     const float gm = s_m;
     float part = 0.0f;  // one partial sum per thread: 512*CS >= 16 partial sums
-    if (VEC > 1 && (n & 3) == 0) {
-      for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
-        float4 e4 = *reinterpret_cast<const float4*>(xs + i);
-        e4.x = expf(__fsub_rn(e4.x, gm));
-        e4.y = expf(__fsub_rn(e4.y, gm));
-        e4.z = expf(__fsub_rn(e4.z, gm));
-        e4.w = expf(__fsub_rn(e4.w, gm));
-        part = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(part, e4.x), e4.y), e4.z), e4.w);
-        *reinterpret_cast<float4*>(xs + i) = e4;
-      }
-    } else {
-      for (int64_t i = tid; i < n; i += nt) {
-        const float e = expf(__fsub_rn(xs[i], gm));
-        xs[i] = e;
-        part = __fadd_rn(part, e);
-      }
+    for (int64_t i = tid; i < n; i += nt) {
+      const float e = expf(__fsub_rn(xs[i], gm));
+      xs[i] = e;
+      part = __fadd_rn(part, e);
     }
     // e_v / s as e_v * (1 / s): probas are TOL (§5.5, rtol 5e-5); this is within 2 ulp of the
     // quotient and saves an IEEE division per element (s is in [1, V] or NaN)
@@ -1368,21 +1332,24 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
     const int64_t i = ((int64_t)u * nt + tid) * 4;
     x[u] = i < n ? __ldcs(reinterpret_cast<const float4*>(row + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  const float rt = __frcp_rn(temp);
-  K5Scan sc((int64_t)tid * 4 < n ? (int)(v0 + (int64_t)tid * 4) : INT_MAX);
+  float m = -INFINITY, av = -INFINITY;
+  long long ai = LLONG_MAX;
 #pragma unroll
   for (int u = 0; u < NV; ++u) {
     const int64_t i = ((int64_t)u * nt + tid) * 4;
     if (i < n) {
       float* e = reinterpret_cast<float*>(&x[u]);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) e[k] = sc.add(e[k], (int)(v0 + i + k), need_exp, temp, rt);
+      for (int k = 0; k < 4; ++k) {
+        // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
+        if (e[k] > av || ai == LLONG_MAX || (isnan(e[k]) && !isnan(av))) { av = e[k]; ai = v0 + i + k; }
+        if (need_exp) {
+          e[k] = __fdiv_rn(e[k], temp);
+          m = nan_max(m, e[k]);
+        }
+      }
     }
   }
-  float av;
-  long long ai;
-  sc.result(av, ai);
-  const float m = sc.m;
   k5_reduce_stats(cluster, CS, m, av, ai, rf, rv, ri, st, s_m, s_ai);
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
   float* out = probas + r * V + v0;
@@ -1436,7 +1403,8 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
 }
 
 // Tuning hook (the bench's sweep only): 0 = automatic, 1 = always the shared-memory kernel, 2 = the
-// register kernel wherever it applies; blocks = the grid size the register kernel aims at (0: 2 per SM).
+// register kernel wherever it applies, 3 = the shared-memory kernel with the slice copied in by cp.async;
+// blocks = the grid size the register kernel aims at (0: 2 per SM).
 // EAGLE4_CUDA_K5=<mode> sets the choice at load (parity of one kernel through the whole catalog).
 static int g_k5_mode = [] {
   const char* e = std::getenv("EAGLE4_CUDA_K5");
@@ -1578,12 +1546,12 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   TORCH_CHECK(R <= 65535, "convert_logits_to_probas: more than 65535 rows per launch is not supported");
   const c10::cuda::CUDAGuard guard(logits.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
-  if (lt == at::kFloat && k5r_launch(logits, temperatures, G, write_probas, probas, argmax_ids, is_greedy, R, V,
+  if (lt == at::kFloat && g_k5_mode != 3 && k5r_launch(logits, temperatures, G, write_probas, probas, argmax_ids, is_greedy, R, V,
                                       stream))
     return;
   const dim3 block(512);
   int want = R <= 8 ? 16 : 8;  // very few rows: more blocks per row to fill the GPU
-  if (g_k5_mode == 1 && g_k5_max_cs > 0) want = (int)g_k5_max_cs;
+  if ((g_k5_mode == 1 || g_k5_mode == 3) && g_k5_max_cs > 0) want = (int)g_k5_max_cs;
   const bool aligned = reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 == 0;
   auto go = [&](auto kern, const auto* lp) {
     int cs = (int)std::min<int64_t>(want, std::max<int64_t>(1, (V + 4095) / 4096));
@@ -1599,7 +1567,9 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   };
   if (lt == at::kFloat) {
     const float* lp = ptr<float>(logits);
-    if (aligned && V % 4 == 0) go(k5_kernel<float, 4>, lp); else go(k5_kernel<float, 1>, lp);
+    if (aligned && V % 4 == 0 && g_k5_mode == 3) go(k5_kernel<float, 4, true>, lp);
+    else if (aligned && V % 4 == 0) go(k5_kernel<float, 4>, lp);
+    else go(k5_kernel<float, 1>, lp);
   } else if (lt == at::kHalf) {
     const __half* lp = ptr<__half>(logits);
     if (aligned && V % 8 == 0) go(k5_kernel<__half, 8>, lp); else go(k5_kernel<__half, 1>, lp);
@@ -2513,6 +2483,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("update_verify_result", &update_verify_result);
   m.def("draft_step", &draft_step, "K1 -> K2 -> K3 of one draft layer in one launch (their arguments in ABI order)");
   m.def("_k5_max_cluster", &k5_max_cluster, "bench sweep hook: the register K5's largest cluster (0: automatic)");
-  m.def("_k5_tuning", &k5_tuning,
-        "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");
+  m.def("_k5_tuning", &k5_tuning, "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");
 }
