@@ -1097,6 +1097,14 @@ __device__ __forceinline__ void load_vec(const T* p, float* out) {
   }
 }
 
+// exp(d) for d = x - m <= 0 (or NaN) of K5's sampling rows: the SFU's exp2 of d * log2(e) (__expf).
+// Its error is at most 2 + 1.16|d| ulp, i.e. below 6.2e-6 relative down to d = -87.3, where exp(d)
+// reaches the smallest normal; below that it flushes to 0 (true value < 1.2e-38). Probas are TOL
+// (§5.5: rtol 5e-5, atol 1e-10), and the full-precision expf made K5 issue-bound at large V (Nsight
+// Compute: 78 instructions per logit, issue slots 63% busy beside 62% of DRAM bandwidth). NaN and
+// -inf map as expf maps them (NaN, 0), so §5.4 step 4's NaN rows are kept.
+__device__ __forceinline__ float k5_exp(float d) { return __expf(d); }
+
 struct K5Stats {
   float m;        // block max of x (NaN-propagating)
   float s;        // block sum of exp
@@ -1104,7 +1112,7 @@ struct K5Stats {
   long long ai;   // argmax index
 };
 
-// Block (then, CS > 1, cluster) reduction of K5's per-thread (max of x, argmax of the logits): each
+// Block (then, CS > 1, cluster) reduction of K5's per-thread (NaN-propagating max m, argmax of the logits): each
 // warp, then warp 0 over the warps, then warp 0 over the cluster's blocks (lane k reads block k's
 // stats through DSMEM, in parallel). rf/rv/ri: 32-entry shared scratch. On return (after a block
 // barrier) s_m and s_ai hold the row's values in every block.
@@ -1161,7 +1169,7 @@ __device__ __forceinline__ float k5_reduce_sum(cg::cluster_group& cluster, int C
   return s_s;
 }
 
-template <typename T, int VEC, bool ASYNC = false>
+template <typename T, int VEC>
 __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits, const float* __restrict__ temps,
                                                  int64_t V, int G, bool wp, float* __restrict__ probas,
                                                  int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
@@ -1190,34 +1198,16 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
   const T* row = logits + r * V + v0;
   const bool need_exp = wp && !gr;
 
-  // pass 1 (HBM): x = logit / temp into shared; max of x; argmax of raw logits.
+  // pass 1 (HBM): the raw logits into shared (sampling rows); argmax of the raw logits, whose value is
+  // also the max of x = logit / temp: division by a positive temp, rounded to nearest, is monotone, so
+  // max_v x_v = RN(max_v logit_v / temp) and the row's m costs one division (NaN rows: NaN either way).
   // U vector loads are issued before any is used (memory-level parallelism).
-  float m = -INFINITY, av = -INFINITY;
+  float av = -INFINITY;
   long long ai = LLONG_MAX;
   const int64_t step = (int64_t)nt * VEC;
   constexpr int U = VEC == 8 ? 2 : 4;  // vectors in flight per thread
-  if constexpr (ASYNC) {  // f32, n % 4 == 0: the whole slice requested at once, no register staging
-    for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4)
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(xs + i)),
-                   "l"(row + i)
-                   : "memory");
-    asm volatile("cp.async.wait_all;" ::: "memory");
-    for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
-      float4 v4 = *reinterpret_cast<const float4*>(xs + i);
-      float* e = reinterpret_cast<float*>(&v4);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        if (e[k] > av || ai == LLONG_MAX || (isnan(e[k]) && !isnan(av))) { av = e[k]; ai = v0 + i + k; }
-        if (need_exp) {
-          e[k] = __fdiv_rn(e[k], temp);
-          m = nan_max(m, e[k]);
-        }
-      }
-      if (need_exp) *reinterpret_cast<float4*>(xs + i) = v4;
-    }
-  }
 #pragma unroll 1
-  for (int64_t base = (int64_t)tid * VEC; !ASYNC && base < n; base += U * step) {
+  for (int64_t base = (int64_t)tid * VEC; base < n; base += U * step) {
     float v[U][VEC];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -1232,42 +1222,62 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t i = base + u * step;
+      const bool whole = VEC > 1 && i + VEC <= n;
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        if (i + k < n) {
+        if (whole || i + k < n) {
           // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
           if (v[u][k] > av || ai == LLONG_MAX || (isnan(v[u][k]) && !isnan(av))) { av = v[u][k]; ai = v0 + i + k; }
-          if (need_exp) {
-            const float x = __fdiv_rn(v[u][k], temp);
-            xs[i + k] = x;
-            m = nan_max(m, x);
-          }
+        }
+      }
+      if (need_exp) {
+        if (whole) {
+#pragma unroll
+          for (int k = 0; k < VEC; k += 4)
+            *reinterpret_cast<float4*>(xs + i + k) = make_float4(v[u][k], v[u][k + 1], v[u][k + 2], v[u][k + 3]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k)
+            if (i + k < n) xs[i + k] = v[u][k];
         }
       }
     }
   }
-  k5_reduce_stats(cluster, CS, m, av, ai, rf, rv, ri, st, s_m, s_ai);
+  k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
   float* out = probas + r * V + v0;
   if (need_exp) {
-    const float gm = s_m;
+    const float gm = __fdiv_rn(s_m, temp);  // m = max of x (above)
     float part = 0.0f;  // one partial sum per thread: 512*CS >= 16 partial sums
-    for (int64_t i = tid; i < n; i += nt) {
-      const float e = expf(__fsub_rn(xs[i], gm));
-      xs[i] = e;
-      part = __fadd_rn(part, e);
+    const bool vec4 = VEC > 1 && (n & 3) == 0;
+    if (vec4) {
+      for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
+        float4 e4 = *reinterpret_cast<const float4*>(xs + i);
+        e4.x = k5_exp(__fsub_rn(__fdiv_rn(e4.x, temp), gm));
+        e4.y = k5_exp(__fsub_rn(__fdiv_rn(e4.y, temp), gm));
+        e4.z = k5_exp(__fsub_rn(__fdiv_rn(e4.z, temp), gm));
+        e4.w = k5_exp(__fsub_rn(__fdiv_rn(e4.w, temp), gm));
+        part = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(part, e4.x), e4.y), e4.z), e4.w);
+        *reinterpret_cast<float4*>(xs + i) = e4;
+      }
+    } else {
+      for (int64_t i = tid; i < n; i += nt) {
+        const float e = k5_exp(__fsub_rn(__fdiv_rn(xs[i], temp), gm));
+        xs[i] = e;
+        part = __fadd_rn(part, e);
+      }
     }
     // e_v / s as e_v * (1 / s): probas are TOL (§5.5, rtol 5e-5); this is within 2 ulp of the
     // quotient and saves an IEEE division per element (s is in [1, V] or NaN)
     const float inv = __frcp_rn(k5_reduce_sum(cluster, CS, part, rf, st, s_s));
     if (CS > 1) cluster_arrive();  // this block's DSMEM reads are over (k5_reduce_sum ends with a block barrier)
-    if (VEC > 1 && (V & 3) == 0) {
+    if (vec4) {
       for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
-        float4 o4;
-        o4.x = __fmul_rn(xs[i], inv);
-        o4.y = __fmul_rn(xs[i + 1], inv);
-        o4.z = __fmul_rn(xs[i + 2], inv);
-        o4.w = __fmul_rn(xs[i + 3], inv);
+        float4 o4 = *reinterpret_cast<const float4*>(xs + i);
+        o4.x = __fmul_rn(o4.x, inv);
+        o4.y = __fmul_rn(o4.y, inv);
+        o4.z = __fmul_rn(o4.z, inv);
+        o4.w = __fmul_rn(o4.w, inv);
         __stcs(reinterpret_cast<float4*>(out + i), o4);
       }
     } else {
@@ -1332,29 +1342,26 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
     const int64_t i = ((int64_t)u * nt + tid) * 4;
     x[u] = i < n ? __ldcs(reinterpret_cast<const float4*>(row + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  float m = -INFINITY, av = -INFINITY;
+  // argmax of the raw logits; its value divided by temp is the max of x (see k5_kernel)
+  float av = -INFINITY;
   long long ai = LLONG_MAX;
 #pragma unroll
   for (int u = 0; u < NV; ++u) {
     const int64_t i = ((int64_t)u * nt + tid) * 4;
     if (i < n) {
-      float* e = reinterpret_cast<float*>(&x[u]);
+      const float* e = reinterpret_cast<const float*>(&x[u]);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
         if (e[k] > av || ai == LLONG_MAX || (isnan(e[k]) && !isnan(av))) { av = e[k]; ai = v0 + i + k; }
-        if (need_exp) {
-          e[k] = __fdiv_rn(e[k], temp);
-          m = nan_max(m, e[k]);
-        }
       }
     }
   }
-  k5_reduce_stats(cluster, CS, m, av, ai, rf, rv, ri, st, s_m, s_ai);
+  k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
   float* out = probas + r * V + v0;
   if (need_exp) {
-    const float gm = s_m;
+    const float gm = __fdiv_rn(s_m, temp);
     float part = 0.0f;  // one partial sum per thread: >= 32 partial sums per row
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
@@ -1363,7 +1370,7 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
         float* e = reinterpret_cast<float*>(&x[u]);
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-          e[k] = expf(__fsub_rn(e[k], gm));
+          e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), gm));
           part = __fadd_rn(part, e[k]);
         }
       }
@@ -1403,15 +1410,10 @@ __global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logi
 }
 
 // Tuning hook (the bench's sweep only): 0 = automatic, 1 = always the shared-memory kernel, 2 = the
-// register kernel wherever it applies, 3 = the shared-memory kernel with the slice copied in by cp.async;
-// blocks = the grid size the register kernel aims at (0: 2 per SM).
-// EAGLE4_CUDA_K5=<mode> sets the choice at load (parity of one kernel through the whole catalog).
-static int g_k5_mode = [] {
-  const char* e = std::getenv("EAGLE4_CUDA_K5");
-  return e ? std::atoi(e) : 0;
-}();
+// register kernel wherever it applies; blocks = the grid size the register kernel aims at (0: 2 per SM).
+static int g_k5_mode = 0;
 static int64_t g_k5_blocks = 0;
-static int64_t g_k5_max_cs = 0;  // the register kernel's largest cluster, the shared-memory kernel's cluster (0: auto)
+static int64_t g_k5_max_cs = 0;  // the register kernel's largest cluster (0: 16)
 void k5_tuning(int64_t mode, int64_t blocks) { g_k5_mode = (int)mode; g_k5_blocks = blocks; }
 void k5_max_cluster(int64_t cs) { g_k5_max_cs = cs; }
 
@@ -1546,12 +1548,11 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   TORCH_CHECK(R <= 65535, "convert_logits_to_probas: more than 65535 rows per launch is not supported");
   const c10::cuda::CUDAGuard guard(logits.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
-  if (lt == at::kFloat && g_k5_mode != 3 && k5r_launch(logits, temperatures, G, write_probas, probas, argmax_ids, is_greedy, R, V,
+  if (lt == at::kFloat && k5r_launch(logits, temperatures, G, write_probas, probas, argmax_ids, is_greedy, R, V,
                                       stream))
     return;
   const dim3 block(512);
-  int want = R <= 8 ? 16 : 8;  // very few rows: more blocks per row to fill the GPU
-  if ((g_k5_mode == 1 || g_k5_mode == 3) && g_k5_max_cs > 0) want = (int)g_k5_max_cs;
+  const int want = R <= 8 ? 16 : 8;  // very few rows: more blocks per row to fill the GPU
   const bool aligned = reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 == 0;
   auto go = [&](auto kern, const auto* lp) {
     int cs = (int)std::min<int64_t>(want, std::max<int64_t>(1, (V + 4095) / 4096));
@@ -1567,9 +1568,7 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   };
   if (lt == at::kFloat) {
     const float* lp = ptr<float>(logits);
-    if (aligned && V % 4 == 0 && g_k5_mode == 3) go(k5_kernel<float, 4, true>, lp);
-    else if (aligned && V % 4 == 0) go(k5_kernel<float, 4>, lp);
-    else go(k5_kernel<float, 1>, lp);
+    if (aligned && V % 4 == 0) go(k5_kernel<float, 4>, lp); else go(k5_kernel<float, 1>, lp);
   } else if (lt == at::kHalf) {
     const __half* lp = ptr<__half>(logits);
     if (aligned && V % 8 == 0) go(k5_kernel<__half, 8>, lp); else go(k5_kernel<__half, 1>, lp);
