@@ -14,7 +14,10 @@ math through ``torch.compile`` (``torch_compile_softmax_temp``, Inductor's fused
 then captured in the bench's CUDA graph like the others); the bench checks the compiled one against
 the reference on the device before timing it (``DEVICE_CHECKED``). ``softmax_only`` (one
 ``torch.softmax`` launch, no temperature, no argmax) is kept as a lower bound of what PyTorch spends
-on K5's bytes and is marked as not the same computation.
+on K5's bytes and is marked as not the same computation, and so is ``copy_same_bytes`` (one
+``Tensor.copy_`` of the logits into a buffer of the probas' size): what this card takes to read and
+write K5's bytes at all, the floor beside the HBM roofline (a copy small enough to stay in L2 can
+come in under that roofline).
 """
 
 from __future__ import annotations
@@ -238,6 +241,12 @@ def _softmax_only(t: dict, p: dict) -> Callable[[], dict]:
     return lambda: dict(probas=torch.softmax(logits, dim=-1))
 
 
+def _copy_same_bytes(t: dict, p: dict) -> Callable[[], dict]:
+    logits = t["logits"]
+    out = torch.empty_like(logits)
+    return lambda: dict(probas=out.copy_(logits))
+
+
 def _reject_sample(t: dict, p: dict) -> Callable[[], dict]:
     """K6 as tensor ops: every row's first accepted child in parallel (children by sibling
     pointer-chasing, cumulative probabilities), the S-1 level walk by gathers, then the final row's
@@ -394,7 +403,8 @@ ANCHORS: dict[str, list[tuple[str, Callable, bool]]] = {
     "tree_mask": [("torch_vectorized", _tree_mask, True)],
     "logits_to_probas": [("torch_softmax_temp", _logits_to_probas, True),
                          ("torch_compile_softmax_temp", _logits_to_probas_compiled, True),
-                         ("torch_softmax_only", _softmax_only, False)],
+                         ("torch_softmax_only", _softmax_only, False),
+                         ("torch_copy_same_bytes", _copy_same_bytes, False)],
     "reject_sample": [("torch_vectorized", _reject_sample, True)],
     "update_verify": [("torch_vectorized", _update_verify, True)],
 }

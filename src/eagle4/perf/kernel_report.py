@@ -22,7 +22,7 @@ from eagle4.validity import RunRule, summarize_runs
 SUMMARY_FIELDS = ["contract", "kernel", "label", "impl", "mode", "same_computation", "point", "B", "W", "K", "H",
                   "Q", "T", "V", "L", "S", "dtype", "n_runs", "median_us", "cov", "valid", "min_run_us", "max_run_us",
                   "bytes_model", "roofline_us", "ours_over_roofline", "anchor_impl", "anchor_us", "ours_over_anchor",
-                  "slower_than_anchor", "softmax_only_us", "device", "driver", "torch", "cuda", "git_commit",
+                  "slower_than_anchor", "softmax_only_us", "copy_us", "ours_over_copy", "device", "driver", "torch", "cuda", "git_commit",
                   "contract_sha256", "provenance", "invalid_reasons"]
 BPT_FIELDS = ["contract", "kernel", "label", "point", "B", "calls_per_cycle", "tokens_per_cycle", "bytes_model",
               "bytes_ncu", "ncu_over_model", "bytes_per_cycle_model", "bytes_per_token_model", "bytes_per_token_ncu",
@@ -85,13 +85,16 @@ def summarize(raw: list[dict], shapes: list[BenchShape]) -> list[dict]:
         ours = [s for s in rows if s["impl"] == "cuda"]
         anchors = [s for s in rows if s["impl"] != "cuda" and s["same_computation"] == "true"]
         bound = [s for s in rows if s["impl"] == "torch_softmax_only"]
+        copy = [s for s in rows if s["impl"] == "torch_copy_same_bytes"]
         if not ours or not anchors:
             continue
         o = ours[0]
         best = min(anchors, key=lambda s: float(s["median_us"]))
         ratio = float(o["median_us"]) / float(best["median_us"])
         o.update(anchor_impl=best["impl"], anchor_us=best["median_us"], ours_over_anchor=f"{ratio:.4f}",
-                 slower_than_anchor=str(ratio > 1.0).lower(), softmax_only_us=bound[0]["median_us"] if bound else "")
+                 slower_than_anchor=str(ratio > 1.0).lower(), softmax_only_us=bound[0]["median_us"] if bound else "",
+                 copy_us=copy[0]["median_us"] if copy else "",
+                 ours_over_copy=f"{float(o['median_us']) / float(copy[0]['median_us']):.4f}" if copy else "")
     return out
 
 
@@ -101,7 +104,9 @@ def anchors_md(summary: list[dict]) -> str:
              "our op (median over independent runs), the fastest PyTorch anchor of the same computation "
              "(`src/eagle4/perf/anchors.py`, graph-captured), the HBM roofline of the byte model at 3.35 TB/s, "
              "and both ratios (< 1 beats the anchor; >= 1 against the roofline). K5 also lists one `torch.softmax` "
-             "launch without temperature or argmax (a lower bound, not the same computation).", ""]
+             "launch without temperature or argmax (a lower bound, not the same computation) and one copy of its "
+             "bytes (`Tensor.copy_` of the logits into a buffer of the probas' size: what the card takes to read "
+             "and write them at all) with ours / copy.", ""]
     rows = [s for s in summary if s["impl"] == "cuda" and s["mode"] == "graph"]
     for contract in sorted({s["contract"] for s in rows}):
         mine = [s for s in rows if s["contract"] == contract]
@@ -111,6 +116,8 @@ def anchors_md(summary: list[dict]) -> str:
         for s in sorted(mine, key=lambda s: (int(s["B"]), s["label"], s["point"])):
             flag = " **slower**" if s.get("slower_than_anchor") == "true" else ""
             extra = f" (softmax only {float(s['softmax_only_us']):.1f})" if s.get("softmax_only_us") else ""
+            if s.get("copy_us"):
+                extra += f" (copy {float(s['copy_us']):.1f}, ours/copy {float(s['ours_over_copy']):.3g})"
             form = s["label"].partition(" (")[2].rstrip(")")  # the draft step's form, e.g. "one launch"
             lines.append(f"| {s['point']}{f' ({form})' if form else ''} | {float(s['median_us']):.2f} | {s.get('anchor_impl', '')}{extra} | "
                          f"{float(s['anchor_us']) if s.get('anchor_us') else float('nan'):.2f} | "
