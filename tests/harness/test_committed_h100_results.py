@@ -50,16 +50,17 @@ B1_MAX_US, STEP_B1_MAX_US, STEP_B128_MAX_US, K6_B128_MAX_US = 5.0, 8.0, 12.0, 20
 
 # (contract, point) -> why ours is slower than the best PyTorch anchor there (statement, not a waiver)
 KNOWN_SLOWER: dict[tuple[str, str], str] = {}
-# (contract, point, bar) -> why the bar is missed (measured 2026-11-26 14:05-14:09 UTC on the H100 by b80d405's bench:
-# the kernels of h24, h27 and h28 (K5, K6, K7, the one-launch draft step) with programmatic dependent launch, the draft
-# step as one launch, every anchor incl. torch.compile's K5 in the same processes; the session's before/after against
-# 66fa187's source: reports/kernel_before_after/compare_src_8ad4df2_log.txt, then compare_src_b80d405_log.txt)
-_K4 = 'B = 1, T = Q = 64: 16 blocks each rebuild two block scans and 64 ancestor rows, then pack 16.9 KB (issue 14: 7.0 -> 5.7 us; not reworked in the last pass; the draft points and the default verify point meet the bar)'
-_K5V = 'shared-memory kernel (8-block clusters of 512 threads): 1.45-1.56x at B >= 8, 2.17x at B = 1 (64 rows, 512 blocks in 1.3 waves of the resident slots); the split last cluster barrier took 3-7% off; the register-resident variant measured slower at V = 128256 (sweep-k5); torch.compile (Inductor) is 3.2-3.9x the roofline at B >= 8'
-_K5D = "register-resident kernel: each block loads, reduces across its cluster and stores in sequence; 3 blocks per SM do not overlap one block's loads with another's stores well enough (1.76-2.19x; torch.compile 3.6-4.1x)"
-_K6 = "register form for small B (each thread holds its final-row entries in registers, one block scan, block totals through DSMEM with one cluster barrier): issue 14 took it from 11.0-11.4 to 5.5 us (default) and 6.6 us (deployment-8b); what remains is the chain of dependent reads (tree -> tested probabilities -> final row) plus launch"
-_K7 = "the bookkeeping block's chain (accepted entries -> their predicts and slots -> one packed scan -> compaction -> free-slot scan); the next_hidden copies moved to other blocks, the counts and scans to one warp at B <= 32: issue 14 took it from 8.4-8.6 to 5.5-5.6 us"
-_K5B = 'a few rows of 16384-32768 (0.5-2.1 MB, HBM roofline 0.16-0.63 us): launch, two cluster reductions and IEEE divisions dominate (6.0-7.4 us; smaller clusters measured slower, sweep-k5); best anchor 18-26 us (torch.compile 18.0-18.5 at V = 16384); torch.softmax without temperature, a different computation, is 5.9-6.0 us'
+# (contract, point, bar) -> why the bar is missed (measured 2026-11-26 15:41-15:45 UTC on the H100 by 9b71473's bench:
+# the kernels of f7d3175 (K5's fewer instructions, one occupancy cache) on b80d405's (K6, K7, the one-launch draft step of
+# h24, h27 and h28) with programmatic dependent launch, the draft step as one launch, every anchor incl. torch.compile's
+# K5 and the copy of K5's bytes in the same processes; before/after: reports/kernel_before_after/compare_src_f7d3175_log.txt,
+# the K5 variants tried: reports/kernel_before_after/k5_experiments/)
+_K4 = 'B = 1, T = Q = 64: 16 blocks each rebuild two block scans and 64 ancestor rows, then pack 16.9 KB (issue 14: 7.0 -> 5.7 us; h28\'s rework measured slower and was not merged; the draft points and the default verify point meet the bar)'
+_K5V = 'shared-memory kernel (8-block clusters of 512 threads): 1.38-1.49x the roofline at B >= 8, 1.25-1.34x one copy of the same bytes on this card (the copy is itself 1.11x the roofline at B = 128), 2.18x / 1.79x at B = 1 (64 rows, 512 blocks in 1.4 waves of the 360 resident cluster slots); Nsight Compute: issue- and latency-bound beside 62% of DRAM bandwidth; the SFU exp and one division a row for the max took 4-6% off, a persistent pipelined kernel (bulk async copies) and cp.async slices measured slower (k5_experiments/); torch.compile (Inductor) is 3.2-3.9x the roofline at B >= 8'
+_K5D = "register-resident kernel: each block loads, reduces across its cluster and stores in sequence; 3 blocks per SM do not overlap one block's loads with another's stores well enough (1.65-2.03x the roofline, 1.46-1.68x one copy of the same bytes; torch.compile 3.6-4.1x)"
+_K6 = "register form for small B (each thread holds its final-row entries in registers, one block scan, block totals through DSMEM with one cluster barrier): issue 14 took it from 11.0-11.4 to 5.6 us (default) and 6.6 us (deployment-8b); what remains is the chain of dependent reads (tree -> tested probabilities -> final row) plus launch (Nsight Compute: 0.7-1.8% issue use)"
+_K7 = "the bookkeeping block's chain (accepted entries -> their predicts and slots -> one packed scan -> compaction -> free-slot scan); the next_hidden copies moved to other blocks, the counts and scans to one warp at B <= 32: issue 14 took it from 8.4-8.6 to 5.5-5.6 us (Nsight Compute: 0.2% issue use, a latency chain)"
+_K5B = 'a few rows of 16384-32768 (0.5-2.1 MB, HBM roofline 0.16-0.63 us; a copy of the same bytes 1.4-1.6 us): launch and two cluster reductions dominate (5.9-7.2 us; smaller clusters measured slower, sweep-k5); best anchor 18-26 us (torch.compile 18.0-18.5 at V = 16384); torch.softmax without temperature, a different computation, is 5.9-9.4 us'
 KNOWN_MISSES: dict[tuple[str, str, str], str] = {
     ('default', 'logits_to_probas/draft/B1/Q4/V16384', 'b1_5us'): _K5B,
     ('default', 'logits_to_probas/verify/B1/Q16/V16384', 'b1_5us'): _K5B,
@@ -74,7 +75,7 @@ KNOWN_MISSES: dict[tuple[str, str, str], str] = {
     ('deployment-8b', 'logits_to_probas/verify/B32/Q64/V128256', 'k5_roofline'): _K5V,
     ('deployment-8b', 'logits_to_probas/verify/B8/Q64/V128256', 'k5_roofline'): _K5V,
     ('deployment-8b', 'reject_sample/B1/Q64/V128256', 'b1_5us'): _K6,
-    ('deployment-8b', 'reject_sample/B128/Q64/V128256', 'k6_b128'): 'the final rows alone are 65.7 MB at B = 128 (HBM roofline 19.7 us): 20 us is the floor; 32.0 us (66.3 before issue 14, 39.5 after its second pass: the row pass was instruction-bound, now 32-bit conversions below 1.0 and the fallback argmax only when needed; the tree walk precedes the stream)',
+    ('deployment-8b', 'reject_sample/B128/Q64/V128256', 'k6_b128'): 'the final rows alone are 65.7 MB at B = 128 (HBM roofline 19.7 us): 20 us is the floor; 32.0 us (one copy of K5\'s verify bytes at B = 128 takes 1.11x its roofline on this card; 66.3 before issue 14, 39.5 after its second pass: the row pass was instruction-bound, now 32-bit conversions below 1.0 and the fallback argmax only when needed; the tree walk precedes the stream)',
     ('deployment-8b', 'tree_mask/verify/B1/Q64', 'b1_5us'): _K4,
     ('deployment-8b', 'update_verify/B1/Q64/dtypebfloat16', 'b1_5us'): _K7,
 }
