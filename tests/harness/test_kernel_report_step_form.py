@@ -70,3 +70,21 @@ def test_compare_src_passes_the_step_forms_and_anchor_options(monkeypatch, tmp_p
                               "--step-forms", "--anchors", "draft_step", "--out", str(out)]) == 0
     assert seen == [(["a.cu", "b.cu"], "draft_step", True, "draft_step")]
     assert out.read_text().splitlines()[0] == ",".join(kernel_bench.COMPARE_FIELDS)
+
+
+def test_copy_floor_is_reported_beside_the_anchor_never_as_one():
+    """K5's copy of its bytes (not the same computation) is faster than ours and than the anchor here, yet
+    the anchor stays the fastest same-computation form; the copy only fills copy_us and ours / copy."""
+    shape = shape_from_contract(REPO / "contracts" / "default.toml")
+    sha = shape.contract_hash
+    pid = "logits_to_probas/verify/B8/Q16/V16384"
+    times = {("cuda", "true"): 10.0, ("torch_softmax_temp", "true"): 20.0, ("torch_copy_same_bytes", "false"): 4.0}
+    raw = [{"contract": "default", "contract_sha256": sha, "kernel": "logits_to_probas", "point": pid, "impl": impl, "B": "8",
+            "mode": "graph", "same_computation": same, "run_index": str(i), "median_us": str(us * (1 + 0.001 * i))}
+           for (impl, same), us in times.items() for i in range(shape.runs)]
+    ours = next(s for s in summarize(raw, [shape]) if s["impl"] == "cuda")
+    assert ours["anchor_impl"] == "torch_softmax_temp"
+    assert float(ours["ours_over_anchor"]) == pytest.approx(0.5, rel=1e-3)
+    assert float(ours["copy_us"]) == pytest.approx(4.008, rel=1e-3)
+    assert float(ours["ours_over_copy"]) == pytest.approx(2.5, rel=1e-3)
+    assert "(copy 4.0, ours/copy 2.5)" in anchors_md([ours])
