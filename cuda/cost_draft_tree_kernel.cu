@@ -1308,8 +1308,8 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 // One block (CS == 1) or one thread-block cluster of CS blocks (DSMEM exchange) per row; the host
 // picks CS and the block size so that small-V many-row launches keep whole rows per block and
 // large-V few-row launches spread a row over up to 16 SMs.
-template <int NV>
-__global__ void __launch_bounds__(256) k5r_kernel(const float* __restrict__ logits, const float* __restrict__ temps,
+template <int NV, int MINB = 1>
+__global__ void __launch_bounds__(256, MINB) k5r_kernel(const float* __restrict__ logits, const float* __restrict__ temps,
                                                  int64_t V, int G, bool wp, float* __restrict__ probas,
                                                  int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
                                                  int64_t chunk) {
@@ -1416,6 +1416,8 @@ static int64_t g_k5_blocks = 0;
 static int64_t g_k5_max_cs = 0;  // the register kernel's largest cluster (0: 16)
 void k5_tuning(int64_t mode, int64_t blocks) { g_k5_mode = (int)mode; g_k5_blocks = blocks; }
 void k5_max_cluster(int64_t cs) { g_k5_max_cs = cs; }
+static int64_t g_k5_min_cs = 0, g_k5_minb = 0;  // the register kernel's smallest cluster; 4: its 4-blocks-per-SM build
+void k5_reg(int64_t min_cs, int64_t minb) { g_k5_min_cs = min_cs; g_k5_minb = minb; }
 
 static int sm_count() {
   static int n = 0;
@@ -1497,6 +1499,7 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
     return false;
   const int64_t target = g_k5_blocks > 0 ? g_k5_blocks : 2 * (int64_t)sm_count();
   int64_t cs = std::max<int64_t>((target + R - 1) / R, (V + kMaxPerBlock - 1) / kMaxPerBlock);
+  cs = std::max<int64_t>(cs, g_k5_min_cs);
   cs = std::min<int64_t>(std::max<int64_t>(cs, 1), std::min<int64_t>(g_k5_max_cs > 0 ? g_k5_max_cs : 16, (V + 3) / 4));
   auto chunk_of = [&](int64_t c) { return ((V + c - 1) / c + 3) / 4 * 4; };
   int64_t chunk = chunk_of(cs);
@@ -1519,6 +1522,14 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
                    ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
     return true;
   };
+  if (g_k5_minb == 4) {
+    switch (nv) {
+      case 1: return go(k5r_kernel<1, 4>);
+      case 2: return go(k5r_kernel<2, 4>);
+      case 4: return go(k5r_kernel<4, 4>);
+      default: return go(k5r_kernel<8, 4>);
+    }
+  }
   switch (nv) {
     case 1: return go(k5r_kernel<1>);
     case 2: return go(k5r_kernel<2>);
@@ -2482,5 +2493,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("update_verify_result", &update_verify_result);
   m.def("draft_step", &draft_step, "K1 -> K2 -> K3 of one draft layer in one launch (their arguments in ABI order)");
   m.def("_k5_max_cluster", &k5_max_cluster, "bench sweep hook: the register K5's largest cluster (0: automatic)");
+  m.def("_k5_reg", &k5_reg, "bench sweep hook: the register K5's smallest cluster and 4-blocks-per-SM build (0: automatic)");
   m.def("_k5_tuning", &k5_tuning, "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");
 }

@@ -199,7 +199,8 @@ def shape_name(shape: BenchShape) -> str:
 
 # (mode, blocks, cluster cap) of the K5 sweep: automatic, shared-memory, register (grid targets, cluster
 # caps); 0 = the kernel's automatic choice
-K5_SWEEP = ((0, 0, 0), (1, 0, 0), (2, 0, 0), (2, 132, 0), (2, 528, 0), (2, 0, 2), (2, 0, 4), (2, 0, 8))
+K5_SWEEP = ((0, 0, 0, 0, 0), (1, 0, 0, 0, 0), (2, 0, 0, 0, 0), (2, 0, 0, 8, 0), (2, 0, 0, 16, 0), (2, 0, 0, 0, 4),
+            (2, 0, 0, 8, 4), (2, 0, 0, 16, 4), (2, 528, 0, 0, 4))
 
 
 def _k5_outputs(tensors: dict) -> list:
@@ -237,19 +238,21 @@ def sweep_k5(shape: BenchShape, log=print, points: str = "all") -> None:
         mod._k5_tuning(0, 0)
         fn()
         want = [t.clone() for t in _k5_outputs(tensors)]
-        for mode, blocks, cap in K5_SWEEP:
+        for mode, blocks, cap, min_cs, minb in K5_SWEEP:
             mod._k5_tuning(mode, blocks)
             mod._k5_max_cluster(cap)
+            mod._k5_reg(min_cs, minb)
             for t in _k5_outputs(tensors):
                 t.fill_(-7.0 if t.is_floating_point() else 7)
             fn()
             same = _k5_same(want, _k5_outputs(tensors))
             t0 = timing.probe_us(fn)
             g, n = timing.sizes_for(t0)
-            res.append(f"m{mode}/b{blocks}/cs{cap}{'' if same else '(DIFFERS)'} "
+            res.append(f"m{mode}/b{blocks}/cs{cap}/min{min_cs}/lb{minb}{'' if same else '(DIFFERS)'} "
                        f"{stats.median(timing.graph_times(fn, g, n)):9.2f}")
         mod._k5_tuning(0, 0)
         mod._k5_max_cluster(0)
+        mod._k5_reg(0, 0)
         # the card's floor for the same bytes: one copy of the logits into probas (PyTorch's copy kernel)
         cp = functools.partial(tensors["probas"].copy_, tensors["logits"])
         t0 = timing.probe_us(cp)
