@@ -1308,11 +1308,10 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 // One block (CS == 1) or one thread-block cluster of CS blocks (DSMEM exchange) per row; the host
 // picks CS and the block size so that small-V many-row launches keep whole rows per block and
 // large-V few-row launches spread a row over up to 16 SMs.
-template <int NV, int MINB = 1>
-__global__ void __launch_bounds__(256, MINB) k5r_kernel(const float* __restrict__ logits, const float* __restrict__ temps,
-                                                 int64_t V, int G, bool wp, float* __restrict__ probas,
-                                                 int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
-                                                 int64_t chunk) {
+template <int NV>
+__device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const float* __restrict__ temps, int64_t V,
+                                         int G, bool wp, float* __restrict__ probas, int64_t* __restrict__ argmax,
+                                         uint8_t* __restrict__ greedy, int64_t chunk) {
   pdl_begin();
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -1409,6 +1408,23 @@ __global__ void __launch_bounds__(256, MINB) k5r_kernel(const float* __restrict_
   if (CS > 1) cluster_wait();  // no block leaves while another may still read its shared memory
 }
 
+#define E4_K5R_ARGS                                                                                            \
+  const float *__restrict__ logits, const float *__restrict__ temps, int64_t V, int G, bool wp,               \
+      float *__restrict__ probas, int64_t *__restrict__ argmax, uint8_t *__restrict__ greedy, int64_t chunk
+template <int NV>
+__global__ void __launch_bounds__(256) k5r_kernel(E4_K5R_ARGS) {
+  k5r_body<NV>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
+}
+// The same kernel held to 64 registers a thread, so that 4 blocks of 256 threads share an SM instead of
+// 3 (NV = 8 takes 74 registers unbounded): with many rows the fourth block's loads overlap the others'
+// reductions and stores (kernel_bench sweep-k5 on the H100: -11% at 1024 rows of V = 32768, worse at 128
+// rows of 16384), so the host picks it for NV = 8 from 256 rows on.
+template <int NV>
+__global__ void __launch_bounds__(256, 4) k5r4_kernel(E4_K5R_ARGS) {
+  k5r_body<NV>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
+}
+#undef E4_K5R_ARGS
+
 // Tuning hook (the bench's sweep only): 0 = automatic, 1 = always the shared-memory kernel, 2 = the
 // register kernel wherever it applies; blocks = the grid size the register kernel aims at (0: 2 per SM).
 static int g_k5_mode = 0;
@@ -1416,7 +1432,8 @@ static int64_t g_k5_blocks = 0;
 static int64_t g_k5_max_cs = 0;  // the register kernel's largest cluster (0: 16)
 void k5_tuning(int64_t mode, int64_t blocks) { g_k5_mode = (int)mode; g_k5_blocks = blocks; }
 void k5_max_cluster(int64_t cs) { g_k5_max_cs = cs; }
-static int64_t g_k5_min_cs = 0, g_k5_minb = 0;  // the register kernel's smallest cluster; 4: its 4-blocks-per-SM build
+// the register kernel's smallest cluster (0: automatic) and its build (0: automatic, 1: unbounded, 4: k5r4_kernel)
+static int64_t g_k5_min_cs = 0, g_k5_minb = 0;
 void k5_reg(int64_t min_cs, int64_t minb) { g_k5_min_cs = min_cs; g_k5_minb = minb; }
 
 static int sm_count() {
@@ -1522,12 +1539,12 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
                    ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
     return true;
   };
-  if (g_k5_minb == 4) {
+  if (g_k5_minb == 4 || (g_k5_minb == 0 && nv == 8 && R >= 256)) {
     switch (nv) {
-      case 1: return go(k5r_kernel<1, 4>);
-      case 2: return go(k5r_kernel<2, 4>);
-      case 4: return go(k5r_kernel<4, 4>);
-      default: return go(k5r_kernel<8, 4>);
+      case 1: return go(k5r4_kernel<1>);
+      case 2: return go(k5r4_kernel<2>);
+      case 4: return go(k5r4_kernel<4>);
+      default: return go(k5r4_kernel<8>);
     }
   }
   switch (nv) {

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from eagle4.perf.points import BenchShape, Point
 
-# our kernels' names (k5r_kernel, k6r_kernel: register forms): the ncu filter of scripts/bench_h100_kernels.sh
+# our kernels' names (k5r_kernel, k6r_kernel: register forms; k5r4_kernel: K5's register form held to
+# 4 blocks per SM): the ncu filter of scripts/bench_h100_kernels.sh
 # and the parser read this one pattern, so a new kernel form cannot be profiled and then dropped
-KERNEL_REGEX = r"k[1-7]r?_kernel"
+KERNEL_REGEX = r"k[1-7]r?4?_kernel"
 
 
 def probed(points: list[Point]) -> list[Point]:
