@@ -103,6 +103,12 @@ def _edge_cases() -> list[Case]:
     # Underflowing exp: a huge spread, most e_v are 0.
     lg = _normal(rng, 2, V) * np.float32(1e3)
     out.append(_make("edge/exp_underflow", lg, [0.05], 2, seed=s))
+    # Many rows of a mid-size vocabulary: on CUDA the register kernel's 4-blocks-per-SM build (one block per
+    # row, 8 vectors a thread from 264 rows and V in (4096, 8192]); greedy, plain and tempered requests.
+    r = np.random.default_rng([s, 264])
+    temps = np.tile(np.array([0.0, 1.0, 0.7], np.float32), 11)
+    out.append(_make("edge/many_rows_V4100", _normal(r, 33 * 8, 4100), temps, 8, seed=s,
+                     note="264 rows of V = 4100 (cuda: k5r4_kernel)"))
     # Large vocabularies (B = 1).
     for Vx in (128256, 152064):
         r = np.random.default_rng([s, Vx])
