@@ -241,7 +241,7 @@ def _softmax_only(t: dict, p: dict) -> Callable[[], dict]:
     return lambda: dict(probas=torch.softmax(logits, dim=-1))
 
 
-def _copy_same_bytes(t: dict, p: dict) -> Callable[[], dict]:
+def copy_same_bytes(t: dict, p: dict) -> Callable[[], dict]:
     logits = t["logits"]
     out = torch.empty_like(logits)
     return lambda: dict(probas=out.copy_(logits))
@@ -404,7 +404,7 @@ ANCHORS: dict[str, list[tuple[str, Callable, bool]]] = {
     "logits_to_probas": [("torch_softmax_temp", _logits_to_probas, True),
                          ("torch_compile_softmax_temp", _logits_to_probas_compiled, True),
                          ("torch_softmax_only", _softmax_only, False),
-                         ("torch_copy_same_bytes", _copy_same_bytes, False)],
+                         ("torch_copy_same_bytes", copy_same_bytes, False)],
     "reject_sample": [("torch_vectorized", _reject_sample, True)],
     "update_verify": [("torch_vectorized", _update_verify, True)],
 }

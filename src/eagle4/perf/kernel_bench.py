@@ -24,7 +24,6 @@ our kernels once per point for Nsight Compute's DRAM byte counters (``perf.ncu``
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
 from datetime import datetime, timezone
@@ -197,8 +196,9 @@ def shape_name(shape: BenchShape) -> str:
     return Path(shape.contract_path).stem
 
 
-# (mode, blocks, cluster cap) of the K5 sweep: automatic, shared-memory, register (grid targets, cluster
-# caps); 0 = the kernel's automatic choice
+# (mode, blocks, cluster cap, smallest cluster, register build) of the K5 sweep: automatic, shared-memory,
+# register (its smallest cluster, its unbounded or 4-blocks-per-SM build, a grid target); 0 = the kernel's
+# automatic choice
 K5_SWEEP = ((0, 0, 0, 0, 0), (1, 0, 0, 0, 0), (2, 0, 0, 0, 0), (2, 0, 0, 8, 0), (2, 0, 0, 16, 0), (2, 0, 0, 0, 4),
             (2, 0, 0, 8, 4), (2, 0, 0, 16, 4), (2, 528, 0, 0, 4))
 
@@ -224,6 +224,7 @@ def sweep_k5(shape: BenchShape, log=print, points: str = "all") -> None:
 
     from eagle4.backends.cuda import CudaBackend
     from eagle4.perf import timing
+    from eagle4.perf.anchors import copy_same_bytes
     from eagle4.perf.inputs import make_call
 
     backend = CudaBackend()
@@ -253,8 +254,8 @@ def sweep_k5(shape: BenchShape, log=print, points: str = "all") -> None:
         mod._k5_tuning(0, 0)
         mod._k5_max_cluster(0)
         mod._k5_reg(0, 0)
-        # the card's floor for the same bytes: one copy of the logits into probas (PyTorch's copy kernel)
-        cp = functools.partial(tensors["probas"].copy_, tensors["logits"])
+        # the card's floor for the same bytes: the bench's copy of them (perf.anchors)
+        cp = copy_same_bytes(tensors, params)
         t0 = timing.probe_us(cp)
         g, n = timing.sizes_for(t0)
         res.append(f"copy {stats.median(timing.graph_times(cp, g, n)):9.2f}")
