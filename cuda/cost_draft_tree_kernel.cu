@@ -189,8 +189,23 @@ __device__ __forceinline__ bool amax_better(float va, int64_t ia, float vb, int6
   return false;
 }
 
+// max of x that propagates NaN (KERNELS.md §5.4 step 4: a NaN x gives a NaN row): once a NaN is
+// seen it stays; otherwise the larger value or a NaN candidate wins.
+__device__ __forceinline__ float nan_max(float m, float x) { return (x > m || (isnan(x) && !isnan(m))) ? x : m; }
+
 // Warp reductions to lane 0 (shuffle-down tree, a fixed association), shared by K5's two kernels
-// and K6: the argmax (value, index) and the f32 sum of one value per lane.
+// and K6: (max, argmax value, argmax index), argmax alone, and the f32 sum of one value per lane.
+__device__ __forceinline__ void warp_max_argmax(float& m, float& av, long long& ai) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_down_sync(FULL, m, o);
+    const float oav = __shfl_down_sync(FULL, av, o);
+    const long long oai = __shfl_down_sync(FULL, ai, o);
+    m = nan_max(m, om);
+    if (amax_better(oav, oai, av, ai)) { av = oav; ai = oai; }
+  }
+}
+
 __device__ __forceinline__ void warp_argmax(float& av, long long& ai) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
@@ -1082,51 +1097,49 @@ __device__ __forceinline__ void load_vec(const T* p, float* out) {
   }
 }
 
-// e = exp(x - m) of one logit of K5's sampling rows, x = logit / temp (IEEE division) and m the row's
-// max of x. The exp is the SFU's exp2 of d * log2(e) (__expf) for d = x - m <= 0 (or NaN): its error
-// is at most 2 + 1.16|d| ulp, i.e. below 6.2e-6 relative down to d = -87.3, where exp(d) reaches the
-// smallest normal; below that it flushes to 0 (true value < 1.2e-38). Probas are TOL (§5.5: rtol 5e-5,
-// atol 1e-10), and the full-precision expf made K5 issue-bound at large V (Nsight Compute: 78
-// instructions per logit, issue slots 63% busy beside 62% of DRAM bandwidth). NaN and -inf map as expf
-// maps them (NaN, 0), so §5.4 step 4's NaN rows are kept.
-__device__ __forceinline__ float k5_e(float logit, float temp, float m) {
-  return __expf(__fsub_rn(__fdiv_rn(logit, temp), m));
-}
+// exp(d) for d = x - m <= 0 (or NaN) of K5's sampling rows: the SFU's exp2 of d * log2(e) (__expf).
+// Its error is at most 2 + 1.16|d| ulp, i.e. below 6.2e-6 relative down to d = -87.3, where exp(d)
+// reaches the smallest normal; below that it flushes to 0 (true value < 1.2e-38). Probas are TOL
+// (§5.5: rtol 5e-5, atol 1e-10), and the full-precision expf made K5 issue-bound at large V (Nsight
+// Compute: 78 instructions per logit, issue slots 63% busy beside 62% of DRAM bandwidth). NaN and
+// -inf map as expf maps them (NaN, 0), so §5.4 step 4's NaN rows are kept.
+__device__ __forceinline__ float k5_exp(float d) { return __expf(d); }
 
 struct K5Stats {
+  float m;        // block max of x (NaN-propagating)
   float s;        // block sum of exp
   float av;       // argmax value (raw logit)
   long long ai;   // argmax index
 };
 
-// Block (then, CS > 1, cluster) reduction of K5's per-thread argmax of the logits: each warp, then
-// warp 0 over the warps, then warp 0 over the cluster's blocks (lane k reads block k's stats through
-// DSMEM, in parallel). rv/ri: 32-entry shared scratch. On return (after a block barrier) s_ai holds
-// the row's argmax and s_v its value in every block: the row's max logit, NaN when the row holds a NaN
-// (NaN wins the argmax), which is the NaN-propagating max the sampling rows need.
-__device__ __forceinline__ void k5_reduce_stats(cg::cluster_group& cluster, int CS, float av, long long ai, float* rv,
-                                                long long* ri, K5Stats& st, float& s_v, long long& s_ai) {
+// Block (then, CS > 1, cluster) reduction of K5's per-thread (NaN-propagating max m, argmax of the logits): each
+// warp, then warp 0 over the warps, then warp 0 over the cluster's blocks (lane k reads block k's
+// stats through DSMEM, in parallel). rf/rv/ri: 32-entry shared scratch. On return (after a block
+// barrier) s_m and s_ai hold the row's values in every block.
+__device__ __forceinline__ void k5_reduce_stats(cg::cluster_group& cluster, int CS, float m, float av, long long ai,
+                                                float* rf, float* rv, long long* ri, K5Stats& st, float& s_m,
+                                                long long& s_ai) {
   const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, nw = (int)(blockDim.x >> 5);
-  warp_argmax(av, ai);
-  if (lane == 0) { rv[wid] = av; ri[wid] = ai; }
+  warp_max_argmax(m, av, ai);
+  if (lane == 0) { rf[wid] = m; rv[wid] = av; ri[wid] = ai; }
   __syncthreads();
   if (wid == 0) {
-    float bav = lane < nw ? rv[lane] : -INFINITY;
+    float bm = lane < nw ? rf[lane] : -INFINITY, bav = lane < nw ? rv[lane] : -INFINITY;
     long long bai = lane < nw ? ri[lane] : LLONG_MAX;
-    warp_argmax(bav, bai);
-    if (lane == 0) { st.av = bav; st.ai = bai; st.s = 0.0f; s_v = bav; s_ai = bai; }
+    warp_max_argmax(bm, bav, bai);
+    if (lane == 0) { st.m = bm; st.av = bav; st.ai = bai; st.s = 0.0f; s_m = bm; s_ai = bai; }
   }
   if (CS > 1) {
     cluster.sync();
     if (wid == 0) {
-      float gav = -INFINITY;
+      float gm = -INFINITY, gav = -INFINITY;
       long long gai = LLONG_MAX;
       if (lane < CS) {
         const K5Stats* o = cluster.map_shared_rank(&st, lane);
-        gav = o->av; gai = o->ai;
+        gm = o->m; gav = o->av; gai = o->ai;
       }
-      warp_argmax(gav, gai);
-      if (lane == 0) { s_v = gav; s_ai = gai; }
+      warp_max_argmax(gm, gav, gai);
+      if (lane == 0) { s_m = gm; s_ai = gai; }
     }
   }
   __syncthreads();
@@ -1230,7 +1243,7 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
       }
     }
   }
-  k5_reduce_stats(cluster, CS, av, ai, rv, ri, st, s_m, s_ai);
+  k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
   float* out = probas + r * V + v0;
   if (need_exp) {
@@ -1240,16 +1253,16 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
     if (vec4) {
       for (int64_t i = (int64_t)tid * 4; i < n; i += (int64_t)nt * 4) {
         float4 e4 = *reinterpret_cast<const float4*>(xs + i);
-        e4.x = k5_e(e4.x, temp, gm);
-        e4.y = k5_e(e4.y, temp, gm);
-        e4.z = k5_e(e4.z, temp, gm);
-        e4.w = k5_e(e4.w, temp, gm);
+        e4.x = k5_exp(__fsub_rn(__fdiv_rn(e4.x, temp), gm));
+        e4.y = k5_exp(__fsub_rn(__fdiv_rn(e4.y, temp), gm));
+        e4.z = k5_exp(__fsub_rn(__fdiv_rn(e4.z, temp), gm));
+        e4.w = k5_exp(__fsub_rn(__fdiv_rn(e4.w, temp), gm));
         part = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(part, e4.x), e4.y), e4.z), e4.w);
         *reinterpret_cast<float4*>(xs + i) = e4;
       }
     } else {
       for (int64_t i = tid; i < n; i += nt) {
-        const float e = k5_e(xs[i], temp, gm);
+        const float e = k5_exp(__fsub_rn(__fdiv_rn(xs[i], temp), gm));
         xs[i] = e;
         part = __fadd_rn(part, e);
       }
@@ -1343,7 +1356,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
       }
     }
   }
-  k5_reduce_stats(cluster, CS, av, ai, rv, ri, st, s_m, s_ai);
+  k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
   float* out = probas + r * V + v0;
   if (need_exp) {
@@ -1356,7 +1369,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
         float* e = reinterpret_cast<float*>(&x[u]);
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-          e[k] = k5_e(e[k], temp, gm);
+          e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), gm));
           part = __fadd_rn(part, e[k]);
         }
       }
