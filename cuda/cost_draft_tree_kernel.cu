@@ -132,6 +132,17 @@ static void launch_ex(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs
   E4_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
 }
 
+// The current device's SM count (read once).
+static int sm_count() {
+  static int n = 0;
+  if (n == 0) {
+    int dev = 0;
+    E4_CUDA_CHECK(cudaGetDevice(&dev));
+    E4_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  }
+  return n;
+}
+
 // ------------------------------------------------------------------------------------------
 // device helpers
 
@@ -941,21 +952,42 @@ __global__ void __launch_bounds__(256) k4_kernel(
   if (j_first < rowlen)
     kv_first = j_first < L ? ((pool_ok && j_first < Smax) ? r2t[pb * Smax + j_first] : (int32_t)-1)
                            : (int32_t)locs[(int64_t)b * T + (j_first - L)];
-  for (int i = tid; i < B; i += nt) {
-    const int64_t Li = seq_lens[i];
-    pre_kv[i] = Li + T;
-    pre_bytes[i] = (Q * (Li + T) + 7) >> 3;
-  }
-  for (int64_t t = tid; t < T; t += nt) s_par[t] = parent[(int64_t)b * T + t];
-  __syncthreads();
-  int64_t tot = block_exclusive_scan<int64_t>(pre_kv, B, wbuf);
-  if (tid == 0) pre_kv[B] = tot;
-  tot = block_exclusive_scan<int64_t>(pre_bytes, B, wbuf);
-  if (tid == 0) pre_bytes[B] = tot;
-  __syncthreads();
   // the bit indptr needs no scan: every request has Q rows, so sum_{i<b} Q (L_i + T) = Q * kv_indptr[b]
-  for (int i = tid; i <= B; i += nt) pre_bits[i] = Q * pre_kv[i];
-  __syncthreads();
+  if (B <= 32) {
+    // one warp: both indptr scans by shuffles and one block barrier (the block scans take six)
+    for (int64_t t = tid; t < T; t += nt) s_par[t] = parent[(int64_t)b * T + t];
+    if (tid < 32) {
+      long long kv = 0, by = 0;
+      if (tid < B) {
+        const int64_t Li = tid == b ? L : seq_lens[tid];
+        kv = Li + T;
+        by = (Q * (Li + T) + 7) >> 3;
+      }
+      long long ikv = kv, iby = by;
+      for (int o = 1; o < B; o <<= 1) {  // lanes >= B add nothing: ceil(log2 B) levels suffice for lanes < B
+        const long long u = __shfl_up_sync(FULL, ikv, o), w = __shfl_up_sync(FULL, iby, o);
+        if (tid >= o) { ikv += u; iby += w; }
+      }
+      if (tid < B) { pre_kv[tid] = ikv - kv; pre_bytes[tid] = iby - by; pre_bits[tid] = Q * (ikv - kv); }
+      if (tid == B - 1) { pre_kv[B] = ikv; pre_bytes[B] = iby; pre_bits[B] = Q * ikv; }
+    }
+    __syncthreads();
+  } else {
+    for (int i = tid; i < B; i += nt) {
+      const int64_t Li = seq_lens[i];
+      pre_kv[i] = Li + T;
+      pre_bytes[i] = (Q * (Li + T) + 7) >> 3;
+    }
+    for (int64_t t = tid; t < T; t += nt) s_par[t] = parent[(int64_t)b * T + t];
+    __syncthreads();
+    int64_t tot = block_exclusive_scan<int64_t>(pre_kv, B, wbuf);
+    if (tid == 0) pre_kv[B] = tot;
+    tot = block_exclusive_scan<int64_t>(pre_bytes, B, wbuf);
+    if (tid == 0) pre_bytes[B] = tot;
+    __syncthreads();
+    for (int i = tid; i <= B; i += nt) pre_bits[i] = Q * pre_kv[i];
+    __syncthreads();
+  }
   if (b == 0 && y == 0) {
     for (int i = tid; i <= B; i += nt) {
       qo[i] = (int32_t)((int64_t)i * Q);
@@ -997,6 +1029,10 @@ __global__ void __launch_bounds__(256) k4_kernel(
   for (int64_t k = (int64_t)y * nt + tid; k < nbytes; k += (int64_t)Y * nt) {
     const int64_t f = k << 3;
     int64_t q = small ? (int64_t)((uint32_t)f / (uint32_t)rowlen) : f / rowlen, c = f - q * rowlen;
+    if (c + 8 <= L) {  // all 8 bits in row q's committed prefix (c < L: ones), so inside row q and nbits
+      pk[k] = 0xFFu;
+      continue;
+    }
     uint32_t byte = 0;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -1027,6 +1063,10 @@ __global__ void __launch_bounds__(256) k4_kernel(
     }
   }
 }
+
+// Tuning hook (the bench's sweep only): blocks per request (0: automatic).
+static int64_t g_k4_blocks = 0;
+void k4_blocks(int64_t y) { g_k4_blocks = y; }
 
 void fused_tree_mask_operator(at::Tensor seq_lens, at::Tensor req_pool_indices, at::Tensor req_to_token,
                               int64_t S_max, at::Tensor tree_cache_locs, at::Tensor tree_parent, int64_t B,
@@ -1065,7 +1105,13 @@ void fused_tree_mask_operator(at::Tensor seq_lens, at::Tensor req_pool_indices, 
   }
   if (smem > 48 * 1024)
     E4_CUDA_CHECK(cudaFuncSetAttribute(k4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  const int Y = (int)std::max<int64_t>(1, std::min<int64_t>(16, 264 / B));
+  // blocks per request: about 128 packed-mask bytes a block (the bound Q * (S_max + T) / 8 of a request's
+  // bytes: seq_lens stay on the device), at most ~2 blocks per SM in all. Measured on the H100 (kernel_bench
+  // sweep --kernel tree_mask): at B = 1, Q = 64, L = 1152 64 blocks took 3.4 us against 5.3 for 16; from
+  // B = 32 on the grid cap decides (8 at B = 32, 2 at B = 128 were the fastest measured)
+  const int64_t y_cap = std::max<int64_t>(1, 2 * (int64_t)sm_count() / B);
+  const int64_t y_work = std::max<int64_t>(1, (Q * (S_max + T) / 8 + 127) / 128);
+  const int Y = (int)std::min<int64_t>(65535, g_k4_blocks > 0 ? g_k4_blocks : std::min(y_cap, y_work));
   launch_ex(k4_kernel, dim3((unsigned)B, (unsigned)Y), dim3(256), smem, 0, stream,
       ptr<int64_t>(seq_lens), ptr<int64_t>(req_pool_indices), ptr<int32_t>(req_to_token), req_to_token.size(0),
       S_max, ptr<int64_t>(tree_cache_locs), ptr<int64_t>(tree_parent), (int)B, T, Q, write_bool_mask,
@@ -1167,6 +1213,70 @@ __device__ __forceinline__ float k5_reduce_sum(cg::cluster_group& cluster, int C
   }
   __syncthreads();
   return s_s;
+}
+
+// K5's one-round form (few-row launches, where K5 is latency-bound): each thread's (max of x, exp-sum
+// against that max, argmax) merged in one reduction instead of a max reduction followed by a sum
+// reduction. Merge of two partials: the larger max, each sum rescaled to it by exp(m - M) (a partial
+// of sum 0, e.g. a thread whose entries are all -inf, adds 0; NaN and +inf give a NaN sum as in the
+// two-round form). The merge is commutative, so an xor butterfly leaves the same value in every lane.
+// The sum is §5.4's row sum in another association with each term's exp split in two factors: its
+// error bound is the comment's above k5_exp with two more ulp per merge level (at most 14), far inside
+// the probas' TOL; the argmax is exact (same order, same result).
+struct K5Part {
+  float m;   // max of x (NaN-propagating via s)
+  float s;   // sum of exp(x - m)
+  float av;  // argmax value (raw logit)
+  int ai;    // argmax index (the register kernel's rows have V <= 131072; INT_MAX: none)
+};
+
+__device__ __forceinline__ void k5_merge(K5Part& a, float om, float os, float oav, int oai) {
+  const float M = fmaxf(a.m, om);
+  const float x = a.s == 0.0f ? 0.0f : __fmul_rn(a.s, k5_exp(__fsub_rn(a.m, M)));
+  const float y = os == 0.0f ? 0.0f : __fmul_rn(os, k5_exp(__fsub_rn(om, M)));
+  a.m = M;
+  a.s = __fadd_rn(x, y);
+  if (amax_better(oav, oai, a.av, a.ai)) { a.av = oav; a.ai = oai; }
+}
+
+// xor butterfly over groups of `width` lanes (a power of two <= 32): every lane ends with its group's merge
+__device__ __forceinline__ void k5_warp_merge(K5Part& a, int width = 32) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    if (o < width)
+      k5_merge(a, __shfl_xor_sync(FULL, a.m, o), __shfl_xor_sync(FULL, a.s, o), __shfl_xor_sync(FULL, a.av, o),
+               __shfl_xor_sync(FULL, a.ai, o));
+}
+
+// n partials p[0..n) (n <= 32) merged in every lane: lane l takes p[l mod P] (P: the power of two >= n;
+// entries past n are empty), so each group of P lanes holds all of them and log2(P) butterfly levels suffice.
+__device__ __forceinline__ K5Part k5_merge_n(const K5Part* p, int n) {
+  const int P = n <= 1 ? 1 : 1 << (32 - __clz(n - 1));
+  const int j = (threadIdx.x & 31) & (P - 1);
+  K5Part a = j < n ? p[j] : K5Part{-INFINITY, 0.0f, -INFINITY, INT_MAX};
+  k5_warp_merge(a, P);
+  return a;
+}
+
+// The row's merged partials in every thread: warps, the block's warps (every warp merges them, one block
+// barrier), then (CS > 1) the cluster's blocks: warp 0 pushes the block's partial into every block's
+// xs[rank] (DSMEM stores), one cluster barrier, and every warp merges xs[0..CS) from its own shared
+// memory, so no block reads another's after the barrier. The caller has arrived (relaxed) at a cluster
+// barrier at its start; the wait here makes sure every block of the cluster runs before the stores.
+__device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a, K5Part* ws, K5Part* xs) {
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
+  k5_warp_merge(a);
+  if (lane == 0) ws[wid] = a;
+  __syncthreads();
+  a = k5_merge_n(ws, nw);
+  if (CS > 1) {
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xs[rank], lane) = a;
+    cluster_arrive();
+    cluster_wait();
+    a = k5_merge_n(xs, CS);
+  }
+  return a;
 }
 
 template <typename T, int VEC>
@@ -1307,8 +1417,9 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 // (max/argmax, then the exp-sum) and written once, with no shared-memory staging of the row.
 // One block (CS == 1) or one thread-block cluster of CS blocks (DSMEM exchange) per row; the host
 // picks CS and the block size so that small-V many-row launches keep whole rows per block and
-// large-V few-row launches spread a row over up to 16 SMs.
-template <int NV>
+// large-V few-row launches spread a row over up to 16 SMs. ONE: the one-round reduction (k5_reduce_one)
+// instead of the max reduction and the sum reduction, for launches where latency, not bandwidth, sets K5's time.
+template <int NV, bool ONE>
 __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const float* __restrict__ temps, int64_t V,
                                          int G, bool wp, float* __restrict__ probas, int64_t* __restrict__ argmax,
                                          uint8_t* __restrict__ greedy, int64_t chunk) {
@@ -1325,6 +1436,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
   __shared__ long long ri[32];
   __shared__ float s_m, s_s;
   __shared__ long long s_ai;
+  if (ONE && CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // see k5_reduce_one
 
   const float temp = temps[b];
   const bool gr = temp < 1e-6f;
@@ -1356,11 +1468,35 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
       }
     }
   }
-  k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
-  if (rank == 0 && tid == 0) argmax[r] = (int64_t)s_ai;
+  K5Part one;  // ONE: the row's merged partials (the two-round form reads s_m, s_s, s_ai where it uses them)
+  if constexpr (ONE) {
+    // this thread's max of x (its argmax value / temp, as for the row) and its exp-sum against it; the
+    // registers keep x = logit / temp from here (sampling rows), so the output pass divides no more
+    K5Part a{need_exp ? __fdiv_rn(av, temp) : -INFINITY, 0.0f, av, ai == LLONG_MAX ? INT_MAX : (int)ai};
+    const bool sum = a.m != -INFINITY;  // -inf: no entry above -inf here, the sum stays 0 (NaN and +inf pass)
+    if (need_exp) {
+#pragma unroll
+      for (int u = 0; u < NV; ++u) {
+        const int64_t i = ((int64_t)u * nt + tid) * 4;
+        if (i < n) {
+          float* e = reinterpret_cast<float*>(&x[u]);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            e[k] = __fdiv_rn(e[k], temp);
+            if (sum) a.s = __fadd_rn(a.s, k5_exp(__fsub_rn(e[k], a.m)));
+          }
+        }
+      }
+    }
+    __shared__ K5Part ws1[8], xs1[16];  // the warps' and the cluster's partials
+    one = k5_reduce_one(CS, rank, a, ws1, xs1);
+  } else {
+    k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
+  }
+  if (rank == 0 && tid == 0) argmax[r] = (int64_t)(ONE ? one.ai : s_ai);
   float* out = probas + r * V + v0;
   if (need_exp) {
-    const float gm = __fdiv_rn(s_m, temp);
+    const float gm = __fdiv_rn(ONE ? one.av : s_m, temp);
     float part = 0.0f;  // one partial sum per thread: >= 32 partial sums per row
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
@@ -1369,14 +1505,14 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
         float* e = reinterpret_cast<float*>(&x[u]);
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-          e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), gm));
-          part = __fadd_rn(part, e[k]);
+          e[k] = k5_exp(__fsub_rn(ONE ? e[k] : __fdiv_rn(e[k], temp), gm));
+          if (!ONE) part = __fadd_rn(part, e[k]);
         }
       }
     }
     // e_v * (1 / s): see k5_kernel (TOL, within 2 ulp of e_v / s)
-    const float inv = __frcp_rn(k5_reduce_sum(cluster, CS, part, rf, st, s_s));
-    if (CS > 1) cluster_arrive();  // this block's DSMEM reads are over (k5_reduce_sum ends with a block barrier)
+    const float inv = __frcp_rn(ONE ? one.s : k5_reduce_sum(cluster, CS, part, rf, st, s_s));
+    if (!ONE && CS > 1) cluster_arrive();  // this block's DSMEM reads are over (k5_reduce_sum ends with a block barrier)
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
       const int64_t i = ((int64_t)u * nt + tid) * 4;
@@ -1390,10 +1526,10 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
       }
     }
   } else {
-    if (CS > 1) cluster_arrive();  // DSMEM reads over (k5_reduce_stats ends with a block barrier)
+    if (!ONE && CS > 1) cluster_arrive();  // DSMEM reads over (k5_reduce_stats ends with a block barrier)
   }
   if (!need_exp && wp) {  // greedy row: one-hot at the argmax
-    const long long am = s_ai;
+    const long long am = ONE ? one.ai : s_ai;
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
       const int64_t i = ((int64_t)u * nt + tid) * 4;
@@ -1405,7 +1541,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
       }
     }
   }
-  if (CS > 1) cluster_wait();  // no block leaves while another may still read its shared memory
+  if (!ONE && CS > 1) cluster_wait();  // no block leaves while another may still read its shared memory
 }
 
 #define E4_K5R_ARGS                                                                                            \
@@ -1413,7 +1549,12 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
       float *__restrict__ probas, int64_t *__restrict__ argmax, uint8_t *__restrict__ greedy, int64_t chunk
 template <int NV>
 __global__ void __launch_bounds__(256) k5r_kernel(E4_K5R_ARGS) {
-  k5r_body<NV>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
+  k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
+}
+// The one-round form (k5_reduce_one) of the same kernel, for launches of few rows.
+template <int NV>
+__global__ void __launch_bounds__(256) k5r1_kernel(E4_K5R_ARGS) {
+  k5r_body<NV, true>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
 }
 // The same kernel held to 64 registers a thread, so that 4 blocks of 256 threads share an SM instead of
 // 3 (NV = 8 takes 74 registers unbounded): with many rows the fourth block's loads overlap the others'
@@ -1421,7 +1562,7 @@ __global__ void __launch_bounds__(256) k5r_kernel(E4_K5R_ARGS) {
 // rows of 16384), so the host picks it for NV = 8 from 256 rows on.
 template <int NV>
 __global__ void __launch_bounds__(256, 4) k5r4_kernel(E4_K5R_ARGS) {
-  k5r_body<NV>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
+  k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
 }
 #undef E4_K5R_ARGS
 
@@ -1435,16 +1576,9 @@ void k5_max_cluster(int64_t cs) { g_k5_max_cs = cs; }
 // the register kernel's smallest cluster (0: automatic) and its build (0: automatic, 1: unbounded, 4: k5r4_kernel)
 static int64_t g_k5_min_cs = 0, g_k5_minb = 0;
 void k5_reg(int64_t min_cs, int64_t minb) { g_k5_min_cs = min_cs; g_k5_minb = minb; }
-
-static int sm_count() {
-  static int n = 0;
-  if (n == 0) {
-    int dev = 0;
-    E4_CUDA_CHECK(cudaGetDevice(&dev));
-    E4_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-  }
-  return n;
-}
+// the register kernel's reduction: 0 automatic, 1 two rounds (max, then sum), 2 one round (k5r1_kernel)
+static int g_k5_one = 0;
+void k5_one(int64_t mode) { g_k5_one = (int)mode; }
 
 // What the GPU holds at once of `kernel` with `threads`-thread blocks of `smem` dynamic bytes: cs == 0,
 // blocks; cs >= 1, clusters of cs blocks (0 when none fits; cs > 8 needs the non-portable attribute).
@@ -1514,10 +1648,18 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   if (V % 4 || reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 ||
       reinterpret_cast<uintptr_t>(probas.data_ptr()) % 16)
     return false;
+  // Measured on the H100 (kernel_bench sweep --kernel logits_to_probas, both contracts, one process): up to
+  // 32 rows the one-round reduction (k5r1_kernel) takes 0.78-0.87x the two-round form's time, clusters of 8
+  // blocks doing better than 16 from 16 rows on; at 64 rows (V = 16384 and 32768) the two-round form with
+  // clusters of 8 blocks takes 0.92x the 5 blocks of the grid target; from 128 rows the grid target's
+  // two-round launch stays the fastest.
+  const bool one = g_k5_one == 2 || (g_k5_one == 0 && R <= 32);
+  const int64_t min_cs = g_k5_min_cs > 0 ? g_k5_min_cs : (!one && R > 32 && R <= 64) ? 8 : 0;
+  const int64_t max_cs = g_k5_max_cs > 0 ? g_k5_max_cs : (one && R >= 16) ? 8 : 16;
   const int64_t target = g_k5_blocks > 0 ? g_k5_blocks : 2 * (int64_t)sm_count();
   int64_t cs = std::max<int64_t>((target + R - 1) / R, (V + kMaxPerBlock - 1) / kMaxPerBlock);
-  cs = std::max<int64_t>(cs, g_k5_min_cs);
-  cs = std::min<int64_t>(std::max<int64_t>(cs, 1), std::min<int64_t>(g_k5_max_cs > 0 ? g_k5_max_cs : 16, (V + 3) / 4));
+  cs = std::max<int64_t>(cs, min_cs);
+  cs = std::min<int64_t>(std::max<int64_t>(cs, 1), std::min<int64_t>(max_cs, (V + 3) / 4));
   auto chunk_of = [&](int64_t c) { return ((V + c - 1) / c + 3) / 4 * 4; };
   int64_t chunk = chunk_of(cs);
   if (chunk > kMaxPerBlock) return false;
@@ -1539,6 +1681,14 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
                    ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
     return true;
   };
+  if (one) {
+    switch (nv) {
+      case 1: return go(k5r1_kernel<1>);
+      case 2: return go(k5r1_kernel<2>);
+      case 4: return go(k5r1_kernel<4>);
+      default: return go(k5r1_kernel<8>);
+    }
+  }
   if (g_k5_minb == 4 || (g_k5_minb == 0 && nv == 8 && R >= 256)) {
     switch (nv) {
       case 1: return go(k5r4_kernel<1>);
@@ -2219,7 +2369,9 @@ __global__ void __launch_bounds__(256) k7_kernel(
   int64_t* accp = wbuf + 33;           // B+1: exclusive prefix of (a_b + 1)
   int64_t* unfp = accp + (B + 1);      // B+1: same over unfinished requests
   int64_t* urank = unfp + (B + 1);     // B+1: rank among unfinished
-  int32_t* row = reinterpret_cast<int32_t*>(urank + (B + 1));  // B*S, truncated accept rows
+  int64_t* s_L = urank + (B + 1);      // B: seq_lens (block 0)
+  int64_t* s_pb = s_L + B;             // B: req_pool_indices (block 0)
+  int32_t* row = reinterpret_cast<int32_t*>(s_pb + B);  // B*S, truncated accept rows
   int32_t* src = row + (int64_t)B * S;                         // B*S, source position of next rows
   int64_t* s_ocl = reinterpret_cast<int64_t*>(src + (int64_t)B * S);  // B*S (row + src: 8*B*S bytes, aligned)
   int64_t* s_vn = s_ocl + (int64_t)B * S;                                                    // B*S
@@ -2254,8 +2406,13 @@ __global__ void __launch_bounds__(256) k7_kernel(
       s_vn[e] = (pok && vnode) ? vnode[v] : -1;
     }
   }
-  if (blk0)
+  if (blk0) {
     for (int64_t w = tid; w < (BQ + 31) / 32; w += nt) bm[w] = 0u;
+    for (int b = tid; b < B; b += nt) {
+      s_L[b] = b == tid ? L_pre : seq_lens[b];
+      s_pb[b] = b == tid ? pool_pre : pool[b];
+    }
+  }
   __syncthreads();
   // the three exclusive prefix sums (accepted entries, the same over unfinished requests, rank
   // among unfinished) in one block scan: three 21-bit fields of one int64 (every total <= B*S < 2^21)
@@ -2273,8 +2430,7 @@ __global__ void __launch_bounds__(256) k7_kernel(
         v = cnt | ((unf ? cnt : 0ll) << 21) | ((unf ? 1ll : 0ll) << 42);
       }
       long long inc = v;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
+      for (int o = 1; o < B; o <<= 1) {  // lanes >= B add nothing: ceil(log2 B) levels suffice for lanes < B
         const long long u = __shfl_up_sync(FULL, inc, o);
         if (tid >= o) inc += u;
       }
@@ -2302,50 +2458,54 @@ __global__ void __launch_bounds__(256) k7_kernel(
     __syncthreads();
     Nacc = tot3 & F21; Nunf = (tot3 >> 21) & F21; U = tot3 >> 42;
   }
-  // per request: compacted rows
-  for (int b = tid; b < B; b += nt) {
-    const bool unf = (b == tid ? fin_pre : finish[b]) < 0;
-    const int64_t L = b == tid ? L_pre : seq_lens[b];
-    const int64_t pb = b == tid ? pool_pre : pool[b];
+  // compacted rows, one thread per accepted entry (its place k among its row's accepted entries from the
+  // row in shared memory), so no thread walks a request's S entries in turn while the block waits
+  for (int64_t e = tid; e < BS; e += nt) {
+    const int32_t p = row[e];
+    if (p == -1) continue;
+    const int b = (int)e / S, j = (int)e - b * S;
     int64_t k = 0;
-    int32_t lastpos = -1, lastpred = -1;
-    for (int j = 0; j < S; ++j) {
-      const int64_t e = (int64_t)b * S + j;
-      const int32_t p = row[e];
-      if (p == -1) continue;
-      const bool pok = p >= 0 && p < BQ;
-      if (!blk0 && unf) src[unfp[b] + k] = p;
-      if (blk0) {
-        lastpos = p;
-        lastpred = s_pred[e];
-        const int64_t f = accp[b] + k;
-        o.acc_flat[f] = p;
-        o.verified[f] = s_pred[e];
-        if (o.acc_node) o.acc_node[f] = s_vn[e];
-        if (pok) atomicOr(&bm[p >> 5], 1u << (p & 31));
-        if (pb >= 0 && pb < P && L + k >= 0 && L + k < Smax && pok) r2t[pb * Smax + L + k] = (int32_t)s_ocl[e];
-        if (unf) {
-          const int64_t m = unfp[b] + k;
-          o.next_vid[m] = s_pred[e];
-          o.next_pos[m] = L + k;
-        }
-      }
-      ++k;
+    for (int i = 0; i < j; ++i) k += row[(int64_t)b * S + i] != -1;
+    const bool unf = urank[b + 1] > urank[b];  // urank: exclusive prefix of the unfinished flags
+    if (!blk0) {
+      if (unf) src[unfp[b] + k] = p;
+      continue;
     }
-    if (blk0) {
-      const int64_t cnt = accp[b + 1] - accp[b];
-      o.acc_len_out[b] = (int32_t)(cnt - 1);
-      o.seq_out[b] = L + cnt;
-      if (unf) {
-        const int64_t u = urank[b];
-        o.unf_index[u] = b;
-        o.next_len[u] = (int32_t)(cnt - 1);
-        o.next_indptr[u] = (int32_t)unfp[b];
-        o.next_seq[u] = L + cnt;
-        o.next_pool[u] = pb;
-        o.next_root[u] = (lastpos >= 0 && lastpos < BQ) ? lastpred : -1;
-        o.next_last[u] = lastpos;
-      }
+    const bool pok = p >= 0 && p < BQ;
+    const int64_t L = s_L[b], pb = s_pb[b], f = accp[b] + k;
+    const int32_t pred = s_pred[e];
+    o.acc_flat[f] = p;
+    o.verified[f] = pred;
+    if (o.acc_node) o.acc_node[f] = s_vn[e];
+    if (pok) atomicOr(&bm[p >> 5], 1u << (p & 31));
+    if (pb >= 0 && pb < P && L + k >= 0 && L + k < Smax && pok) r2t[pb * Smax + L + k] = (int32_t)s_ocl[e];
+    if (unf) {
+      const int64_t m = unfp[b] + k;
+      o.next_vid[m] = pred;
+      o.next_pos[m] = L + k;
+    }
+  }
+  // per request: its counts and its last accepted entry
+  for (int b = tid; blk0 && b < B; b += nt) {
+    const bool unf = urank[b + 1] > urank[b];
+    const int64_t L = s_L[b], pb = s_pb[b];
+    int32_t lastpos = -1, lastpred = -1;
+    for (int j = S - 1; j >= 0; --j) {
+      const int64_t e = (int64_t)b * S + j;
+      if (row[e] != -1) { lastpos = row[e]; lastpred = s_pred[e]; break; }
+    }
+    const int64_t cnt = accp[b + 1] - accp[b];
+    o.acc_len_out[b] = (int32_t)(cnt - 1);
+    o.seq_out[b] = L + cnt;
+    if (unf) {
+      const int64_t u = urank[b];
+      o.unf_index[u] = b;
+      o.next_len[u] = (int32_t)(cnt - 1);
+      o.next_indptr[u] = (int32_t)unfp[b];
+      o.next_seq[u] = L + cnt;
+      o.next_pool[u] = pb;
+      o.next_root[u] = (lastpos >= 0 && lastpos < BQ) ? lastpred : -1;
+      o.next_last[u] = lastpos;
     }
   }
   if (blk0) {
@@ -2379,10 +2539,14 @@ __global__ void __launch_bounds__(256) k7_kernel(
     // shared memory (one block barrier)
     __shared__ long long wev[32];
     long long inc = cnt;
+    if (BQ <= nt) {  // at most one slot a thread: the warp's inclusive count from one ballot
+      inc = __popc(__ballot_sync(FULL, cnt != 0) & (0xffffffffu >> (31 - (tid & 31))));
+    } else {
 #pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const long long u = __shfl_up_sync(FULL, inc, o);
-      if ((tid & 31) >= o) inc += u;
+      for (int o = 1; o < 32; o <<= 1) {
+        const long long u = __shfl_up_sync(FULL, inc, o);
+        if ((tid & 31) >= o) inc += u;
+      }
     }
     if ((tid & 31) == 31) wev[tid >> 5] = inc;
     __syncthreads();
@@ -2468,7 +2632,7 @@ void update_verify_result(
   const c10::cuda::CUDAGuard guard(accept_index.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t BS = B * S, BQ = B * Q;
-  const size_t smem = (size_t)(33 + 3 * (B + 1)) * 8 + (size_t)BS * 8 + 4 + (size_t)BS * 20 +
+  const size_t smem = (size_t)(33 + 3 * (B + 1) + 2 * B) * 8 + (size_t)BS * 8 + 4 + (size_t)BS * 20 +
                      (size_t)((BQ + 31) / 32) * 4;
   TORCH_CHECK(smem <= 200 * 1024, "update_verify_result: B*S / B*Q too large for shared memory");
   TORCH_CHECK(BS < (1ll << 21), "update_verify_result: B*S >= 2^21 not supported");
@@ -2511,5 +2675,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("draft_step", &draft_step, "K1 -> K2 -> K3 of one draft layer in one launch (their arguments in ABI order)");
   m.def("_k5_max_cluster", &k5_max_cluster, "bench sweep hook: the register K5's largest cluster (0: automatic)");
   m.def("_k5_reg", &k5_reg, "bench sweep hook: the register K5's smallest cluster and 4-blocks-per-SM build (0: automatic)");
+  m.def("_k4_blocks", &k4_blocks, "bench sweep hook: K4's blocks per request (0: automatic)");
+  m.def("_k5_one", &k5_one, "bench sweep hook: the register K5's reduction (0 automatic, 1 two rounds, 2 one round)");
   m.def("_k5_tuning", &k5_tuning, "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");
 }

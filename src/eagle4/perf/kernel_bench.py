@@ -196,11 +196,21 @@ def shape_name(shape: BenchShape) -> str:
     return Path(shape.contract_path).stem
 
 
-# (mode, blocks, cluster cap, smallest cluster, register build) of the K5 sweep: automatic, shared-memory,
-# register (its smallest cluster, its unbounded or 4-blocks-per-SM build, a grid target); 0 = the kernel's
-# automatic choice
-K5_SWEEP = ((0, 0, 0, 0, 0), (1, 0, 0, 0, 0), (2, 0, 0, 0, 0), (2, 0, 0, 8, 0), (2, 0, 0, 16, 0), (2, 0, 0, 0, 4),
-            (2, 0, 0, 8, 4), (2, 0, 0, 16, 4), (2, 528, 0, 0, 4))
+# (mode, blocks, cluster cap, smallest cluster, register build, reduction) of the K5 sweep: automatic,
+# shared-memory, register (its smallest cluster, its unbounded or 4-blocks-per-SM build, a grid target, its
+# largest cluster, its two-round or one-round reduction); 0 = the kernel's automatic choice
+K5_SWEEP = ((0, 0, 0, 0, 0, 0), (1, 0, 0, 0, 0, 0), (2, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 2), (2, 0, 8, 0, 0, 1),
+            (2, 0, 8, 0, 0, 2), (2, 0, 4, 0, 0, 2), (2, 0, 0, 8, 0, 0), (2, 0, 0, 0, 4, 1), (2, 0, 0, 8, 4, 1),
+            (2, 528, 0, 0, 4, 1))
+# K4's blocks per request (0 = automatic)
+K4_SWEEP = (0, 8, 16, 32, 64, 132)
+
+
+def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0) -> None:
+    mod._k5_tuning(mode, blocks)
+    mod._k5_max_cluster(cap)
+    mod._k5_reg(min_cs, minb)
+    mod._k5_one(one)
 
 
 def _k5_outputs(tensors: dict) -> list:
@@ -215,11 +225,43 @@ def _k5_same(want: list, got: list) -> bool:
     return bool(probas_ok and torch.equal(got[1], want[1]) and torch.equal(got[2], want[2]))
 
 
-def sweep_k5(shape: BenchShape, log=print, points: str = "all") -> None:
-    """Development aid: K5 time per kernel choice / grid target / largest cluster of the register
-    kernel at the contract's K5 points, each choice's outputs checked against the automatic one's
-    (marked DIFFERS otherwise), and beside them the card's floor for the same bytes: one copy of the
-    logits into probas."""
+def _k4_outputs(tensors: dict) -> list:
+    return [tensors[k] for k in ("qo_indptr", "kv_indptr", "kv_indices", "positions", "mask_indptr_bits",
+                                 "mask_indptr_bytes", "packed_mask")]
+
+
+def _all_equal(want: list, got: list) -> bool:
+    """EXACT outputs (K4's rule) between two kernel choices."""
+    import torch
+
+    return all(torch.equal(a, b) for a, b in zip(want, got, strict=True))
+
+
+# kernel -> (settings, apply(mod, setting), outputs(tensors), same(want, got), label(setting))
+SWEEPS = {
+    "logits_to_probas": (K5_SWEEP, lambda mod, c: _k5_set(mod, *c), _k5_outputs, _k5_same,
+                         lambda c: "m{}/b{}/cs{}/min{}/lb{}/r{}".format(*c)),
+    "tree_mask": (K4_SWEEP, lambda mod, y: mod._k4_blocks(y), _k4_outputs, _all_equal, lambda y: f"y{y}"),
+}
+
+
+def _choice_runner(mod, apply, outputs, tensors: dict, fn):
+    """run(c): the op's outputs under launch choice c, from outputs filled alike first (what a choice
+    leaves unwritten then compares equal)."""
+    def run(c) -> list:
+        apply(mod, c)
+        for t in outputs(tensors):
+            t.fill_(-7.0 if t.is_floating_point() else 7)
+        fn()
+        return outputs(tensors)
+    return run
+
+
+def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all") -> None:
+    """Development aid: the time of each of a kernel's launch choices (SWEEPS: K5's kernel, grid, clusters and
+    reduction; K4's blocks per request) at the contract's points of that kernel, each choice's outputs checked
+    against the automatic one's by the kernel's parity rule (marked DIFFERS otherwise); for K5, beside them,
+    the card's floor for the same bytes: one copy of the logits into probas."""
     import torch
 
     from eagle4.backends.cuda import CudaBackend
@@ -227,39 +269,30 @@ def sweep_k5(shape: BenchShape, log=print, points: str = "all") -> None:
     from eagle4.perf.anchors import copy_same_bytes
     from eagle4.perf.inputs import make_call
 
+    settings, apply, outputs, same, label = SWEEPS[kernel]
     backend = CudaBackend()
     mod = backend._load()
     dev = torch.device("cuda", 0)
+
+    def timed(fn) -> float:
+        g, n = timing.sizes_for(timing.probe_us(fn))
+        return stats.median(timing.graph_times(fn, g, n))
+
     for p in operating_points(shape, points):
-        if p.kernel != "logits_to_probas":
+        if p.kernel != kernel:
             continue
         tensors, params = make_call(p, dev)
         fn = _ours(p, backend, tensors, params)
         res = []
-        mod._k5_tuning(0, 0)
-        fn()
-        want = [t.clone() for t in _k5_outputs(tensors)]
-        for mode, blocks, cap, min_cs, minb in K5_SWEEP:
-            mod._k5_tuning(mode, blocks)
-            mod._k5_max_cluster(cap)
-            mod._k5_reg(min_cs, minb)
-            for t in _k5_outputs(tensors):
-                t.fill_(-7.0 if t.is_floating_point() else 7)
-            fn()
-            same = _k5_same(want, _k5_outputs(tensors))
-            t0 = timing.probe_us(fn)
-            g, n = timing.sizes_for(t0)
-            res.append(f"m{mode}/b{blocks}/cs{cap}/min{min_cs}/lb{minb}{'' if same else '(DIFFERS)'} "
-                       f"{stats.median(timing.graph_times(fn, g, n)):9.2f}")
-        mod._k5_tuning(0, 0)
-        mod._k5_max_cluster(0)
-        mod._k5_reg(0, 0)
-        # the card's floor for the same bytes: the bench's copy of them (perf.anchors)
-        cp = copy_same_bytes(tensors, params)
-        t0 = timing.probe_us(cp)
-        g, n = timing.sizes_for(t0)
-        res.append(f"copy {stats.median(timing.graph_times(cp, g, n)):9.2f}")
-        log(f"K5 sweep {shape_name(shape)} {p.pid:40s} " + "  ".join(res))
+        run_with = _choice_runner(mod, apply, outputs, tensors, fn)
+        want = [t.clone() for t in run_with(settings[0])]
+        for c in settings:
+            ok = same(want, run_with(c))
+            res.append(f"{label(c)}{'' if ok else '(DIFFERS)'} {timed(fn):9.2f}")
+        apply(mod, settings[0])
+        if kernel == "logits_to_probas":  # the card's floor for the same bytes: the bench's copy of them
+            res.append(f"copy {timed(copy_same_bytes(tensors, params)):9.2f}")
+        log(f"sweep {shape_name(shape)} {p.pid:40s} " + "  ".join(res))
         del tensors, fn
         torch.cuda.empty_cache()
 
@@ -358,7 +391,8 @@ def main(argv=None) -> int:
     n = sub.add_parser("ncu-probe")
     n.add_argument("--contract", action="append")
     n.add_argument("--points", default="all", choices=("all", "B1"))
-    k = sub.add_parser("sweep-k5")
+    k = sub.add_parser("sweep", help="development aid: a kernel's launch choices side by side (SWEEPS)")
+    k.add_argument("--kernel", required=True, choices=("logits_to_probas", "tree_mask"))
     k.add_argument("--contract", action="append")
     k.add_argument("--points", default="all", choices=("all", "B1"))
     c = sub.add_parser("compare-src", help="our ops from several kernel sources, one process (before/after)")
@@ -392,9 +426,9 @@ def main(argv=None) -> int:
         for sh in shapes:
             warm_anchors(sh, operating_points(sh, args.points), log=lambda m: print(m, flush=True))
         return 0
-    if args.cmd == "sweep-k5":
+    if args.cmd == "sweep":
         for sh in shapes:
-            sweep_k5(sh, log=lambda m: print(m, flush=True), points=args.points)
+            sweep(sh, args.kernel, log=lambda m: print(m, flush=True), points=args.points)
         return 0
     if args.cmd == "ncu-probe":
         from eagle4.perf.ncu import ncu_probe
