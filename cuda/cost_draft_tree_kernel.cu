@@ -48,32 +48,6 @@ __device__ __forceinline__ void pdl_begin() {
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
-// A cluster exchange without a cluster barrier after the stores (sm_90 transaction barriers): each block
-// pushes 16 bytes into every block's shared memory with st.async, each store counting its bytes down on
-// the receiving block's mbarrier, and a block reads what it received once that mbarrier's phase completes,
-// i.e. once every push to it has landed (no fence for the whole block, no wait for the slowest block to
-// arrive; and no block can exit while pushes to it are pending, since it waits for them). xchg_init: one
-// thread, at the kernel's start, before the block's arrival at the cluster barrier that the pushes wait
-// for (fence.mbarrier_init releases the initialization to the cluster).
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void xchg_init(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-// 16 bytes (16-byte aligned) into block `to`'s copy of dst, counted on its copy of bar
-__device__ __forceinline__ void xchg_push16(const void* dst, uint64_t* bar, uint32_t to, uint4 v) {
-  uint32_t d, b;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(smem_addr(dst)), "r"(to));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(b) : "r"(smem_addr(bar)), "r"(to));
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];"
-               ::"r"(d), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(b) : "memory");
-}
-__device__ __forceinline__ void xchg_wait(uint64_t* bar) {
-  asm volatile("{\n.reg .pred p;\nXCHG_WAIT:\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], 0;\n"
-               "@!p bra XCHG_WAIT;\n}" ::"r"(smem_addr(bar)) : "memory");
-}
-
 // ------------------------------------------------------------------------------------------
 // host-side tensor checks
 static void check_tensor(const at::Tensor& t, const char* name, at::ScalarType st,
@@ -1249,7 +1223,7 @@ __device__ __forceinline__ float k5_reduce_sum(cg::cluster_group& cluster, int C
 // The sum is §5.4's row sum in another association with each term's exp split in two factors: its
 // error bound is the comment's above k5_exp with two more ulp per merge level (at most 14), far inside
 // the probas' TOL; the argmax is exact (same order, same result).
-struct __align__(16) K5Part {  // 16 bytes: one st.async of the cluster exchange
+struct K5Part {
   float m;   // max of x (NaN-propagating via s)
   float s;   // sum of exp(x - m)
   float av;  // argmax value (raw logit)
@@ -1284,37 +1258,23 @@ __device__ __forceinline__ K5Part k5_merge_n(const K5Part* p, int n) {
   return a;
 }
 
-// The one-round kernel's shared memory (a function-scope __shared__, so only k5r1_kernel allocates it):
-// the warps' partials, the cluster's partials (xs[k]: block k's) and the exchange's mbarrier.
-struct K5OneSmem {
-  K5Part ws[8], xs[16];
-  uint64_t bar;
-};
-__device__ __forceinline__ K5OneSmem& k5_one_smem() {
-  __shared__ K5OneSmem sm;
-  return sm;
-}
-
 // The row's merged partials in every thread: warps, the block's warps (every warp merges them, one block
 // barrier), then (CS > 1) the cluster's blocks: warp 0 pushes the block's partial into every block's
-// xs[rank] (xchg_push16), and every warp merges xs[0..CS) from its own shared memory once all CS pushes
-// have landed (thread 0's xchg_wait, then a block barrier). The caller initialized the mbarrier and arrived (relaxed) at a cluster barrier at
-// its start; the wait here makes sure every block of the cluster runs, its mbarrier ready, before the pushes.
-__device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a) {
+// xs[rank] (DSMEM stores), one cluster barrier, and every warp merges xs[0..CS) from its own shared
+// memory, so no block reads another's after the barrier. The caller has arrived (relaxed) at a cluster
+// barrier at its start; the wait here makes sure every block of the cluster runs before the stores.
+__device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a, K5Part* ws, K5Part* xs) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
-  K5OneSmem& sm = k5_one_smem();
   k5_warp_merge(a);
-  if (lane == 0) sm.ws[wid] = a;
+  if (lane == 0) ws[wid] = a;
   __syncthreads();
-  a = k5_merge_n(sm.ws, nw);
+  a = k5_merge_n(ws, nw);
   if (CS > 1) {
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-    if (wid == 0 && lane < CS)
-      xchg_push16(&sm.xs[rank], &sm.bar, (uint32_t)lane,
-                  make_uint4(__float_as_uint(a.m), __float_as_uint(a.s), __float_as_uint(a.av), (uint32_t)a.ai));
-    if (threadIdx.x == 0) xchg_wait(&sm.bar);  // one waiter (its acquire), then the block barrier orders the rest
-    __syncthreads();
-    a = k5_merge_n(sm.xs, CS);
+    if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xs[rank], lane) = a;
+    cluster_arrive();
+    cluster_wait();
+    a = k5_merge_n(xs, CS);
   }
   return a;
 }
@@ -1476,12 +1436,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
   __shared__ long long ri[32];
   __shared__ float s_m, s_s;
   __shared__ long long s_ai;
-  if constexpr (ONE) {
-    if (CS > 1) {  // see k5_reduce_one
-      if (tid == 0) xchg_init(&k5_one_smem().bar, (uint32_t)(CS * sizeof(K5Part)));
-      asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-    }
-  }
+  if (ONE && CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // see k5_reduce_one
 
   const float temp = temps[b];
   const bool gr = temp < 1e-6f;
@@ -1533,7 +1488,8 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
         }
       }
     }
-    one = k5_reduce_one(CS, rank, a);
+    __shared__ K5Part ws1[8], xs1[16];  // the warps' and the cluster's partials
+    one = k5_reduce_one(CS, rank, a, ws1, xs1);
   } else {
     k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
   }
