@@ -213,54 +213,53 @@ def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0) -> None:
     mod._k5_one(one)
 
 
-def _k5_outputs(tensors: dict) -> list:
-    return [tensors[k] for k in ("probas", "argmax_ids", "is_greedy")]
-
-
-def _k5_same(want: list, got: list) -> bool:
-    """K5's parity rule (KERNELS.md §5.5) between two kernel choices: ids EXACT, probas TOL."""
-    import torch
-
-    probas_ok = torch.allclose(got[0], want[0], rtol=5e-5, atol=1e-10, equal_nan=True)
-    return bool(probas_ok and torch.equal(got[1], want[1]) and torch.equal(got[2], want[2]))
-
-
-def _k4_outputs(tensors: dict) -> list:
-    return [tensors[k] for k in ("qo_indptr", "kv_indptr", "kv_indices", "positions", "mask_indptr_bits",
-                                 "mask_indptr_bytes", "packed_mask")]
-
-
-def _all_equal(want: list, got: list) -> bool:
-    """EXACT outputs (K4's rule) between two kernel choices."""
-    import torch
-
-    return all(torch.equal(a, b) for a, b in zip(want, got, strict=True))
-
-
-# kernel -> (settings, apply(mod, setting), outputs(tensors), same(want, got), label(setting))
+# kernel -> (settings, apply(mod, setting), label(setting)); the outputs compared and their rules come from
+# the kernel's spec (_spec_outputs, _same_by_spec)
 SWEEPS = {
-    "logits_to_probas": (K5_SWEEP, lambda mod, c: _k5_set(mod, *c), _k5_outputs, _k5_same,
-                         lambda c: "m{}/b{}/cs{}/min{}/lb{}/r{}".format(*c)),
-    "tree_mask": (K4_SWEEP, lambda mod, y: mod._k4_blocks(y), _k4_outputs, _all_equal, lambda y: f"y{y}"),
+    "logits_to_probas": (K5_SWEEP, lambda mod, c: _k5_set(mod, *c), lambda c: "m{}/b{}/cs{}/min{}/lb{}/r{}".format(*c)),
+    "tree_mask": (K4_SWEEP, lambda mod, y: mod._k4_blocks(y), lambda y: f"y{y}"),
 }
 
 
-def _choice_runner(mod, apply, outputs, tensors: dict, fn):
-    """run(c): the op's outputs under launch choice c, from outputs filled alike first (what a choice
-    leaves unwritten then compares equal)."""
+def _spec_outputs(kernel: str, tensors: dict) -> list:
+    """(spec argument, tensor) of every output of the kernel's spec that the call holds, in spec order."""
+    from eagle4.spec import kernel_spec
+
+    return [(a, tensors[a.name]) for a in kernel_spec(kernel).outputs if tensors.get(a.name) is not None]
+
+
+def _same_by_spec(want: list, got: list) -> bool:
+    """Two launch choices' outputs (from _spec_outputs) equal by each output's spec parity class (KERNELS.md
+    §0.3: EXACT, any NaN equal to any NaN; TOL with the spec's rtol / atol), compared on the device."""
+    import torch
+
+    for (a, w), (_, g) in zip(want, got, strict=True):
+        if a.parity == "TOL":
+            ok = torch.allclose(g, w, rtol=a.rtol, atol=a.atol, equal_nan=True)
+        else:
+            ok = torch.equal(g, w) or (w.is_floating_point() and bool(((g == w) | (g.isnan() & w.isnan())).all()))
+        if not ok:
+            return False
+    return True
+
+
+def _choice_runner(mod, apply, kernel: str, tensors: dict, fn):
+    """run(c): the op's outputs (_spec_outputs) under launch choice c, from outputs filled alike first (what
+    a choice leaves unwritten then compares equal)."""
     def run(c) -> list:
         apply(mod, c)
-        for t in outputs(tensors):
+        outs = _spec_outputs(kernel, tensors)
+        for _, t in outs:
             t.fill_(-7.0 if t.is_floating_point() else 7)
         fn()
-        return outputs(tensors)
+        return outs
     return run
 
 
 def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all") -> None:
     """Development aid: the time of each of a kernel's launch choices (SWEEPS: K5's kernel, grid, clusters and
     reduction; K4's blocks per request) at the contract's points of that kernel, each choice's outputs checked
-    against the automatic one's by the kernel's parity rule (marked DIFFERS otherwise); for K5, beside them,
+    against the automatic one's by each output's spec parity class (marked DIFFERS otherwise); for K5, beside them,
     the card's floor for the same bytes: one copy of the logits into probas."""
     import torch
 
@@ -269,7 +268,7 @@ def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all") -> Non
     from eagle4.perf.anchors import copy_same_bytes
     from eagle4.perf.inputs import make_call
 
-    settings, apply, outputs, same, label = SWEEPS[kernel]
+    settings, apply, label = SWEEPS[kernel]
     backend = CudaBackend()
     mod = backend._load()
     dev = torch.device("cuda", 0)
@@ -284,10 +283,10 @@ def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all") -> Non
         tensors, params = make_call(p, dev)
         fn = _ours(p, backend, tensors, params)
         res = []
-        run_with = _choice_runner(mod, apply, outputs, tensors, fn)
-        want = [t.clone() for t in run_with(settings[0])]
+        run_with = _choice_runner(mod, apply, kernel, tensors, fn)
+        want = [(a, t.clone()) for a, t in run_with(settings[0])]
         for c in settings:
-            ok = same(want, run_with(c))
+            ok = _same_by_spec(want, run_with(c))
             res.append(f"{label(c)}{'' if ok else '(DIFFERS)'} {timed(fn):9.2f}")
         apply(mod, settings[0])
         if kernel == "logits_to_probas":  # the card's floor for the same bytes: the bench's copy of them

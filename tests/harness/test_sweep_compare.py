@@ -1,0 +1,41 @@
+"""kernel_bench sweep's check between two launch choices: the outputs and their rules come from the spec."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from eagle4.perf.kernel_bench import _same_by_spec, _spec_outputs
+
+pytestmark = [pytest.mark.cpu]
+
+
+def _k5(probas, argmax):
+    return _spec_outputs("logits_to_probas", dict(probas=probas, argmax_ids=argmax,
+                                                  is_greedy=torch.zeros(1, dtype=torch.uint8), logits=probas))
+
+
+def test_outputs_are_the_specs_in_order_and_inputs_are_not_compared():
+    names = [a.name for a, _ in _k5(torch.ones(2, 4), torch.zeros(2, dtype=torch.int64))]
+    assert names == ["probas", "argmax_ids", "is_greedy"]
+
+
+def test_tol_output_uses_the_specs_tolerance_and_exact_outputs_are_bitwise():
+    p = torch.tensor([[0.25, 0.75, float("nan"), 0.0]])
+    ids = torch.tensor([1])
+    want = _k5(p, ids)
+    assert _same_by_spec(want, _k5(p * (1 + 4e-5), ids))      # within rtol 5e-5, NaN equal to NaN
+    assert not _same_by_spec(want, _k5(p * (1 + 2e-4), ids))  # outside it
+    assert not _same_by_spec(want, _k5(p, torch.tensor([0])))  # an EXACT output differs
+
+
+def test_exact_float_outputs_take_nan_as_equal():
+    from dataclasses import replace
+
+    from eagle4.spec import kernel_spec
+
+    a = next(x for x in kernel_spec("logits_to_probas").outputs if x.name == "probas")
+    exact = replace(a, parity="EXACT")
+    t = torch.tensor([1.0, float("nan")])
+    assert _same_by_spec([(exact, t)], [(exact, t.clone())])
+    assert not _same_by_spec([(exact, t)], [(exact, torch.tensor([1.0 + 1e-7, float("nan")]))])
