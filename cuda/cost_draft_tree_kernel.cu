@@ -36,10 +36,27 @@ static constexpr unsigned FULL = 0xffffffffu;
 // written earlier than with a plain launch; then launch_dependents lets the next kernel of the
 // stream be launched now: its launch and block scheduling overlap this kernel instead of following
 // its completion. Without a programmatic predecessor the wait returns at once.
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 __device__ __forceinline__ void pdl_begin() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  pdl_wait();
+  pdl_trigger();
 }
+
+// Development probe (E4_TRACE builds only, e.g. a copy of this file with it defined first): thread 0 of
+// each block stamps its SM clock at point i of a kernel (the K6 kernels' phases), read by _trace_dump().
+#ifdef E4_TRACE
+__device__ long long g_e4_trace[4096][8];
+#define E4_T(i)                                                                            \
+  do {                                                                                     \
+    const int e4b_ = (int)(blockIdx.y * gridDim.x + blockIdx.x);                           \
+    if (threadIdx.x == 0 && e4b_ < 4096) g_e4_trace[e4b_][i] = clock64();                   \
+  } while (0)
+#else
+#define E4_T(i) \
+  do {          \
+  } while (0)
+#endif
 
 // The two halves of a cluster barrier (cluster.sync() is arrive + wait). A block that has finished
 // reading other blocks' shared memory arrives at once and waits only before it exits (a block's
@@ -1592,6 +1609,8 @@ static int64_t resident(KernelT kernel, int cs, int threads, size_t smem) {
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   int64_t n = 0;
+  cudaFuncAttributes fa;
+  (void)cudaFuncGetAttributes(&fa, kernel);  // loads the function's module (lazy loading) before the queries
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            (int)std::max<size_t>(smem, 48 * 1024)) == cudaSuccess) {
     if (cs == 0) {
@@ -1767,12 +1786,6 @@ static constexpr int K6_TILE = 128;
 #define E4_K6R_MIN_NV 1  // the register form's least float4 loads per thread (a compile-time knob for before/after variants)
 #endif
 
-struct K6Stats {
-  unsigned long long total;
-  float av;
-  long long ai;
-};
-
 __device__ __forceinline__ unsigned long long k6_q(float t) {
   // r_v = t if t > 0 (NaN -> 0); q = floor(r * 2^32), exact (power-of-two scale, truncation)
   return t > 0.0f ? __float2ull_rz(__fmul_rn(t, 4294967296.0f)) : 0ull;
@@ -1811,6 +1824,42 @@ __device__ __forceinline__ void k6_block_argmax(float& av, long long& ai, float*
     av = __shfl_sync(FULL, av, 0);
     ai = __shfl_sync(FULL, ai, 0);
   }
+}
+
+// The cluster exchanges of both K6 kernels (CS > 1; every block arrived, relaxed, at its start, so the
+// first wait only confirms that all blocks run): each block pushes its value into slot `rank` of every
+// block's shared array, then one barrier; after it nothing touches another block's shared memory, so a
+// block may exit once it is done. Block totals -> (R_q, this block's base: the totals of lower ranks).
+__device__ __forceinline__ void k6_exchange_totals(unsigned long long btotal, int rank, int CS,
+                                                   unsigned long long* xtot, unsigned long long& Rq,
+                                                   unsigned long long& base) {
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xtot[rank], lane) = btotal;
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  Rq = 0ull;
+  base = 0ull;
+  for (int k = 0; k < CS; ++k) {
+    const unsigned long long t = xtot[k];
+    Rq += t;
+    base += k < rank ? t : 0ull;
+  }
+}
+
+// The R_q = 0 fallback's cluster argmax (after k6_exchange_totals): every block's (av, ai) pushed to all.
+__device__ __forceinline__ void k6_exchange_argmax(float& av, long long& ai, int rank, int CS, float* xav,
+                                                   long long* xai) {
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  if (wid == 0 && lane < CS) {
+    cg::cluster_group cl = cg::this_cluster();
+    *cl.map_shared_rank(&xav[rank], lane) = av;
+    *cl.map_shared_rank(&xai[rank], lane) = ai;
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  for (int k = 0; k < CS; ++k)
+    if (amax_better(xav[k], xai[k], av, ai)) { av = xav[k]; ai = xai[k]; }
 }
 
 // Phase A, shared by both K6 kernels (every block of a request's cluster replays it): the tree
@@ -1855,6 +1904,7 @@ __device__ __forceinline__ K6Walk k6_walk(
   if (rank == 0)
     for (int j = tid; j < S; j += nt) acc_idx[b * S + j] = -1;
   __syncthreads();
+  E4_T(1);
   // phase A, in parallel: a level's outcome depends only on its row (coin, the children chain, pacc
   // from 0), so one thread per row runs that row's sibling scan (same order, same f32 sums). The
   // thread first loads the tested probabilities of its first PK children itself (one chase of the
@@ -1923,6 +1973,7 @@ __device__ __forceinline__ K6Walk k6_walk(
     s_acc[r] = acc_c;
   }
   __syncthreads();
+  E4_T(2);
   // the walk itself: S-1 lookups (thread 0 of every block; rank 0 writes)
   if (tid == 0) {
     int row = 0;
@@ -1954,6 +2005,7 @@ __device__ __forceinline__ K6Walk k6_walk(
     s_nrej = nrej;
   }
   __syncthreads();
+  E4_T(3);
   return K6Walk{s_row, s_last, s_nrej, s_rej, s_tpred[s_row]};
 }
 
@@ -1964,11 +2016,12 @@ __global__ void __launch_bounds__(512) k6_kernel(
     const uint8_t* __restrict__ greedy_in, const float* __restrict__ coins, const float* __restrict__ fcoins,
     float thr_single, float thr_acc, int Q, int S, int64_t V, int32_t* __restrict__ predicts,
     int32_t* __restrict__ acc_idx, int32_t* __restrict__ acc_len, int64_t chunk) {
-  pdl_begin();
-  cg::cluster_group cluster = cg::this_cluster();
-  const int rank = (int)cluster.block_rank();
-  const int CS = (int)cluster.num_blocks();
+  pdl_wait();  // the dependents' trigger comes after the row's stream (below)
+  const int CS = (int)gridDim.x, rank = (int)blockIdx.x;  // the cluster spans the grid's x
+  if (CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // see k6_exchange_totals
+  E4_T(0);
   const int64_t b = blockIdx.y;
+  const float fcoin = fcoins[b];  // loaded now: the sample needs it last, after the exchange
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, wid = tid >> 5, nw = nt >> 5;
   const int64_t BQ = (int64_t)gridDim.y * Q;
 
@@ -1976,8 +2029,9 @@ __global__ void __launch_bounds__(512) k6_kernel(
   const int64_t ntiles = (chunk + K6_TILE - 1) / K6_TILE;
   unsigned long long* tsum = k6_sm;                                   // ntiles + 1
   unsigned long long* wbuf = tsum + ntiles + 1;                       // 33
-  __shared__ K6Stats st;
-  __shared__ unsigned long long s_Rq, s_base;
+  __shared__ unsigned long long xtot[16];  // xtot[k]: block k's total (pushed by block k)
+  __shared__ float xav[16];                // the fallback's block argmax (R_q = 0 only)
+  __shared__ long long xai[16];
   __shared__ int64_t s_tile;
   __shared__ float rv[32];
   __shared__ long long ri[32];
@@ -1990,6 +2044,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
   const long long last = w.last;
   const bool last_ok = last >= 0 && last < BQ;
   if (gr) {
+    if (CS > 1) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // leave no arrival pending
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)w.tpred_row;
     return;  // the whole cluster takes this branch (greedy is per request); no DSMEM use
   }
@@ -2040,6 +2095,9 @@ __global__ void __launch_bounds__(512) k6_kernel(
       if (lane == 0) tsum[t] = s;
     }
   }
+  // the next kernel may launch now, not at the start: launched early, its blocks slowed this kernel at
+  // B = 32 (deployment-8b, one process: 16.6 us with the trigger at the start, 14.9 here, 12.4 plain launches)
+  pdl_trigger();
   __syncthreads();
   // remove the rejected tokens from their tiles' sums
   if (rej_q0) atomicAdd(&tsum[(rej_tok0 - v0) / K6_TILE], (unsigned long long)(0ull - rej_q0));
@@ -2050,44 +2108,22 @@ __global__ void __launch_bounds__(512) k6_kernel(
   }
   __syncthreads();
   const unsigned long long btotal = block_exclusive_scan<unsigned long long>(tsum, nt_loc, wbuf);
-  if (wid == 0 && lane == 0) { tsum[nt_loc] = btotal; st.total = btotal; }
-  cluster.sync();
-  // warp 0: lane k reads block k's total through DSMEM (all in parallel), then the cluster's total
-  // R_q and this block's base (blocks of lower rank) by warp reductions
-  if (wid == 0) {
-    const unsigned long long tk = lane < CS ? cluster.map_shared_rank(&st, lane)->total : 0ull;
-    unsigned long long all = tk, below = lane < rank ? tk : 0ull;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      all += __shfl_down_sync(FULL, all, o);
-      below += __shfl_down_sync(FULL, below, o);
-    }
-    if (lane == 0) { s_Rq = all; s_base = below; }
-  }
-  cluster.sync();  // all DSMEM reads done; s_Rq/s_base visible to the block
-  const unsigned long long Rq = s_Rq, base = s_base;
+  if (wid == 0 && lane == 0) tsum[nt_loc] = btotal;
+  E4_T(4);
+  unsigned long long Rq = btotal, base = 0ull;
+  if (CS > 1) k6_exchange_totals(btotal, rank, CS, xtot, Rq, base);
+  E4_T(5);
   if (Rq == 0) {  // (every block of the cluster) the fallback: argmax of the row, Rej ignored, a second pass
     float av = -INFINITY;
     long long ai = LLONG_MAX;
     for (int64_t v = v0 + tid; v < v1; v += nt)
       if (amax_better(rowp[v], v, av, ai)) { av = rowp[v]; ai = v; }
     k6_block_argmax(av, ai, rv, ri);
-    if (tid == 0) { st.av = av; st.ai = ai; }
-    cluster.sync();
-    if (rank == 0 && wid == 0) {
-      av = -INFINITY;
-      ai = LLONG_MAX;
-      if (lane < CS) {
-        const K6Stats* o = cluster.map_shared_rank(&st, lane);
-        av = o->av; ai = o->ai;
-      }
-      warp_argmax(av, ai);
-      if (lane == 0 && last_ok) predicts[last] = (int32_t)ai;
-    }
-    cluster.sync();  // the DSMEM reads done before any block exits
+    if (CS > 1) k6_exchange_argmax(av, ai, rank, CS, xav, xai);
+    if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)ai;
     return;
   }
-  const unsigned long long u = k6_target(fcoins[b], Rq);
+  const unsigned long long u = k6_target(fcoin, Rq);
   if (!(u >= base && u < base + btotal)) return;
   // this block holds the sample: find the tile, then the element
   const unsigned long long ul = u - base;
@@ -2096,6 +2132,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
   for (int64_t t = tid; t < nt_loc; t += nt)
     if (tsum[t] <= ul && ul < tsum[t + 1]) s_tile = t;
   __syncthreads();
+  E4_T(6);
   const int64_t t = s_tile;
   if (wid == 0 && t >= 0) {
     const int64_t v = v0 + t * K6_TILE + lane * 4;
@@ -2137,8 +2174,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
 // holds 4 * NV consecutive entries of the final row in registers (one round of float4 loads), so phases
 // B/C take one block scan (warp shuffles, one __syncthreads), one exchange of block totals (each block
 // pushes its total and argmax into every block's shared memory, then one cluster barrier) and the
-// owning thread's scan of its own registers: no tile sums, no second cluster barrier, no reload of
-// the sampled tile. CS = 1 (the whole row in one block) launches without a cluster. Same integers,
+// owning thread's scan of its own registers: no tile sums, no reload of the sampled tile. CS = 1 (the whole row in one block) launches without a cluster. Same integers,
 // same sample as k6_kernel.
 template <int NV, bool VEC4>
 __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
@@ -2153,7 +2189,9 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   // a block's shared memory may take DSMEM stores only once every block of the cluster runs: arrive
   // now, wait right before the stores (by then long satisfied)
   if (CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  E4_T(0);
   const int64_t b = blockIdx.y;
+  const float fcoin = fcoins[b];  // loaded now: the sample needs it last, after the exchange
   const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
   constexpr int NW = 512 / 32;
   const int64_t BQ = (int64_t)gridDim.y * Q;
@@ -2209,6 +2247,7 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   }
   if (lane == 31) wsum[wid] = incl;
   __syncthreads();
+  E4_T(4);
   unsigned long long below_w = 0ull, btotal = 0ull;
 #pragma unroll
   for (int k = 0; k < NW; ++k) {
@@ -2217,20 +2256,8 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     btotal += t;
   }
   unsigned long long Rq = btotal, base = 0ull;
-  if (CS > 1) {
-    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block of the cluster has started
-    if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xtot[rank], lane) = btotal;
-    // after this barrier every block's total is in every block's shared memory and nothing touches
-    // another block's shared memory any more (unless R_q = 0), so a block may exit once it is done
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-    Rq = 0ull;
-    for (int k = 0; k < CS; ++k) {
-      const unsigned long long t = xtot[k];
-      Rq += t;
-      base += k < rank ? t : 0ull;
-    }
-  }
+  if (CS > 1) k6_exchange_totals(btotal, rank, CS, xtot, Rq, base);
+  E4_T(5);
   if (Rq == 0ull) {  // (every block of the cluster) the fallback: argmax of the row, Rej ignored
     float av = -INFINITY;
     long long ai = LLONG_MAX;
@@ -2238,22 +2265,13 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     for (int k = 0; k < E; ++k)
       if (lo + k < V && amax_better(x[k], lo + k, av, ai)) { av = x[k]; ai = lo + k; }
     k6_block_argmax(av, ai, wav, wai);
-    if (CS > 1 && wid == 0 && lane < CS) {
-      cg::cluster_group cl = cg::this_cluster();
-      *cl.map_shared_rank(&xav[rank], lane) = av;
-      *cl.map_shared_rank(&xai[rank], lane) = ai;
-    }
-    if (CS > 1) {
-      asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-      asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-      for (int k = 0; k < CS; ++k)
-        if (amax_better(xav[k], xai[k], av, ai)) { av = xav[k]; ai = xai[k]; }
-    }
+    if (CS > 1) k6_exchange_argmax(av, ai, rank, CS, xav, xai);
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)ai;
     return;
   }
-  const unsigned long long u = k6_target(fcoins[b], Rq);
+  const unsigned long long u = k6_target(fcoin, Rq);
   const unsigned long long start = base + below_w + (incl - s);  // entries before this thread's first
+  E4_T(6);
   if (s == 0ull || u < start || u >= start + s) return;
   unsigned long long run = start;
 #pragma unroll
@@ -2267,6 +2285,12 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     }
   }
 }
+
+// Tuning hook (the bench's sweep only): 0 automatic; 1 the register form with `arg` float4 loads a thread
+// (clusters of V / (2048 arg) blocks, however many waves); 2 the tiled kernel with clusters of `arg` blocks
+static int g_k6_form = 0;
+static int64_t g_k6_arg = 0;
+void k6_form(int64_t form, int64_t arg) { g_k6_form = (int)form; g_k6_arg = arg; }
 
 void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, at::Tensor retrive_next_token,
                               at::Tensor retrive_next_sibling, at::Tensor target_probs, at::Tensor target_predict,
@@ -2310,9 +2334,12 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   const size_t smem_r = k6_tree_bytes(Q);
   auto try_r = [&](auto kern, int nv) -> bool {
     const int64_t cs = (V + 2048 * nv - 1) / (2048 * nv);
+    if (g_k6_form == 2 || (g_k6_form == 1 && nv != g_k6_arg)) return false;
     if (nv < E4_K6R_MIN_NV || cs > 16 || smem_r > 200 * 1024) return false;
     if (cs > 8 && usable_cluster(kern, (int)cs, block, smem_r) < cs) return false;
-    if (B * cs > resident_blocks(kern, (int)block.x, smem_r)) return false;
+    // all B clusters in one wave: a cluster's blocks share a GPC, so fewer clusters fit than blocks / cs
+    const int64_t fit = cs > 1 ? resident(kern, (int)cs, (int)block.x, smem_r) : resident_blocks(kern, (int)block.x, smem_r);
+    if (g_k6_form != 1 && B > fit) return false;
     run(kern, dim3((unsigned)cs, (unsigned)B), smem_r, cs > 1 ? (int)cs : 0);
     return true;
   };
@@ -2321,16 +2348,23 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
           : (try_r(k6r_kernel<1, false>, 1) || try_r(k6r_kernel<2, false>, 2) || try_r(k6r_kernel<4, false>, 4) ||
              try_r(k6r_kernel<8, false>, 8)))
     return;
+  TORCH_CHECK(g_k6_form != 1, "draft_tree_reject_sample: the register form with ", g_k6_arg,
+              " float4 loads a thread does not fit V = ", V);
   auto k = vec ? k6_kernel<true> : k6_kernel<false>;
   auto smem_of = [&](int64_t chunk) {
     return (size_t)(chunk / K6_TILE + 1 + 33) * 8 + k6_tree_bytes(Q);
   };
   auto chunk_of = [&](int c) { int64_t ch = (V + c - 1) / c; return (ch + K6_TILE - 1) / K6_TILE * K6_TILE; };
-  // blocks per request: as many as one wave of resident blocks holds for all B requests (large B: fewer,
-  // longer blocks instead of a second wave), at most 16 and at most one per 8192 entries of the row
+  // blocks per request: as many as one wave holds for all B requests' clusters (large B: fewer, longer
+  // blocks instead of a second wave), at most 16 and at most one per 8192 entries of the row. The wave is
+  // counted in clusters: they must fit the GPCs, which hold fewer clusters of cs than slots / cs
   const int64_t slots = resident_blocks(k, (int)block.x, smem_of(chunk_of(1)));
   int cs = (int)std::min<int64_t>(std::min<int64_t>(16, std::max<int64_t>(1, slots / B)),
                                   std::max<int64_t>(1, (V + 8191) / 8192));
+  if (g_k6_form == 2 && g_k6_arg > 0)
+    cs = (int)std::min<int64_t>(16, g_k6_arg);
+  else
+    while (cs > 1 && resident(k, cs, (int)block.x, smem_of(chunk_of(cs))) < B) --cs;
   if (cs > 8) cs = usable_cluster(k, cs, block, smem_of(chunk_of(cs)));
   const int64_t chunk = chunk_of(cs);
   cs = (int)((V + chunk - 1) / chunk);
@@ -2663,6 +2697,16 @@ void update_verify_result(
   E4_CUDA_CHECK(cudaGetLastError());
 }
 
+#ifdef E4_TRACE
+at::Tensor trace_dump() {
+  auto out = at::empty({4096, 8}, at::kLong);
+  E4_CUDA_CHECK(cudaMemcpyFromSymbol(out.data_ptr(), g_e4_trace, sizeof(long long) * 4096 * 8));
+  static const std::vector<long long> zeros(4096 * 8, 0);
+  E4_CUDA_CHECK(cudaMemcpyToSymbol(g_e4_trace, zeros.data(), sizeof(long long) * 4096 * 8));
+  return out;
+}
+#endif
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "EAGLE4 CostDraftTree P0 kernels (K1..K7), CUDA baseline";
   m.def("draft_tree_layer_score_index_gen_op", &draft_tree_layer_score_index_gen_op);
@@ -2675,6 +2719,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("draft_step", &draft_step, "K1 -> K2 -> K3 of one draft layer in one launch (their arguments in ABI order)");
   m.def("_k5_max_cluster", &k5_max_cluster, "bench sweep hook: the register K5's largest cluster (0: automatic)");
   m.def("_k5_reg", &k5_reg, "bench sweep hook: the register K5's smallest cluster and 4-blocks-per-SM build (0: automatic)");
+#ifdef E4_TRACE
+  m.def("_trace_dump", &trace_dump, "development probe: the E4_T clock stamps since the last call (then zeroed)");
+#endif
+  m.def("_k6_form", &k6_form, "bench sweep hook: K6's form (0 automatic, 1 register with arg float4 loads a thread, 2 tiled with clusters of arg)");
   m.def("_k4_blocks", &k4_blocks, "bench sweep hook: K4's blocks per request (0: automatic)");
   m.def("_k5_one", &k5_one, "bench sweep hook: the register K5's reduction (0 automatic, 1 two rounds, 2 one round)");
   m.def("_k5_tuning", &k5_tuning, "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");

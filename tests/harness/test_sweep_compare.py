@@ -39,3 +39,27 @@ def test_exact_float_outputs_take_nan_as_equal():
     t = torch.tensor([1.0, float("nan")])
     assert _same_by_spec([(exact, t)], [(exact, t.clone())])
     assert not _same_by_spec([(exact, t)], [(exact, torch.tensor([1.0 + 1e-7, float("nan")]))])
+
+
+def test_every_swept_kernel_names_spec_outputs():
+    from eagle4.perf.kernel_bench import SWEEPS
+    from eagle4.spec import kernel_spec
+
+    for kernel, (settings, _, label) in SWEEPS.items():
+        assert kernel_spec(kernel).outputs, kernel
+        assert len({label(c) for c in settings}) == len(settings), kernel  # every choice has its own label
+
+
+def test_phase_summary_counts_blocks_from_their_own_start_and_skips_unreached_points():
+    import numpy as np
+
+    from eagle4.perf.kernel_bench import phase_summary
+
+    st = np.zeros((5, 8), dtype=np.int64)  # two rows never stamped (blocks of an earlier, larger launch)
+    st[:3, 0] = [100, 200, 300]
+    st[:3, 1] = [150, 260, 390]            # 50, 60, 90 cycles after each block's own start
+    st[:2, 2] = [400, 500]                 # the third block returned before point 2
+    blocks, med, mx = phase_summary(st)
+    assert blocks == 3
+    assert med[:2] == [60, 300] and mx[:2] == [90, 300]
+    assert med[2:] == [-1] * 5 and mx[2:] == [-1] * 5

@@ -204,6 +204,8 @@ K5_SWEEP = ((0, 0, 0, 0, 0, 0), (1, 0, 0, 0, 0, 0), (2, 0, 0, 0, 0, 1), (2, 0, 0
             (2, 528, 0, 0, 4, 1))
 # K4's blocks per request (0 = automatic)
 K4_SWEEP = (0, 8, 16, 32, 64, 132)
+# K6's (form, arg): automatic; the register form with 1-8 float4 loads a thread; the tiled kernel in clusters of 1-16
+K6_SWEEP = ((0, 0), (1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (2, 8), (2, 16))
 
 
 def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0) -> None:
@@ -218,6 +220,7 @@ def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0) -> None:
 SWEEPS = {
     "logits_to_probas": (K5_SWEEP, lambda mod, c: _k5_set(mod, *c), lambda c: "m{}/b{}/cs{}/min{}/lb{}/r{}".format(*c)),
     "tree_mask": (K4_SWEEP, lambda mod, y: mod._k4_blocks(y), lambda y: f"y{y}"),
+    "reject_sample": (K6_SWEEP, lambda mod, c: mod._k6_form(*c), lambda c: ("auto", "r", "t")[c[0]] + f"{c[1]}"),
 }
 
 
@@ -286,12 +289,84 @@ def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all") -> Non
         run_with = _choice_runner(mod, apply, kernel, tensors, fn)
         want = [(a, t.clone()) for a, t in run_with(settings[0])]
         for c in settings:
-            ok = _same_by_spec(want, run_with(c))
+            try:
+                ok = _same_by_spec(want, run_with(c))
+            except RuntimeError as e:  # a choice that does not fit this point (the op says why)
+                res.append(f"{label(c)}(n/a: {str(e).splitlines()[0][:60]})")
+                continue
             res.append(f"{label(c)}{'' if ok else '(DIFFERS)'} {timed(fn):9.2f}")
         apply(mod, settings[0])
         if kernel == "logits_to_probas":  # the card's floor for the same bytes: the bench's copy of them
             res.append(f"copy {timed(copy_same_bytes(tensors, params)):9.2f}")
         log(f"sweep {shape_name(shape)} {p.pid:40s} " + "  ".join(res))
+        del tensors, fn
+        torch.cuda.empty_cache()
+
+
+def phase_summary(stamps):
+    """Per-block phase times of one launch's E4_T stamps (rows: blocks that stamped point 0; columns: clock64 at
+    points 0..7, 0 where a block did not reach the point): (blocks, median and max over blocks of the cycles from
+    point 0 to each later point, -1 where no block reached it)."""
+    import numpy as np
+
+    st = np.asarray(stamps, dtype=np.int64)
+    st = st[st[:, 0] != 0]
+    med, mx = [], []
+    for i in range(1, st.shape[1]):
+        d = (st[:, i] - st[:, 0])[st[:, i] != 0]
+        med.append(int(np.median(d)) if d.size else -1)
+        mx.append(int(d.max()) if d.size else -1)
+    return len(st), med, mx
+
+
+def phase_trace(shape: BenchShape, kernel: str, log=print, points: str = "all", launches: int = 5) -> None:
+    """Development aid: where a kernel's time goes inside its blocks. Builds a copy of our source with E4_TRACE
+    defined (thread 0 of each block stamps its SM clock at the kernel's E4_T points: K6's are staging, phase A,
+    walk, row sums, exchange, sample) and logs, for each launch choice of SWEEPS at the kernel's points, the
+    median and max over blocks of the cycles from the block's start to each point (``launches`` launches)."""
+    import tempfile
+
+    from eagle4.backends.cuda import DEFAULT_SRC, CudaBackend
+
+    settings, apply, label = SWEEPS[kernel]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "cost_draft_tree_kernel.cu"
+        src.write_text(f'#define E4_TRACE 1\n#line 1 "{Path(DEFAULT_SRC).name}"\n' + Path(DEFAULT_SRC).read_text())
+        backend = CudaBackend(kernel_src=src)
+        _trace_points(backend, backend._load(), shape, kernel, log, points, launches)
+
+
+def _trace_points(backend, mod, shape, kernel, log, points, launches) -> None:
+    import numpy as np
+    import torch
+
+    from eagle4.perf.inputs import make_call
+
+    settings, apply, label = SWEEPS[kernel]
+    dev = torch.device("cuda", 0)
+    for p in operating_points(shape, points):
+        if p.kernel != kernel:
+            continue
+        tensors, params = make_call(p, dev)
+        fn = _ours(p, backend, tensors, params)
+        for c in settings:
+            apply(mod, c)
+            try:
+                fn()
+            except RuntimeError as e:
+                log(f"trace {shape_name(shape)} {p.pid:34s} {label(c):6s} n/a: {str(e).splitlines()[0][:60]}")
+                continue
+            torch.cuda.synchronize()
+            mod._trace_dump()  # zeroes the stamps
+            rows = []
+            for _ in range(launches):
+                fn()
+                torch.cuda.synchronize()
+                rows.append(mod._trace_dump().numpy())
+            blocks, med, mx = phase_summary(np.concatenate(rows))
+            log(f"trace {shape_name(shape)} {p.pid:34s} {label(c):6s} blocks {blocks // launches:5d} "
+                f"cycles to points 1..7: median {med} max {mx}")
+        apply(mod, settings[0])
         del tensors, fn
         torch.cuda.empty_cache()
 
@@ -391,9 +466,13 @@ def main(argv=None) -> int:
     n.add_argument("--contract", action="append")
     n.add_argument("--points", default="all", choices=("all", "B1"))
     k = sub.add_parser("sweep", help="development aid: a kernel's launch choices side by side (SWEEPS)")
-    k.add_argument("--kernel", required=True, choices=("logits_to_probas", "tree_mask"))
+    k.add_argument("--kernel", required=True, choices=tuple(SWEEPS))
     k.add_argument("--contract", action="append")
     k.add_argument("--points", default="all", choices=("all", "B1"))
+    t = sub.add_parser("phase-trace", help="development aid: cycles to each E4_T point inside a kernel's blocks")
+    t.add_argument("--kernel", required=True, choices=("reject_sample",))
+    t.add_argument("--contract", action="append")
+    t.add_argument("--points", default="all", choices=("all", "B1"))
     c = sub.add_parser("compare-src", help="our ops from several kernel sources, one process (before/after)")
     c.add_argument("--contract", action="append")
     c.add_argument("--src", action="append", required=True, help="kernel source (repeatable; first = baseline)")
@@ -428,6 +507,10 @@ def main(argv=None) -> int:
     if args.cmd == "sweep":
         for sh in shapes:
             sweep(sh, args.kernel, log=lambda m: print(m, flush=True), points=args.points)
+        return 0
+    if args.cmd == "phase-trace":
+        for sh in shapes:
+            phase_trace(sh, args.kernel, log=lambda m: print(m, flush=True), points=args.points)
         return 0
     if args.cmd == "ncu-probe":
         from eagle4.perf.ncu import ncu_probe
