@@ -18,7 +18,9 @@ cache holds them before the runs start.
 Independence between runs comes from separate processes (``scripts/bench_h100_kernels.sh``);
 ``summarize`` (``perf.kernel_report``) merges the raw files: median over runs, CoV, the run rule of
 the contract, ours / best anchor and ours / HBM roofline per point. ``ncu-probe`` launches each of
-our kernels once per point for Nsight Compute's DRAM byte counters (``perf.ncu``).
+our kernels once per point for Nsight Compute's DRAM byte counters (``perf.ncu``). Development aids:
+``sweep`` (a kernel's launch choices side by side), ``phase-trace`` (cycles to each phase inside K6's
+blocks, from a copy of the source built with E4_TRACE), ``compare-src`` (before/after of kernel sources).
 """
 
 from __future__ import annotations
