@@ -63,3 +63,14 @@ def test_phase_summary_counts_blocks_from_their_own_start_and_skips_unreached_po
     assert blocks == 3
     assert med[:2] == [60, 300] and mx[:2] == [90, 300]
     assert med[2:] == [-1] * 5 and mx[2:] == [-1] * 5
+
+
+def test_k6_sweep_skips_register_forms_that_cannot_hold_the_row():
+    from eagle4.perf.kernel_bench import _k6_unfit
+    from eagle4.perf.points import Point
+
+    big, small = Point("reject_sample", "K6", dict(B=1, Q=64, V=128256, S=7)), Point("reject_sample", "K6", dict(V=16384))
+    assert _k6_unfit(big, (1, 1)) == "63 blocks a cluster > 16" and _k6_unfit(big, (1, 2))
+    assert _k6_unfit(big, (1, 4)) is None and _k6_unfit(big, (1, 8)) is None  # 16 and 8 blocks
+    assert _k6_unfit(big, (2, 1)) is None and _k6_unfit(big, (0, 0)) is None  # the tiled kernel, automatic
+    assert all(_k6_unfit(small, (1, nv)) is None for nv in (1, 2, 4, 8))
