@@ -343,11 +343,11 @@ def phase_trace(shape: BenchShape, kernel: str, log=print, points: str = "all", 
     import tempfile
 
     from eagle4.backends.cuda import DEFAULT_SRC, CudaBackend
+    from eagle4.report.atomic import write_text
 
-    settings, apply, label = SWEEPS[kernel]
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "cost_draft_tree_kernel.cu"
-        src.write_text(f'#define E4_TRACE 1\n#line 1 "{Path(DEFAULT_SRC).name}"\n' + Path(DEFAULT_SRC).read_text())
+        src = write_text(Path(tmp) / "cost_draft_tree_kernel.cu",
+                         f'#define E4_TRACE 1\n#line 1 "{Path(DEFAULT_SRC).name}"\n' + Path(DEFAULT_SRC).read_text())
         backend = CudaBackend(kernel_src=src)
         _trace_points(backend, backend._load(), shape, kernel, log, points, launches)
 
