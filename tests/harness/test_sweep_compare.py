@@ -74,3 +74,19 @@ def test_k6_sweep_skips_register_forms_that_cannot_hold_the_row():
     assert _k6_unfit(big, (1, 4)) is None and _k6_unfit(big, (1, 8)) is None  # 16 and 8 blocks
     assert _k6_unfit(big, (2, 1)) is None and _k6_unfit(big, (0, 0)) is None  # the tiled kernel, automatic
     assert all(_k6_unfit(small, (1, nv)) is None for nv in (1, 2, 4, 8))
+
+
+def test_a_choice_is_not_run_where_unfit_and_an_op_refusal_is_reported():
+    from eagle4.perf.kernel_bench import _try_choice
+    from eagle4.perf.points import Point
+
+    big = Point("reject_sample", "K6", dict(V=128256))
+    calls = []
+    assert _try_choice("reject_sample", big, (1, 1), calls.append) == (None, "63 blocks a cluster > 16")
+    assert calls == []  # not asked of the op
+
+    def refuse(c):
+        raise RuntimeError("draft_tree_reject_sample: no\nbacktrace")
+
+    assert _try_choice("reject_sample", big, (1, 8), refuse) == (None, "draft_tree_reject_sample: no")
+    assert _try_choice("tree_mask", big, 8, lambda y: f"outs y{y}") == ("outs y8", None)  # no UNFIT rule for K4

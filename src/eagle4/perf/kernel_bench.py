@@ -236,6 +236,18 @@ SWEEPS = {
 }
 
 
+def _try_choice(kernel: str, p, c, run):
+    """(run(c), None) for launch choice c at point p, or (None, why it is not run there): UNFIT's reason, not asked
+    of the op, or the first line of the op's own refusal (a RuntimeError)."""
+    why = UNFIT[kernel](p, c) if kernel in UNFIT else None
+    if why:
+        return None, why
+    try:
+        return run(c), None
+    except RuntimeError as e:
+        return None, str(e).splitlines()[0][:60]
+
+
 def _spec_outputs(kernel: str, tensors: dict) -> list:
     """(spec argument, tensor) of every output of the kernel's spec that the call holds, in spec order."""
     from eagle4.spec import kernel_spec
@@ -301,21 +313,17 @@ def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all") -> Non
         run_with = _choice_runner(mod, apply, kernel, tensors, fn)
         want = [(a, t.clone()) for a, t in run_with(settings[0])]
         for c in settings:
-            why = UNFIT.get(kernel, lambda *_: None)(p, c)
+            outs, why = _try_choice(kernel, p, c, run_with)
             if why:
                 res.append(f"{label(c)}(n/a: {why})")
                 continue
-            try:
-                ok = _same_by_spec(want, run_with(c))
-            except RuntimeError as e:  # a choice that does not fit this point (the op says why)
-                res.append(f"{label(c)}(n/a: {str(e).splitlines()[0][:60]})")
-                continue
+            ok = _same_by_spec(want, outs)
             res.append(f"{label(c)}{'' if ok else '(DIFFERS)'} {timed(fn):9.2f}")
         apply(mod, settings[0])
         if kernel == "logits_to_probas":  # the card's floor for the same bytes: the bench's copy of them
             res.append(f"copy {timed(copy_same_bytes(tensors, params)):9.2f}")
         log(f"sweep {shape_name(shape)} {p.pid:40s} " + "  ".join(res))
-        del tensors, fn
+        del tensors, fn, run_with, want  # the runner's closure holds the point's tensors too
         torch.cuda.empty_cache()
 
 
@@ -365,16 +373,11 @@ def _trace_points(backend, mod, shape, kernel, log, points, launches) -> None:
             continue
         tensors, params = make_call(p, dev)
         fn = _ours(p, backend, tensors, params)
+        run_with = _choice_runner(mod, apply, kernel, tensors, fn)
         for c in settings:
-            why = UNFIT.get(kernel, lambda *_: None)(p, c)
+            _, why = _try_choice(kernel, p, c, run_with)
             if why:
                 log(f"trace {shape_name(shape)} {p.pid:34s} {label(c):6s} n/a: {why}")
-                continue
-            apply(mod, c)
-            try:
-                fn()
-            except RuntimeError as e:
-                log(f"trace {shape_name(shape)} {p.pid:34s} {label(c):6s} n/a: {str(e).splitlines()[0][:60]}")
                 continue
             torch.cuda.synchronize()
             mod._trace_dump()  # zeroes the stamps
@@ -387,7 +390,7 @@ def _trace_points(backend, mod, shape, kernel, log, points, launches) -> None:
             log(f"trace {shape_name(shape)} {p.pid:34s} {label(c):6s} blocks {blocks // launches:5d} "
                 f"cycles to points 1..7: median {med} max {mx}")
         apply(mod, settings[0])
-        del tensors, fn
+        del tensors, fn, run_with  # the runner's closure holds the point's tensors too
         torch.cuda.empty_cache()
 
 
