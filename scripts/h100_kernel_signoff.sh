@@ -31,7 +31,9 @@
 #    draft-step points each source's step is timed both as one launch and as three, beside the PyTorch
 #    draft-layer anchor (--step-forms --anchors draft_step);
 # 5. compute-sanitizer memcheck over the catalog (no large cases) and racecheck over the first 3
-#    cases of each kernel -> DIR/memcheck_log.txt, DIR/racecheck_log.txt.
+#    cases of each kernel -> DIR/memcheck_log.txt, DIR/racecheck_log.txt; both again with each op
+#    launched once at the bench's B = 1 points (the cluster forms), racecheck on the default contract's
+#    -> DIR/memcheck_points_log.txt, DIR/racecheck_points_log.txt.
 # Never changes the GPU's clocks or settings.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -174,6 +176,20 @@ stamp "racecheck"
   timeout "$(box 90 25)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 \
     scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 "${SAN_K[@]}" 2>&1 | grep -v "^=========     " | tail -40
   echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_log.txt"
+# the catalog's cases are small (one block a row, no cluster): the bench's B = 1 points launch the
+# cluster forms and their exchanges, each op once (ncu-probe); racecheck on the default contract's only
+# (the deployment verify point's 65 MB under racecheck outlasts the box)
+PROBE_K=(); [ -n "$KERNELS" ] && PROBE_K=(--kernels "$KERNELS")
+stamp "memcheck and racecheck at the bench's B = 1 points"
+{ echo "$ compute-sanitizer --tool memcheck python3 -m eagle4.perf.kernel_bench ncu-probe --contract contracts/default.toml --contract contracts/deployment-8b.toml --points B1 ${PROBE_K[*]}"
+  timeout "$(box 40 20)" compute-sanitizer --tool memcheck python3 -m eagle4.perf.kernel_bench ncu-probe \
+    --contract contracts/default.toml --contract contracts/deployment-8b.toml --points B1 "${PROBE_K[@]}" 2>&1 \
+    | grep -v "^=========     " | tail -30
+  echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_points_log.txt"
+{ echo "$ compute-sanitizer --tool racecheck --racecheck-report all python3 -m eagle4.perf.kernel_bench ncu-probe --contract contracts/default.toml --points B1 ${PROBE_K[*]}"
+  timeout "$(box 40 10)" compute-sanitizer --tool racecheck --racecheck-report all python3 -m eagle4.perf.kernel_bench \
+    ncu-probe --contract contracts/default.toml --points B1 "${PROBE_K[@]}" 2>&1 | grep -v "^=========     " | tail -30
+  echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_points_log.txt"
 if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_DRAFT_STEP_FUSED:-1}" != 0 ]; then  # a step op in use
   stamp "racecheck of the draft-step kernel"
   { echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all ${SAN_STEP[*]}"

@@ -485,9 +485,11 @@ def main(argv=None) -> int:
     s.add_argument("--reports", default=str(DEFAULT_CONTRACT.parents[1] / "reports"))
     s.add_argument("--ncu-csv")
     s.add_argument("--ncu-points", default="B1", choices=("all", "B1"), help="the points the ncu profile probed")
-    n = sub.add_parser("ncu-probe")
+    n = sub.add_parser("ncu-probe", help="each point's op launched once (under ncu, or compute-sanitizer at the "
+                       "bench's launch shapes, which the catalog's small cases do not reach)")
     n.add_argument("--contract", action="append")
     n.add_argument("--points", default="all", choices=("all", "B1"))
+    n.add_argument("--kernels", help="only the points of these kernels (comma-separated)")
     k = sub.add_parser("sweep", help="development aid: a kernel's launch choices side by side (SWEEPS)")
     k.add_argument("--kernel", required=True, choices=tuple(SWEEPS))
     k.add_argument("--contract", action="append")
@@ -539,7 +541,7 @@ def main(argv=None) -> int:
         from eagle4.perf.ncu import ncu_probe
 
         for sh in shapes:
-            ncu_probe(sh, operating_points(sh, args.points))
+            ncu_probe(sh, select(operating_points(sh, args.points), args.kernels))
         return 0
     from eagle4.perf.kernel_report import write_reports
 
