@@ -65,43 +65,6 @@ __device__ long long g_e4_trace[4096][8];
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
-// A cluster all-gather of 64-bit words without a release fence after the stores (K6's exchange of block
-// totals): the cluster barrier's release fence took 0.5 us of K6's 5.3-6.5 us at B = 1 (H100, one
-// process; reports/kernel_before_after/xchg/). Each word carries its own mark (a bit its data never
-// uses), so one single-copy-atomic relaxed store publishes it, and the receiver spins on its own shared
-// memory until every word it expects is marked: no ordering between words is needed, so no fence.
-// xg_open (every thread, CS > 1, at the kernel's start, before the wait for the previous kernel, which
-// hides its fence): warp 0 clears the block's n slots and arrives at the cluster barrier with release,
-// the other warps relaxed; the senders wait for that barrier (xg_ready) before their first xg_put, so
-// the clearing is ordered before every remote store. A block reads only its own slots and leaves only
-// once all of them arrived, so no store can reach an exited block. (K5's one-round exchange, four words
-// a partial, measured slower this way than with its cluster barrier: it keeps the barrier.)
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void xg_open(unsigned long long* slots, int n) {
-  if ((threadIdx.x >> 5) == 0) {
-    for (int i = threadIdx.x; i < n; i += 32) slots[i] = 0ull;
-    __syncwarp();
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  } else {
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-  }
-}
-__device__ __forceinline__ void xg_ready() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-// v (already marked) into block `to`'s copy of `slot`
-__device__ __forceinline__ void xg_put(unsigned long long* slot, int to, unsigned long long v) {
-  uint32_t a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(smem_addr(slot)), "r"(to));
-  asm volatile("st.relaxed.cluster.shared::cluster.b64 [%0], %1;" ::"r"(a), "l"(v) : "memory");
-}
-// this block's `slot` once marked, the mark cleared
-__device__ __forceinline__ unsigned long long xg_get(const unsigned long long* slot, unsigned long long mark) {
-  unsigned long long v;
-  do {
-    asm volatile("ld.relaxed.cluster.shared::cta.b64 %0, [%1];" : "=l"(v) : "r"(smem_addr(slot)) : "memory");
-  } while (!(v & mark));
-  return v & ~mark;
-}
-
 // ------------------------------------------------------------------------------------------
 // host-side tensor checks
 static void check_tensor(const at::Tensor& t, const char* name, at::ScalarType st,
@@ -1863,21 +1826,22 @@ __device__ __forceinline__ void k6_block_argmax(float& av, long long& ai, float*
   }
 }
 
-// The cluster exchange of both K6 kernels (CS > 1; both opened xtot at their start, xg_open): lane k of
-// warp 0 puts the block's total into block k's xtot[rank] (xg_put), and every thread reads its own
-// xtot[0 .. CS) (xg_get). A total is below 2^63 (q_v <= 2^32, V < 2^31), so bit 63 marks it. Block
-// totals -> (R_q, this block's base: the totals of lower ranks).
-constexpr unsigned long long K6_XMARK = 1ull << 63;
+// The cluster exchanges of both K6 kernels (CS > 1; every block arrived, relaxed, at its start, so the
+// first wait only confirms that all blocks run): each block pushes its value into slot `rank` of every
+// block's shared array, then one barrier; after it nothing touches another block's shared memory, so a
+// block may exit once it is done. Block totals -> (R_q, this block's base: the totals of lower ranks).
 __device__ __forceinline__ void k6_exchange_totals(unsigned long long btotal, int rank, int CS,
                                                    unsigned long long* xtot, unsigned long long& Rq,
                                                    unsigned long long& base) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-  xg_ready();
-  if (wid == 0 && lane < CS) xg_put(&xtot[rank], lane, K6_XMARK | btotal);
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xtot[rank], lane) = btotal;
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
   Rq = 0ull;
   base = 0ull;
   for (int k = 0; k < CS; ++k) {
-    const unsigned long long t = xg_get(&xtot[k], K6_XMARK);
+    const unsigned long long t = xtot[k];
     Rq += t;
     base += k < rank ? t : 0ull;
   }
@@ -2052,10 +2016,9 @@ __global__ void __launch_bounds__(512) k6_kernel(
     const uint8_t* __restrict__ greedy_in, const float* __restrict__ coins, const float* __restrict__ fcoins,
     float thr_single, float thr_acc, int Q, int S, int64_t V, int32_t* __restrict__ predicts,
     int32_t* __restrict__ acc_idx, int32_t* __restrict__ acc_len, int64_t chunk) {
-  const int CS = (int)gridDim.x, rank = (int)blockIdx.x;  // the cluster spans the grid's x
-  __shared__ unsigned long long xtot[16];  // xtot[k]: block k's total (put by block k)
-  if (CS > 1) xg_open(xtot, CS);  // before the wait for the previous kernel (see xg_open)
   pdl_wait();  // the dependents' trigger comes after the row's stream (below)
+  const int CS = (int)gridDim.x, rank = (int)blockIdx.x;  // the cluster spans the grid's x
+  if (CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // see k6_exchange_totals
   E4_T(0);
   const int64_t b = blockIdx.y;
   const float fcoin = fcoins[b];  // loaded now: the sample needs it last, after the exchange
@@ -2066,6 +2029,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
   const int64_t ntiles = (chunk + K6_TILE - 1) / K6_TILE;
   unsigned long long* tsum = k6_sm;                                   // ntiles + 1
   unsigned long long* wbuf = tsum + ntiles + 1;                       // 33
+  __shared__ unsigned long long xtot[16];  // xtot[k]: block k's total (pushed by block k)
   __shared__ float xav[16];                // the fallback's block argmax (R_q = 0 only)
   __shared__ long long xai[16];
   __shared__ int64_t s_tile;
@@ -2080,7 +2044,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
   const long long last = w.last;
   const bool last_ok = last >= 0 && last < BQ;
   if (gr) {
-    if (CS > 1) xg_ready();  // leave no arrival pending
+    if (CS > 1) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // leave no arrival pending
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)w.tpred_row;
     return;  // the whole cluster takes this branch (greedy is per request); no DSMEM use
   }
@@ -2209,7 +2173,7 @@ __global__ void __launch_bounds__(512) k6_kernel(
 // K6, the register form (small B, V <= 16 * 2048 * 8): each thread of a cluster of CS 512-thread blocks
 // holds 4 * NV consecutive entries of the final row in registers (one round of float4 loads), so phases
 // B/C take one block scan (warp shuffles, one __syncthreads), one exchange of block totals (each block
-// puts its total into every block's shared memory, k6_exchange_totals) and the
+// pushes its total and argmax into every block's shared memory, then one cluster barrier) and the
 // owning thread's scan of its own registers: no tile sums, no reload of the sampled tile. CS = 1 (the whole row in one block) launches without a cluster. Same integers,
 // same sample as k6_kernel.
 template <int NV, bool VEC4>
@@ -2220,10 +2184,11 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     float thr_single, float thr_acc, int Q, int S, int64_t V, int32_t* __restrict__ predicts,
     int32_t* __restrict__ acc_idx, int32_t* __restrict__ acc_len) {
   constexpr int E = 4 * NV;  // entries per thread
-  const int CS = (int)gridDim.x, rank = (int)blockIdx.x;  // the cluster spans the grid's x
-  __shared__ unsigned long long xtot[16];  // xtot[k]: block k's total (put by block k)
-  if (CS > 1) xg_open(xtot, CS);  // before the wait for the previous kernel (see xg_open)
   pdl_begin();
+  const int CS = (int)gridDim.x, rank = (int)blockIdx.x;  // the cluster spans the grid's x
+  // a block's shared memory may take DSMEM stores only once every block of the cluster runs: arrive
+  // now, wait right before the stores (by then long satisfied)
+  if (CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   E4_T(0);
   const int64_t b = blockIdx.y;
   const float fcoin = fcoins[b];  // loaded now: the sample needs it last, after the exchange
@@ -2234,6 +2199,7 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   __shared__ unsigned long long wsum[NW];
   __shared__ float wav[NW];
   __shared__ long long wai[NW];
+  __shared__ unsigned long long xtot[16];  // xtot[k]: block k's total (pushed by block k)
   __shared__ float xav[16];                // the fallback's block argmax (R_q = 0 only)
   __shared__ long long xai[16];
 
@@ -2243,7 +2209,7 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   const long long last = w.last;
   const bool last_ok = last >= 0 && last < BQ;
   if (gr) {
-    if (CS > 1) xg_ready();  // leave no arrival pending
+    if (CS > 1) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // leave no arrival pending
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)w.tpred_row;
     return;  // the whole cluster takes this branch (greedy is per request)
   }

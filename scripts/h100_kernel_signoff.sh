@@ -182,12 +182,12 @@ stamp "racecheck"
 PROBE_K=(); [ -n "$KERNELS" ] && PROBE_K=(--kernels "$KERNELS")
 stamp "memcheck and racecheck at the bench's B = 1 points"
 { echo "$ compute-sanitizer --tool memcheck python3 -m eagle4.perf.kernel_bench ncu-probe --contract contracts/default.toml --contract contracts/deployment-8b.toml --points B1 ${PROBE_K[*]}"
-  timeout "$(box 40 20)" compute-sanitizer --tool memcheck python3 -m eagle4.perf.kernel_bench ncu-probe \
+  timeout "$(box 60 90)" compute-sanitizer --tool memcheck python3 -m eagle4.perf.kernel_bench ncu-probe \
     --contract contracts/default.toml --contract contracts/deployment-8b.toml --points B1 "${PROBE_K[@]}" 2>&1 \
     | grep -v "^=========     " | tail -30
   echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_points_log.txt"
 { echo "$ compute-sanitizer --tool racecheck --racecheck-report all python3 -m eagle4.perf.kernel_bench ncu-probe --contract contracts/default.toml --points B1 ${PROBE_K[*]}"
-  timeout "$(box 40 10)" compute-sanitizer --tool racecheck --racecheck-report all python3 -m eagle4.perf.kernel_bench \
+  timeout "$(box 90 10)" compute-sanitizer --tool racecheck --racecheck-report all python3 -m eagle4.perf.kernel_bench \
     ncu-probe --contract contracts/default.toml --points B1 "${PROBE_K[@]}" 2>&1 | grep -v "^=========     " | tail -30
   echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_points_log.txt"
 if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_DRAFT_STEP_FUSED:-1}" != 0 ]; then  # a step op in use
