@@ -64,6 +64,16 @@ __device__ long long g_e4_trace[4096][8];
 // block's remaining work instead of following it. Every thread of the block executes both, in step.
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+// The arrival of an exchange whose DSMEM stores all come from warp 0 (K5's one-round reduction, K6's
+// exchanges): release from warp 0 only, relaxed from the warps that stored nothing the barrier must
+// publish. Each warp's release fence costs: 0.1-0.2 us of a B = 1 launch on the H100 against every warp
+// releasing (reports/kernel_before_after/xchg/, variant c2).
+__device__ __forceinline__ void cluster_arrive_warp0_release() {
+  if ((threadIdx.x >> 5) == 0)
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  else
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
 
 // ------------------------------------------------------------------------------------------
 // host-side tensor checks
@@ -1289,7 +1299,7 @@ __device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a, K5Pa
   if (CS > 1) {
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
     if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xs[rank], lane) = a;
-    cluster_arrive();
+    cluster_arrive_warp0_release();
     cluster_wait();
     a = k5_merge_n(xs, CS);
   }
@@ -1836,8 +1846,8 @@ __device__ __forceinline__ void k6_exchange_totals(unsigned long long btotal, in
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
   asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
   if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xtot[rank], lane) = btotal;
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  cluster_arrive_warp0_release();
+  cluster_wait();
   Rq = 0ull;
   base = 0ull;
   for (int k = 0; k < CS; ++k) {
@@ -1856,8 +1866,8 @@ __device__ __forceinline__ void k6_exchange_argmax(float& av, long long& ai, int
     *cl.map_shared_rank(&xav[rank], lane) = av;
     *cl.map_shared_rank(&xai[rank], lane) = ai;
   }
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  cluster_arrive_warp0_release();
+  cluster_wait();
   for (int k = 0; k < CS; ++k)
     if (amax_better(xav[k], xai[k], av, ai)) { av = xav[k]; ai = xai[k]; }
 }
