@@ -1,4 +1,5 @@
-"""kernel_bench sweep's check between two launch choices: the outputs and their rules come from the spec."""
+"""kernel_bench on CPU: sweep's check between two launch choices (the outputs and their rules come from the spec),
+the phase trace's summary and ncu-probe's kernel selection."""
 
 from __future__ import annotations
 
@@ -90,3 +91,16 @@ def test_a_choice_is_not_run_where_unfit_and_an_op_refusal_is_reported():
 
     assert _try_choice("reject_sample", big, (1, 8), refuse) == (None, "draft_tree_reject_sample: no")
     assert _try_choice("tree_mask", big, 8, lambda y: f"outs y{y}") == ("outs y8", None)  # no UNFIT rule for K4
+
+
+def test_ncu_probe_takes_only_the_named_kernels_and_refuses_an_unknown_one(monkeypatch):
+    # the sign-off's sanitizers at the B = 1 points launch only the kernels it covers (ncu-probe --kernels)
+    import eagle4.perf.ncu as ncu
+    from eagle4.perf import kernel_bench
+
+    seen = []
+    monkeypatch.setattr(ncu, "ncu_probe", lambda shape, points: seen.extend(p.kernel for p in points))
+    assert kernel_bench.main(["ncu-probe", "--points", "B1", "--kernels", "reject_sample,logits_to_probas"]) == 0
+    assert set(seen) == {"reject_sample", "logits_to_probas"} and len(seen) == 3  # K5's draft and verify point, K6's
+    with pytest.raises(SystemExit, match="no point of kernel"):
+        kernel_bench.main(["ncu-probe", "--kernels", "reject_sampel"])
