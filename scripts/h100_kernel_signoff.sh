@@ -157,44 +157,39 @@ if [ -n "$OLD" ] && [ "$BENCH_SRC" = "$NEW" ]; then
   fi
 fi
 
-stamp "memcheck"
-{ echo "$ compute-sanitizer --tool memcheck --target-processes all python3 scripts/dump_h100_goldens.py --no-dump --skip-large ${SAN_K[*]}"
-  timeout "$(box 60 40)" compute-sanitizer --tool memcheck --target-processes all python3 scripts/dump_h100_goldens.py \
-    --no-dump --skip-large "${SAN_K[@]}" 2>&1 | grep -v "^=========     " | tail -40
-  echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_log.txt"
+# sanitize LOG WANT RESERVE LINES ARGS...: compute-sanitizer ARGS, time-boxed (box WANT RESERVE), into $OUT/LOG: its
+# command line, the last LINES lines of its report without the per-frame lines, its exit code
+sanitize() {
+  local log=$1 want=$2 reserve=$3 lines=$4; shift 4
+  { echo "$ compute-sanitizer $*"
+    timeout "$(box "$want" "$reserve")" compute-sanitizer "$@" 2>&1 | grep -v "^=========     " | tail -"$lines"
+    echo "exit ${PIPESTATUS[0]}"; } > "$OUT/$log"
+}
+STEP_IN_USE=0  # a one-launch draft-step op in use
+[ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_DRAFT_STEP_FUSED:-1}" != 0 ] && STEP_IN_USE=1
 SAN_STEP=(python3 -m pytest tests/parity/test_cuda_draft_step.py --hw=cuda -p no:xdist -p no:cacheprovider -q
           -k "bench_points or full_c64 or hot_perm_full or b128_h64 or nan_and_minus_inf or k10_w6 or no_tokens or bfloat16 or float16_h1")
-if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_DRAFT_STEP_FUSED:-1}" != 0 ]; then  # a step op in use
+stamp "memcheck"
+sanitize memcheck_log.txt 60 40 40 --tool memcheck --target-processes all python3 scripts/dump_h100_goldens.py \
+  --no-dump --skip-large "${SAN_K[@]}"
+if [ "$STEP_IN_USE" = 1 ]; then
   stamp "memcheck of the draft-step kernel"
-  { echo "$ compute-sanitizer --tool memcheck --target-processes all ${SAN_STEP[*]}"
-    timeout "$(box 40 30)" compute-sanitizer --tool memcheck --target-processes all "${SAN_STEP[@]}" 2>&1 \
-      | grep -v "^=========     " | tail -30
-    echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_step_log.txt"
+  sanitize memcheck_step_log.txt 40 30 30 --tool memcheck --target-processes all "${SAN_STEP[@]}"
 fi
 stamp "racecheck"
-{ echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 ${SAN_K[*]}"
-  timeout "$(box 90 25)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all python3 \
-    scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 "${SAN_K[@]}" 2>&1 | grep -v "^=========     " | tail -40
-  echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_log.txt"
+sanitize racecheck_log.txt 90 25 40 --tool racecheck --racecheck-report all --target-processes all python3 \
+  scripts/dump_h100_goldens.py --no-dump --skip-large --max-per-kernel 3 "${SAN_K[@]}"
 # the catalog's cases are small (one block a row, no cluster): the bench's B = 1 points launch the
 # cluster forms and their exchanges, each op once (ncu-probe); racecheck on the default contract's only
 # (the deployment verify point's 65 MB under racecheck outlasts the box)
 PROBE_K=(); [ -n "$KERNELS" ] && PROBE_K=(--kernels "$KERNELS")
 stamp "memcheck and racecheck at the bench's B = 1 points"
-{ echo "$ compute-sanitizer --tool memcheck python3 -m eagle4.perf.kernel_bench ncu-probe --contract contracts/default.toml --contract contracts/deployment-8b.toml --points B1 ${PROBE_K[*]}"
-  timeout "$(box 60 90)" compute-sanitizer --tool memcheck python3 -m eagle4.perf.kernel_bench ncu-probe \
-    --contract contracts/default.toml --contract contracts/deployment-8b.toml --points B1 "${PROBE_K[@]}" 2>&1 \
-    | grep -v "^=========     " | tail -30
-  echo "exit ${PIPESTATUS[0]}"; } > "$OUT/memcheck_points_log.txt"
-{ echo "$ compute-sanitizer --tool racecheck --racecheck-report all python3 -m eagle4.perf.kernel_bench ncu-probe --contract contracts/default.toml --points B1 ${PROBE_K[*]}"
-  timeout "$(box 90 10)" compute-sanitizer --tool racecheck --racecheck-report all python3 -m eagle4.perf.kernel_bench \
-    ncu-probe --contract contracts/default.toml --points B1 "${PROBE_K[@]}" 2>&1 | grep -v "^=========     " | tail -30
-  echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_points_log.txt"
-if [ ${#STEP_TESTS[@]} -gt 0 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_DRAFT_STEP_FUSED:-1}" != 0 ]; then  # a step op in use
+sanitize memcheck_points_log.txt 60 90 30 --tool memcheck python3 -m eagle4.perf.kernel_bench ncu-probe \
+  --contract contracts/default.toml --contract contracts/deployment-8b.toml --points B1 "${PROBE_K[@]}"
+sanitize racecheck_points_log.txt 90 10 30 --tool racecheck --racecheck-report all python3 -m eagle4.perf.kernel_bench \
+  ncu-probe --contract contracts/default.toml --points B1 "${PROBE_K[@]}"
+if [ "$STEP_IN_USE" = 1 ]; then
   stamp "racecheck of the draft-step kernel"
-  { echo "$ compute-sanitizer --tool racecheck --racecheck-report all --target-processes all ${SAN_STEP[*]}"
-    timeout "$(box 70 3)" compute-sanitizer --tool racecheck --racecheck-report all --target-processes all \
-      "${SAN_STEP[@]}" 2>&1 | grep -v "^=========     " | tail -30
-    echo "exit ${PIPESTATUS[0]}"; } > "$OUT/racecheck_step_log.txt"
+  sanitize racecheck_step_log.txt 70 3 30 --tool racecheck --racecheck-report all --target-processes all "${SAN_STEP[@]}"
 fi
 stamp "done"

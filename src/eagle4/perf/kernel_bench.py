@@ -304,9 +304,7 @@ def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all") -> Non
         g, n = timing.sizes_for(timing.probe_us(fn))
         return stats.median(timing.graph_times(fn, g, n))
 
-    for p in operating_points(shape, points):
-        if p.kernel != kernel:
-            continue
+    for p in select(operating_points(shape, points), kernel):
         tensors, params = make_call(p, dev)
         fn = _ours(p, backend, tensors, params)
         res = []
@@ -368,9 +366,7 @@ def _trace_points(backend, mod, shape, kernel, log, points, launches) -> None:
 
     settings, apply, label = SWEEPS[kernel]
     dev = torch.device("cuda", 0)
-    for p in operating_points(shape, points):
-        if p.kernel != kernel:
-            continue
+    for p in select(operating_points(shape, points), kernel):
         tensors, params = make_call(p, dev)
         fn = _ours(p, backend, tensors, params)
         run_with = _choice_runner(mod, apply, kernel, tensors, fn)
