@@ -74,6 +74,7 @@ fi
   python3 -c 'import torch,sys; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version()); p=torch.cuda.get_device_properties(0); print("device", p.name, "sm", p.multi_processor_count, "mem_GiB", round(p.total_memory/2**30,1), "cc", f"{p.major}.{p.minor}")'
   echo "--- nvcc"
   nvcc --version || true
+  echo "timer: $(python3 -c 'from eagle4.perf.timing import TIMER; print(TIMER)')"
   echo "--- build flags"
   python3 -c 'import hashlib, os, pathlib; from eagle4.backends.cuda import NVCC_FLAGS, DEFAULT_SRC; src = pathlib.Path(os.environ.get("EAGLE4_KERNEL_SRC") or DEFAULT_SRC); print(" ".join(NVCC_FLAGS)); print("kernel_src", src.name, hashlib.sha256(src.read_bytes()).hexdigest())'
   echo "--- ncu / compute-sanitizer"

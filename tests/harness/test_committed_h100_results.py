@@ -335,6 +335,18 @@ def test_current_rows_time_the_current_kernel_source():
         "re-run scripts/h100_kernel_signoff.sh (or scripts/bench_h100_kernels.sh) on an H100 and commit its reports")
 
 
+def test_current_rows_were_taken_by_the_current_timer():
+    # a change of how a sample is timed (perf.timing) changes what every row means, like a kernel edit
+    from eagle4.perf.timing import TIMER
+
+    env = _need(REPORTS / "h100_env_manifest.txt").read_text()
+    m = re.search(r"^timer: (.*)$", env, re.M)
+    assert m, "reports/h100_env_manifest.txt names no timer (written by scripts/bench_h100_kernels.sh)"
+    assert m.group(1) == TIMER, (
+        f"the committed H100 rows were timed by {m.group(1)!r}, eagle4.perf.timing is {TIMER!r}: re-run "
+        "scripts/bench_h100_kernels.sh on an H100 and commit its reports")
+
+
 def test_committed_h100_dumps():
     from eagle4.cases.dump import load_dump
 
