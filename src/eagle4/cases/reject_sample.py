@@ -194,6 +194,16 @@ def _case(name: str, seed: int, arrays: dict, params: dict, tags=(), note: str =
                 tags=tuple(tags), note=note)
 
 
+def _least_passing(coin: np.float32, thr: np.float32) -> np.float32:
+    """The least float32 x with coin <= f32(x / thr) (thr > 0 finite): the test is monotone in x."""
+    x = np.float32(coin * thr)
+    while np.float32(np.nextafter(x, np.float32(-np.inf)) / thr) >= coin:
+        x = np.nextafter(x, np.float32(-np.inf))
+    while np.float32(x / thr) < coin:
+        x = np.nextafter(x, np.float32(np.inf))
+    return x
+
+
 def _set_probs_for_children(a: dict, b: int, row: int, values) -> list[int]:
     """Put ``values`` on the tokens of the children of ``row`` (in sibling order); returns those tokens."""
     toks = []
@@ -368,6 +378,31 @@ def edge_cases() -> list[Case]:
             acc = np.float32(a["target_probs"][b, 0, toks[0]]) + np.float32(a["target_probs"][b, 0, toks[1]])
             a["coins"][b, 0] = min(np.float32(acc / np.float32(thr)), COIN_MAX)
         out.append(_case(name, 34, a, p, ("edge", "tie"), "coin exactly prob_acc/thr_acc at the second root child"))
+
+    # The accepted prefix sum exactly at the least float that passes coin <= RN(prob_acc / thr_acc) (even
+    # requests) and one ulp under it (odd), at coins where that float is not RN(coin * thr_acc): a kernel
+    # that tests prob_acc against a precomputed bound instead of dividing must find it to the ulp.
+    a, p = batch(36, 7, 16, 6, 64, tree="star", probs="quantized")
+    p["threshold_acc"] = 0.7
+    thr, second = np.float32(0.7), np.float32(2.0**-8 * 3)
+    rng = np.random.default_rng(36)
+    for b in range(7):
+        while True:
+            coin = np.float32(rng.uniform(0.2, 0.9))
+            bound = _least_passing(coin, thr)
+            if bound != np.float32(coin * thr):
+                break
+        want = bound if b % 2 == 0 else np.nextafter(bound, np.float32(-np.inf))
+        first = np.float32(want - second)
+        while np.float32(first + second) < want:
+            first = np.nextafter(first, np.float32(np.inf))
+        while np.float32(first + second) > want:
+            first = np.nextafter(first, np.float32(-np.inf))
+        assert np.float32(first + second) == want
+        _set_probs_for_children(a, b, 0, [first, second])
+        a["coins"][b, 0] = coin
+    out.append(_case("prob_acc_at_the_pass_bound", 36, a, p, ("edge", "tie"),
+                     "prefix sum at the least float passing the coin test (even b) and one ulp under (odd b)"))
 
     a, p = batch(35, 7, 16, 6, 64, probs="quantized", greedy=[0, 1, 0, 0, 0, 0, 0])
     a["final_coins"][:] = np.float32(0.5)
