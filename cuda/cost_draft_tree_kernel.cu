@@ -13,6 +13,7 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <cfloat>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -1877,31 +1878,23 @@ __device__ __forceinline__ void k6_exchange_argmax(float& av, long long& ai, int
 // every row resolved in parallel (its thread prefetches the tested probabilities), then the walk
 // (thread 0; rank 0 writes predicts/accept_index/accept_length). Returns the final row, `last` and
 // the rejected tokens of the final row (s_rej, nrej) through shared memory.
-// Phase A's acceptance test coin <= RN(pacc / t) as pacc >= P, P the least float that passes it: for
-// finite t > 0, x -> RN(x / t) is non-decreasing (also at +-inf; NaN fails both forms), so exactly the
-// floats >= P pass. P is RN(coin * t) moved by whole ulps, a few divisions a row that run while the
-// row's tested probabilities are loading, instead of one division after the loads for every tested
-// child (those took 0.27 us of a B = 1 launch on the H100: reports/kernel_before_after/k6_division/).
-// Returns false where no P turns up within 4 ulps (or t is infinite, or the coin NaN): the caller then
-// divides for every child as before.
-__device__ __forceinline__ bool k6_pass_bound(float c, float t, float& P) {
-  if (!(t < INFINITY) || c != c) return false;
-  float x = __fmul_rn(c, t);
-  if (c <= __fdiv_rn(x, t)) {  // x passes: step down while the float below it passes too
-#pragma unroll 1
-    for (int i = 0; i < 4; ++i) {
-      const float y = nextafterf(x, -INFINITY);
-      if (y == x || !(c <= __fdiv_rn(y, t))) { P = x; return true; }
-      x = y;
-    }
-    return false;
-  }
-#pragma unroll 1
-  for (int i = 0; i < 4; ++i) {  // x fails: step up to the first float that passes
-    x = nextafterf(x, INFINITY);
-    if (c <= __fdiv_rn(x, t)) { P = x; return true; }
-  }
-  return false;
+// Phase A's acceptance test coin <= RN(pacc / t) without a division. RN(pacc / t) >= coin exactly when
+// pacc / t lies above the midpoint m of coin and the float below it, or on m with coin's last bit even
+// (a tie rounds to the even one); t > 0, so that is pacc > m * t, or ==. m * t is exact in double (25
+// and 24 significant bits, far inside its range) and so is pacc: one multiply a row instead of one IEEE
+// division a tested child (those divisions took 0.27 us of a B = 1 launch on the H100; a bound found by
+// a few divisions a row gained nothing: reports/kernel_before_after/k6_division/). NaN pacc fails both
+// forms. Returns false for a coin or t it does not cover (infinite, NaN, coin -FLT_MAX): the caller divides.
+__device__ __forceinline__ bool k6_pass_bound(float c, float t, double& mt, bool& even) {
+  if (!(fabsf(c) <= FLT_MAX) || !(t <= FLT_MAX) || c == -FLT_MAX) return false;
+  const float below = nextafterf(c, -INFINITY);
+  mt = (((double)c + (double)below) * 0.5) * (double)t;
+  even = (__float_as_uint(c) & 1u) == 0u;
+  return true;
+}
+__device__ __forceinline__ bool k6_passes(float pacc, double mt, bool even) {
+  const double x = (double)pacc;
+  return x > mt || (x == mt && even);
 }
 
 struct K6Walk {
@@ -1967,8 +1960,9 @@ __device__ __forceinline__ K6Walk k6_walk(
     int acc_c = -1;
     float pacc = 0.0f;
     const float coin = s_coin[r];
-    float P = 0.0f;
-    const bool bound = !gr && k6_pass_bound(coin, thr_acc, P);
+    double mt = 0.0;
+    bool even = false;
+    const bool bound = !gr && k6_pass_bound(coin, thr_acc, mt, even);
     int guard = 0;
     bool done = false;
 #pragma unroll
@@ -1985,7 +1979,7 @@ __device__ __forceinline__ K6Walk k6_walk(
             } else {
               const float p = pv[k];
               pacc = __fadd_rn(pacc, p);
-              acc = (bound ? pacc >= P : coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
+              acc = (bound ? k6_passes(pacc, mt, even) : coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
             }
             if (acc) { acc_c = (int)cur; done = true; }
           }
@@ -2004,7 +1998,7 @@ __device__ __forceinline__ K6Walk k6_walk(
       } else {
         const float p = probs[(b * Q + r) * V + tok];
         pacc = __fadd_rn(pacc, p);
-        acc = (bound ? pacc >= P : coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
+        acc = (bound ? k6_passes(pacc, mt, even) : coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
       }
       if (acc) { acc_c = (int)cur; break; }
       cur = s_sib[cur];
