@@ -1878,23 +1878,22 @@ __device__ __forceinline__ void k6_exchange_argmax(float& av, long long& ai, int
 // every row resolved in parallel (its thread prefetches the tested probabilities), then the walk
 // (thread 0; rank 0 writes predicts/accept_index/accept_length). Returns the final row, `last` and
 // the rejected tokens of the final row (s_rej, nrej) through shared memory.
-// Phase A's acceptance test coin <= RN(pacc / t) without a division. RN(pacc / t) >= coin exactly when
-// pacc / t lies above the midpoint m of coin and the float below it, or on m with coin's last bit even
-// (a tie rounds to the even one); t > 0, so that is pacc > m * t, or ==. m * t is exact in double (25
-// and 24 significant bits, far inside its range) and so is pacc: one multiply a row instead of one IEEE
-// division a tested child (those divisions took 0.27 us of a B = 1 launch on the H100; a bound found by
-// a few divisions a row gained nothing: reports/kernel_before_after/k6_division/). NaN pacc fails both
-// forms. Returns false for a coin or t it does not cover (infinite, NaN, coin -FLT_MAX): the caller divides.
-__device__ __forceinline__ bool k6_pass_bound(float c, float t, double& mt, bool& even) {
+// Phase A's acceptance test coin <= RN(pacc / t) as pacc >= P, P the least float that passes, found
+// without a division. RN(y) >= coin exactly when y lies above the midpoint m of coin and the float under
+// it, or on m with coin's last bit even (a tie rounds to the even one); t > 0, so pacc passes when
+// pacc > m * t, or == with coin even. m * t is exact in double (25 and 24 significant bits, far inside
+// its range); P is the float it rounds down to where that is m * t itself and coin is even, else the
+// float after it. A few double operations a row, then one float compare a tested child instead of one
+// IEEE division (those divisions took 0.27 us of a B = 1 launch on the H100; the bound found by
+// divisions, or the compare made in doubles, kept most of it: reports/kernel_before_after/k6_division/).
+// NaN pacc fails both forms. Returns false for a coin or t it does not cover (infinite, NaN, coin
+// -FLT_MAX): the caller divides.
+__device__ __forceinline__ bool k6_pass_bound(float c, float t, float& P) {
   if (!(fabsf(c) <= FLT_MAX) || !(t <= FLT_MAX) || c == -FLT_MAX) return false;
-  const float below = nextafterf(c, -INFINITY);
-  mt = (((double)c + (double)below) * 0.5) * (double)t;
-  even = (__float_as_uint(c) & 1u) == 0u;
+  const double mt = (((double)c + (double)nextafterf(c, -INFINITY)) * 0.5) * (double)t;
+  const float lo = __double2float_rd(mt);
+  P = ((double)lo == mt && (__float_as_uint(c) & 1u) == 0u) ? lo : nextafterf(lo, INFINITY);
   return true;
-}
-__device__ __forceinline__ bool k6_passes(float pacc, double mt, bool even) {
-  const double x = (double)pacc;
-  return x > mt || (x == mt && even);
 }
 
 struct K6Walk {
@@ -1957,52 +1956,57 @@ __device__ __forceinline__ K6Walk k6_walk(
         }
       }
     }
-    int acc_c = -1;
-    float pacc = 0.0f;
     const float coin = s_coin[r];
-    double mt = 0.0;
-    bool even = false;
-    const bool bound = !gr && k6_pass_bound(coin, thr_acc, mt, even);
-    int guard = 0;
-    bool done = false;
+    float P = 0.0f;
+    const bool bound = !gr && k6_pass_bound(coin, thr_acc, P);
+    // one loop per form of the test, chosen per row: the bound's loop carries no division
+    auto resolve = [&](auto passes) {
+      int acc_c = -1;
+      float pacc = 0.0f;
+      int guard = 0;
+      bool done = false;
 #pragma unroll
-    for (int k = 0; k < PK; ++k) {
-      if (!done) {
-        if (cur == -1 || guard > Q || cur < 0 || cur >= Q) {
-          done = true;
-        } else {
-          const int64_t tok = s_cand[cur];
-          if (tok >= 0 && tok < V) {
-            bool acc;
-            if (gr) {
-              acc = tok == s_tpred[r];
-            } else {
-              const float p = pv[k];
-              pacc = __fadd_rn(pacc, p);
-              acc = (bound ? k6_passes(pacc, mt, even) : coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
+      for (int k = 0; k < PK; ++k) {
+        if (!done) {
+          if (cur == -1 || guard > Q || cur < 0 || cur >= Q) {
+            done = true;
+          } else {
+            const int64_t tok = s_cand[cur];
+            if (tok >= 0 && tok < V) {
+              bool acc;
+              if (gr) {
+                acc = tok == s_tpred[r];
+              } else {
+                const float p = pv[k];
+                pacc = __fadd_rn(pacc, p);
+                acc = passes(pacc) || (p >= thr_single);
+              }
+              if (acc) { acc_c = (int)cur; done = true; }
             }
-            if (acc) { acc_c = (int)cur; done = true; }
+            if (!done) cur = s_sib[cur];
+            ++guard;
           }
-          if (!done) cur = s_sib[cur];
-          ++guard;
         }
       }
-    }
-    for (; !done && cur != -1 && guard <= Q; ++guard) {
-      if (cur < 0 || cur >= Q) break;
-      const int64_t tok = s_cand[cur];
-      if (tok < 0 || tok >= V) { cur = s_sib[cur]; continue; }
-      bool acc;
-      if (gr) {
-        acc = tok == s_tpred[r];
-      } else {
-        const float p = probs[(b * Q + r) * V + tok];
-        pacc = __fadd_rn(pacc, p);
-        acc = (bound ? k6_passes(pacc, mt, even) : coin <= __fdiv_rn(pacc, thr_acc)) || (p >= thr_single);
+      for (; !done && cur != -1 && guard <= Q; ++guard) {
+        if (cur < 0 || cur >= Q) break;
+        const int64_t tok = s_cand[cur];
+        if (tok < 0 || tok >= V) { cur = s_sib[cur]; continue; }
+        bool acc;
+        if (gr) {
+          acc = tok == s_tpred[r];
+        } else {
+          const float p = probs[(b * Q + r) * V + tok];
+          pacc = __fadd_rn(pacc, p);
+          acc = passes(pacc) || (p >= thr_single);
+        }
+        if (acc) { acc_c = (int)cur; break; }
+        cur = s_sib[cur];
       }
-      if (acc) { acc_c = (int)cur; break; }
-      cur = s_sib[cur];
-    }
+      return acc_c;
+    };
+    const int acc_c = bound ? resolve([&](float pa) { return pa >= P; })
+                            : resolve([&](float pa) { return coin <= __fdiv_rn(pa, thr_acc); });
     s_acc[r] = acc_c;
   }
   __syncthreads();

@@ -13,9 +13,16 @@ def prep(c,t):
     bt=b*f64(t)
     even=(np.array(c).view(np.uint32)&1)==0
     return bt, bool(even)
-def acc_dp(x,pr):
+def acc_dp(x,pr):  # the compare in doubles (baadd40)
     bt,even=pr; xd=f64(f32(x))
     return bool(xd>bt or (xd==bt and even))
+def acc_p(x,pr):  # the least passing float P from m * t rounded down (the kept form)
+    bt,even=pr
+    with np.errstate(all='ignore'):
+        lo=f32(bt)
+        if f64(lo)>bt: lo=np.nextafter(lo,f32(-np.inf))
+    P = lo if (f64(lo)==bt and even) else np.nextafter(lo,f32(np.inf))
+    return bool(f32(x)>=P)
 rng=np.random.default_rng(5)
 bad=0;n=0;fb=0
 specials=[0.0,-0.0,1.0,1e-45,3e-45,1e-40,1e-9,3e38,0.5,0.3,1-2**-24,2**-126,FLT_MAX/2]
@@ -45,6 +52,6 @@ with np.errstate(all='ignore'):
             ct=f32(c*t); xs+=[ct,np.nextafter(ct,f32(-np.inf)),np.nextafter(ct,f32(np.inf))]
         for x in xs:
             n+=1
-            want=bool(c<=div(x,t)); got=acc_dp(x,pr)
-            if want!=got: bad+=1; print('BAD c',c,'t',t,'x',x,want,got) if bad<10 else None
+            want=bool(c<=div(x,t)); got=acc_dp(x,pr); got_p=acc_p(x,pr)
+            if want!=got or want!=got_p: bad+=1; print('BAD c',c,'t',t,'x',x,want,got) if bad<10 else None
 print('checked',n,'bad',bad,'fallback',fb)
