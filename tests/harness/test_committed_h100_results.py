@@ -55,16 +55,15 @@ KNOWN_SLOWER: dict[tuple[str, str], str] = {}
 # replay since 141cd7b (reports/kernel_before_after/timer/: the host's graph launch had been inside every sample, 0.03 us a
 # call at the median point; every graph row of ours now within 0.4% CoV). The kernels: 8610897's (K6's acceptance test
 # as a float compare against the least passing float, no division a child: reports/kernel_before_after/k6_division/) on
-# 59cc7f6's (K5's
-# one-round reduction and K6's exchanges: the cluster barrier's arrival releases from warp 0 only) on ff43c71's (K6:
-# clusters sized by what the GPCs hold, one cluster barrier in the tiled kernel, final_coins loaded first, the tiled
-# kernel's dependents triggered after its row stream), d0f1ed2's (K4's packed-mask bytes and blocks per request, K5's
-# one-round reduction for <= 32 rows, K7's compaction one thread per entry), 08a43b6's (K5's register form at 4 blocks
-# per SM for many rows), f7d3175's (K5's fewer instructions) and b80d405's (K6, the one-launch draft step of h24, h27
-# and h28), with programmatic dependent launch, the draft step as one launch, every anchor incl. torch.compile's K5 and
-# the copy of K5's bytes in the same processes; before/after: reports/kernel_before_after/compare_src_59cc7f6_log.txt
-# (and the earlier compare_src_*), the variants tried: reports/kernel_before_after/xchg/, k6_scaling/, k5_experiments/
-# and b1_latency/)
+# 59cc7f6's (K5's one-round reduction and K6's exchanges: the cluster barrier's arrival releases from warp 0 only), on
+# ff43c71's (K6: clusters sized by what the GPCs hold, one cluster barrier in the tiled kernel, final_coins loaded first,
+# the tiled kernel's dependents triggered after its row stream), d0f1ed2's (K4's packed-mask bytes and blocks per
+# request, K5's one-round reduction for <= 32 rows, K7's compaction one thread per entry), 08a43b6's (K5's register form
+# at 4 blocks per SM for many rows), f7d3175's (K5's fewer instructions) and b80d405's (K6, the one-launch draft step of
+# h24, h27 and h28), with programmatic dependent launch, the draft step as one launch, every anchor incl. torch.compile's
+# K5 and the copy of K5's bytes in the same processes; before/after: reports/kernel_before_after/compare_src_8610897_log.txt
+# (and the earlier compare_src_*), the variants tried: reports/kernel_before_after/k6_division/, xchg/, k6_scaling/,
+# k5_experiments/ and b1_latency/)
 _K5V = 'shared-memory kernel (8-block clusters of 512 threads): 1.37-1.49x the roofline at B >= 8, 1.24-1.34x one copy of the same bytes on this card (the copy is itself 1.11x the roofline at B = 128), 2.17x / 1.79x at B = 1 (64 rows, 512 blocks in 1.4 waves of the 360 resident cluster slots); Nsight Compute: issue- and latency-bound beside 62% of DRAM bandwidth; the SFU exp and one division a row for the max took 4-6% off, a persistent pipelined kernel (bulk async copies) and cp.async slices measured slower (k5_experiments/); torch.compile (Inductor) is 3.2-3.9x the roofline at B >= 8'
 _K5D = "register-resident kernel: each block loads, reduces across its cluster and stores in sequence, and the blocks of an SM do not overlap one another's loads and stores well enough; held to 64 registers (4 blocks per SM instead of 3) from 256 rows on it went 1.65-2.03x -> 1.45-1.89x the roofline (ff43c71's bench; 1.45 / 1.89 in 8610897's) (1.28-1.56x one copy of the same bytes; torch.compile 3.6-4.1x); the one-round reduction is slower there (sweep)"
 _K6 = "register form for small B (each thread holds its final-row entries in registers, one block scan, block totals through DSMEM with one cluster barrier): issue 14 took it from 11.0-11.4 to 5.02 us (default) and 6.18 us (deployment-8b; 5.27 / 6.48 before 59cc7f6 released the barrier from warp 0 only, in the timer of then; 5.12 / 6.25 before 8610897 tested each child against the least passing float instead of dividing, where the divisions measured 0.27 us but a row's exact bound gives back most of it: k6_division/); where a block's time goes (kernel_bench phase-trace, k6_scaling/, default B = 1, about 1.98 GHz): about 920 cycles staging the tree, 2800 resolving the rows (chase, tested probabilities, tests), 1080 the walk, 1100 the final row's loads and scan, 2750 the cluster exchange; in one process the exchange measured 0.6-0.9 us of the launch and its release fence 0.5 us of that (xchg/); exchanges without the fence (st.async on an mbarrier, k5_experiments/; marked words by relaxed DSMEM stores, 4.94 / 6.30 us in a full bench, or by atomics, xchg/) are what racecheck flags, and one block per request without a cluster measured slower (r8 in the sweep: one SM's loads of the row)"
