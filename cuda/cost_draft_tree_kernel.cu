@@ -1873,29 +1873,33 @@ __device__ __forceinline__ void k6_exchange_argmax(float& av, long long& ai, int
     if (amax_better(xav[k], xai[k], av, ai)) { av = xav[k]; ai = xai[k]; }
 }
 
-// Phase A, shared by both K6 kernels (every block of a request's cluster replays it): the tree
-// arrays staged in shared memory (carved from `sm`, k6_tree_bytes(Q) bytes), the accepted child of
-// every row resolved in parallel (its thread prefetches the tested probabilities), then the walk
-// (thread 0; rank 0 writes predicts/accept_index/accept_length). Returns the final row, `last` and
-// the rejected tokens of the final row (s_rej, nrej) through shared memory.
-// Phase A's acceptance test coin <= RN(pacc / t) as pacc >= P, P the least float that passes, found
-// without a division. RN(y) >= coin exactly when y lies above the midpoint m of coin and the float under
-// it, or on m with coin's last bit even (a tie rounds to the even one); t > 0, so pacc passes when
-// pacc > m * t, or == with coin even. m * t is exact in double (25 and 24 significant bits, far inside
-// its range); P is the float it rounds down to where that is m * t itself and coin is even, else the
-// float after it. A few double operations a row, then one float compare a tested child instead of one
-// IEEE division (those divisions took 0.27 us of a B = 1 launch on the H100; the bound found by
-// divisions, or the compare made in doubles, kept most of it: reports/kernel_before_after/k6_division/).
-// NaN pacc fails both forms. Returns false for a coin or t it does not cover (infinite, NaN, coin
-// -FLT_MAX): the caller divides.
-__device__ __forceinline__ bool k6_pass_bound(float c, float t, float& P) {
-  if (!(fabsf(c) <= FLT_MAX) || !(t <= FLT_MAX) || c == -FLT_MAX) return false;
-  const double mt = (((double)c + (double)nextafterf(c, -INFINITY)) * 0.5) * (double)t;
-  const float lo = __double2float_rd(mt);
-  P = ((double)lo == mt && (__float_as_uint(c) & 1u) == 0u) ? lo : nextafterf(lo, INFINITY);
-  return true;
+// K6's acceptance test coin <= RN(pacc / t) as pacc >= P, P the least float that passes, found without
+// a division (t finite, > 0: the host makes t >= 1e-9). RN(y) >= coin exactly when y lies above the
+// midpoint m of coin and the float under it, or on m with coin's last bit even (a tie rounds to the
+// even one); t > 0, so pacc passes when pacc > m * t, or == with coin even. m * t is exact in double
+// (25 and 24 significant bits, far inside its range); P is the float it rounds down to where that is
+// m * t itself and coin is even, else the float after it. The ends follow the same rule with 2^128
+// for the float after FLT_MAX: coin +inf passes from the overflow threshold (2^128 - 2^103) * t on,
+// coin -FLT_MAX above -(2^128 - 2^103) * t; coin -inf passes every pacc but NaN (P = -inf), NaN
+// none (P = NaN), and a NaN pacc fails both forms. So every row takes the one float compare a tested
+// child instead of an IEEE division (those divisions took 0.27 us of a B = 1 launch on the H100:
+// reports/kernel_before_after/k6_division/; every kind of coin against numpy's division on the CPU:
+// reports/kernel_before_after/k6_phase_a/pass_bound_check.py).
+__device__ __forceinline__ float k6_pass_bound(float c, float t) {
+  if (isnan(c) || c == -INFINITY) return c;
+  const double hi = c == INFINITY ? 0x1p128 : (double)c;
+  const double lo = c == -FLT_MAX ? -0x1p128 : (double)nextafterf(c, -INFINITY);
+  const double mt = (hi + lo) * 0.5 * (double)t;
+  const float d = __double2float_rd(mt);
+  return ((double)d == mt && (__float_as_uint(c) & 1u) == 0u) ? d : nextafterf(d, INFINITY);
 }
 
+// Phase A, shared by both K6 kernels (every block of a request's cluster replays it): the tree
+// arrays staged in shared memory (carved from `sm`, k6_tree_bytes(Q) bytes), each row's coin as its
+// pass bound P (computed while staging, off the rows' chains), the accepted child of every row
+// resolved in parallel, then the walk (thread 0; rank 0 writes predicts/accept_index/accept_length).
+// Returns the final row, `last` and the rejected tokens of the final row (s_rej, nrej) through shared
+// memory.
 struct K6Walk {
   int row;
   long long last;
@@ -1919,15 +1923,19 @@ __device__ __forceinline__ K6Walk k6_walk(
   int64_t* s_ridx = s_sib + Q;
   int64_t* s_tpred = s_ridx + Q;
   int64_t* s_rej = s_tpred + Q;
-  float* s_coin = reinterpret_cast<float*>(s_rej + Q + 1);  // s_rej: Q + 1 (a chain visits <= Q + 1 nodes)
-  int* s_acc = reinterpret_cast<int*>(s_coin + Q);  // per row: the child the walk accepts under it (-1: none)
+  // per row: P = k6_pass_bound(coin, t) (t finite), else the coin itself; s_rej: Q + 1 (a chain visits <= Q + 1 nodes)
+  float* s_pass = reinterpret_cast<float*>(s_rej + Q + 1);
+  int* s_acc = reinterpret_cast<int*>(s_pass + Q);  // per row: the child the walk accepts under it (-1: none)
   __shared__ int s_row, s_nrej;
   __shared__ long long s_last;
 
+  const bool tfin = thr_acc <= FLT_MAX;  // the host makes thr_acc >= 1e-9; an infinite one keeps the division
   for (int i = tid; i < Q; i += nt) {
     const int64_t o = b * Q + i;
     s_cand[i] = cand[o]; s_next[i] = rnext[o]; s_sib[i] = rsib[o]; s_ridx[i] = ridx[o];
-    s_tpred[i] = tpred[o]; s_coin[i] = coins[o];
+    s_tpred[i] = tpred[o];
+    const float c = coins[o];
+    s_pass[i] = tfin ? k6_pass_bound(c, thr_acc) : c;
     if (rank == 0) predicts[o] = -1;
   }
   if (rank == 0)
@@ -1936,65 +1944,65 @@ __device__ __forceinline__ K6Walk k6_walk(
   E4_T(1);
   // phase A, in parallel: a level's outcome depends only on its row (coin, the children chain, pacc
   // from 0), so one thread per row runs that row's sibling scan (same order, same f32 sums). The
-  // thread first loads the tested probabilities of its first PK children itself (one chase of the
-  // chain, the loads in flight together; no parent-row pass and two block barriers fewer), children
-  // past PK read theirs as the scan reaches them
+  // thread first chases the chain of its first PK children once, keeping each child, whether its token
+  // is in range (and, greedy, whether it is the prediction) in registers and issuing the tested
+  // probabilities' loads together, so the scan of those children reads no shared memory; children
+  // past PK read theirs as the scan reaches them (H100, one process, against a second chase with the
+  // bound computed in the scan: 0.96-0.98 of its time at B <= 32, reports/kernel_before_after/k6_phase_a/)
   constexpr int PK = 8;
   for (int r = tid; r < Q; r += nt) {
     float pv[PK];
+    int ck[PK];          // the chain's k-th child, -1 once it ends, leaves [0, Q) or passes the guard
+    unsigned inr = 0u;   // bit k: child k's token is in [0, V)
+    unsigned gacc = 0u;  // greedy rows: bit k: child k's token is target_predict[b, r]
     int64_t cur = s_next[r];
+    const int64_t tp = s_tpred[r];
 #pragma unroll
-    for (int k = 0; k < PK; ++k) pv[k] = 0.0f;
-    if (!gr) {
-      int64_t c2 = cur;
-#pragma unroll
-      for (int k = 0; k < PK; ++k) {
-        if (c2 >= 0 && c2 < Q) {
-          const int64_t tok = s_cand[c2];
-          if (tok >= 0 && tok < V) pv[k] = probs[(b * Q + r) * V + tok];
-          c2 = s_sib[c2];
+    for (int k = 0; k < PK; ++k) {
+      pv[k] = 0.0f;
+      ck[k] = -1;
+      if (cur >= 0 && cur < Q && k <= Q) {
+        ck[k] = (int)cur;
+        const int64_t tok = s_cand[cur];
+        if (tok >= 0 && tok < V) {
+          inr |= 1u << k;
+          if (gr) gacc |= (tok == tp ? 1u : 0u) << k;
+          else pv[k] = probs[(b * Q + r) * V + tok];
         }
+        cur = s_sib[cur];
+      } else {
+        cur = -1;
       }
     }
-    const float coin = s_coin[r];
-    float P = 0.0f;
-    const bool bound = !gr && k6_pass_bound(coin, thr_acc, P);
-    // one loop per form of the test, chosen per row: the bound's loop carries no division
+    const float pass = s_pass[r];
     auto resolve = [&](auto passes) {
       int acc_c = -1;
       float pacc = 0.0f;
-      int guard = 0;
       bool done = false;
 #pragma unroll
       for (int k = 0; k < PK; ++k) {
         if (!done) {
-          if (cur == -1 || guard > Q || cur < 0 || cur >= Q) {
+          if (ck[k] < 0) {
             done = true;
-          } else {
-            const int64_t tok = s_cand[cur];
-            if (tok >= 0 && tok < V) {
-              bool acc;
-              if (gr) {
-                acc = tok == s_tpred[r];
-              } else {
-                const float p = pv[k];
-                pacc = __fadd_rn(pacc, p);
-                acc = passes(pacc) || (p >= thr_single);
-              }
-              if (acc) { acc_c = (int)cur; done = true; }
+          } else if ((inr >> k) & 1u) {
+            bool acc;
+            if (gr) {
+              acc = (gacc >> k) & 1u;
+            } else {
+              pacc = __fadd_rn(pacc, pv[k]);
+              acc = passes(pacc) || (pv[k] >= thr_single);
             }
-            if (!done) cur = s_sib[cur];
-            ++guard;
+            if (acc) { acc_c = ck[k]; done = true; }
           }
         }
       }
-      for (; !done && cur != -1 && guard <= Q; ++guard) {
+      for (int guard = PK; !done && cur != -1 && guard <= Q; ++guard) {
         if (cur < 0 || cur >= Q) break;
         const int64_t tok = s_cand[cur];
         if (tok < 0 || tok >= V) { cur = s_sib[cur]; continue; }
         bool acc;
         if (gr) {
-          acc = tok == s_tpred[r];
+          acc = tok == tp;
         } else {
           const float p = probs[(b * Q + r) * V + tok];
           pacc = __fadd_rn(pacc, p);
@@ -2005,8 +2013,8 @@ __device__ __forceinline__ K6Walk k6_walk(
       }
       return acc_c;
     };
-    const int acc_c = bound ? resolve([&](float pa) { return pa >= P; })
-                            : resolve([&](float pa) { return coin <= __fdiv_rn(pa, thr_acc); });
+    const int acc_c = tfin ? resolve([&](float pa) { return pa >= pass; })
+                           : resolve([&](float pa) { return pass <= __fdiv_rn(pa, thr_acc); });
     s_acc[r] = acc_c;
   }
   __syncthreads();
