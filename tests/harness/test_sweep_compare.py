@@ -104,3 +104,37 @@ def test_ncu_probe_takes_only_the_named_kernels_and_refuses_an_unknown_one(monke
     assert set(seen) == {"reject_sample", "logits_to_probas"} and len(seen) == 3  # K5's draft and verify point, K6's
     with pytest.raises(SystemExit, match="no point of kernel"):
         kernel_bench.main(["ncu-probe", "--kernels", "reject_sampel"])
+
+
+def test_phase_trace_builds_a_traced_copy_of_the_named_source(tmp_path):
+    from eagle4.perf.kernel_bench import traced_copy
+
+    src = tmp_path / "variant.cu"
+    src.write_text("__global__ void k() { E4_T(1); }\n")
+    out = traced_copy(src, tmp_path / "build")
+    assert out.name == "variant.cu" and out.parent == tmp_path / "build"
+    lines = out.read_text().splitlines()
+    assert lines[:2] == ["#define E4_TRACE 1", '#line 1 "variant.cu"']  # the compiler's line numbers stay the source's
+    assert lines[2:] == src.read_text().splitlines()
+    assert src.read_text() == "__global__ void k() { E4_T(1); }\n"  # the source itself untouched
+
+
+def test_phase_trace_visits_every_choice_or_only_the_automatic_one():
+    from eagle4.perf.kernel_bench import SWEEPS, trace_choices
+
+    settings, _, label = SWEEPS["reject_sample"]
+    assert trace_choices("reject_sample") == list(settings)
+    assert [label(c) for c in trace_choices("reject_sample", auto_only=True)] == ["auto0"]
+
+
+def test_phase_trace_cli_passes_source_choice_and_launches(monkeypatch, tmp_path):
+    from eagle4.perf import kernel_bench
+
+    seen = []
+    monkeypatch.setattr(kernel_bench, "phase_trace", lambda sh, kernel, **kw: seen.append((kernel, kw)))
+    src = str(tmp_path / "variant.cu")
+    assert kernel_bench.main(["phase-trace", "--kernel", "reject_sample", "--points", "B1", "--src", src,
+                              "--auto-only", "--launches", "20"]) == 0
+    (kernel, kw), = seen
+    assert kernel == "reject_sample"
+    assert (kw["src"], kw["auto_only"], kw["launches"], kw["points"]) == (src, True, 20, "B1")

@@ -341,30 +341,45 @@ def phase_summary(stamps):
     return len(st), med, mx
 
 
-def phase_trace(shape: BenchShape, kernel: str, log=print, points: str = "all", launches: int = 5) -> None:
-    """Development aid: where a kernel's time goes inside its blocks. Builds a copy of our source with E4_TRACE
-    defined (thread 0 of each block stamps its SM clock at the kernel's E4_T points: K6's are staging, phase A,
-    walk, row sums, exchange, sample) and logs, for each launch choice of SWEEPS at the kernel's points, the
-    median and max over blocks of the cycles from the block's start to each point (``launches`` launches)."""
+def traced_copy(src: str | Path, tmp: str | Path) -> Path:
+    """A copy of kernel source ``src`` in directory ``tmp`` that builds with E4_TRACE defined (its line numbers and
+    file name kept for the compiler's messages)."""
+    from eagle4.report.atomic import write_text
+
+    src = Path(src)
+    return write_text(Path(tmp) / src.name, f'#define E4_TRACE 1\n#line 1 "{src.name}"\n' + src.read_text())
+
+
+def trace_choices(kernel: str, auto_only: bool = False) -> list:
+    """The launch choices phase-trace visits: every one of SWEEPS, or only the automatic one (the first)."""
+    settings = SWEEPS[kernel][0]
+    return list(settings[:1] if auto_only else settings)
+
+
+def phase_trace(shape: BenchShape, kernel: str, log=print, points: str = "all", launches: int = 5,
+                src: str | Path | None = None, auto_only: bool = False) -> None:
+    """Development aid: where a kernel's time goes inside its blocks. Builds a copy of our source (or ``src``,
+    e.g. a variant under study) with E4_TRACE defined (thread 0 of each block stamps its SM clock at the kernel's
+    E4_T points: K6's are staging, phase A, walk, row sums, exchange, sample) and logs, for each launch choice of
+    SWEEPS (``auto_only``: the automatic one) at the kernel's points, the median and max over blocks of the
+    cycles from the block's start to each point (``launches`` launches)."""
     import tempfile
 
     from eagle4.backends.cuda import DEFAULT_SRC, CudaBackend
-    from eagle4.report.atomic import write_text
 
     with tempfile.TemporaryDirectory() as tmp:
-        src = write_text(Path(tmp) / "cost_draft_tree_kernel.cu",
-                         f'#define E4_TRACE 1\n#line 1 "{Path(DEFAULT_SRC).name}"\n' + Path(DEFAULT_SRC).read_text())
-        backend = CudaBackend(kernel_src=src)
-        _trace_points(backend, backend._load(), shape, kernel, log, points, launches)
+        backend = CudaBackend(kernel_src=traced_copy(src or DEFAULT_SRC, tmp))
+        _trace_points(backend, backend._load(), shape, kernel, log, points, launches,
+                      trace_choices(kernel, auto_only))
 
 
-def _trace_points(backend, mod, shape, kernel, log, points, launches) -> None:
+def _trace_points(backend, mod, shape, kernel, log, points, launches, settings) -> None:
     import numpy as np
     import torch
 
     from eagle4.perf.inputs import make_call
 
-    settings, apply, label = SWEEPS[kernel]
+    _, apply, label = SWEEPS[kernel]
     dev = torch.device("cuda", 0)
     for p in select(operating_points(shape, points), kernel):
         tensors, params = make_call(p, dev)
@@ -494,6 +509,9 @@ def main(argv=None) -> int:
     t.add_argument("--kernel", required=True, choices=("reject_sample",))
     t.add_argument("--contract", action="append")
     t.add_argument("--points", default="all", choices=("all", "B1"))
+    t.add_argument("--src", help="kernel source to trace (default: ours)")
+    t.add_argument("--auto-only", action="store_true", help="only the automatic launch choice")
+    t.add_argument("--launches", type=int, default=5, help="launches per choice and point")
     c = sub.add_parser("compare-src", help="our ops from several kernel sources, one process (before/after)")
     c.add_argument("--contract", action="append")
     c.add_argument("--src", action="append", required=True, help="kernel source (repeatable; first = baseline)")
@@ -531,7 +549,8 @@ def main(argv=None) -> int:
         return 0
     if args.cmd == "phase-trace":
         for sh in shapes:
-            phase_trace(sh, args.kernel, log=lambda m: print(m, flush=True), points=args.points)
+            phase_trace(sh, args.kernel, log=lambda m: print(m, flush=True), points=args.points,
+                        launches=args.launches, src=args.src, auto_only=args.auto_only)
         return 0
     if args.cmd == "ncu-probe":
         from eagle4.perf.ncu import ncu_probe
