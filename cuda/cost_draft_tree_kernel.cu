@@ -1898,8 +1898,11 @@ __device__ __forceinline__ float k6_pass_bound(float c, float t) {
 // arrays staged in shared memory (carved from `sm`, k6_tree_bytes(Q) bytes), each row's coin as its
 // pass bound P (computed while staging, off the rows' chains), the accepted child of every row
 // resolved in parallel, then the walk (thread 0; rank 0 writes predicts/accept_index/accept_length).
-// Returns the final row, `last` and the rejected tokens of the final row (s_rej, nrej) through shared
-// memory.
+// Returns the final row, `last` and the rejected tokens of the final row (nrej of them at `rej`) through
+// shared memory. Every row's in-range tokens of its first K6_PK children are listed while its row is
+// resolved, so a walk that stops at a row whose chain ends there takes them as its rejected tokens
+// instead of chasing the chain again (H100, one process: 0.95-0.97 of the time at B = 1-8, 0.4 us being
+// the walk's own chase: reports/kernel_before_after/k6_walk_rej/).
 struct K6Walk {
   int row;
   long long last;
@@ -1908,7 +1911,8 @@ struct K6Walk {
   long long tpred_row;  // target_predict[b, row] (greedy requests)
 };
 
-__host__ __device__ constexpr size_t k6_tree_bytes(int64_t Q) { return (size_t)Q * (6 * 8 + 4 + 4) + 8; }
+constexpr int K6_PK = 8;  // children per row whose tested probabilities phase A loads ahead
+__host__ __device__ constexpr size_t k6_tree_bytes(int64_t Q) { return (size_t)Q * (6 * 8 + 8 * K6_PK + 4 + 4 + 4) + 8; }
 
 __device__ __forceinline__ K6Walk k6_walk(
     const int64_t* __restrict__ cand, const int64_t* __restrict__ ridx, const int64_t* __restrict__ rnext,
@@ -1924,10 +1928,13 @@ __device__ __forceinline__ K6Walk k6_walk(
   int64_t* s_tpred = s_ridx + Q;
   int64_t* s_rej = s_tpred + Q;
   // per row: P = k6_pass_bound(coin, t) (t finite), else the coin itself; s_rej: Q + 1 (a chain visits <= Q + 1 nodes)
-  float* s_pass = reinterpret_cast<float*>(s_rej + Q + 1);
+  int64_t* s_rowtok = s_rej + Q + 1;  // per row: the in-range tokens of its first K6_PK children, in chain order
+  float* s_pass = reinterpret_cast<float*>(s_rowtok + Q * K6_PK);
   int* s_acc = reinterpret_cast<int*>(s_pass + Q);  // per row: the child the walk accepts under it (-1: none)
+  int* s_nrowtok = s_acc + Q;  // per row: how many s_rowtok holds, or -1 where its chain goes on past K6_PK
   __shared__ int s_row, s_nrej;
   __shared__ long long s_last;
+  __shared__ const int64_t* s_rejp;
 
   const bool tfin = thr_acc <= FLT_MAX;  // the host makes thr_acc >= 1e-9; an infinite one keeps the division
   for (int i = tid; i < Q; i += nt) {
@@ -1949,7 +1956,7 @@ __device__ __forceinline__ K6Walk k6_walk(
   // probabilities' loads together, so the scan of those children reads no shared memory; children
   // past PK read theirs as the scan reaches them (H100, one process, against a second chase with the
   // bound computed in the scan: 0.96-0.98 of its time at B <= 32, reports/kernel_before_after/k6_phase_a/)
-  constexpr int PK = 8;
+  constexpr int PK = K6_PK;
   for (int r = tid; r < Q; r += nt) {
     float pv[PK];
     int ck[PK];          // the chain's k-th child, -1 once it ends, leaves [0, Q) or passes the guard
@@ -1957,6 +1964,7 @@ __device__ __forceinline__ K6Walk k6_walk(
     unsigned gacc = 0u;  // greedy rows: bit k: child k's token is target_predict[b, r]
     int64_t cur = s_next[r];
     const int64_t tp = s_tpred[r];
+    int nin = 0;  // in-range tokens so far: the row's rejected tokens if the walk stops at it
 #pragma unroll
     for (int k = 0; k < PK; ++k) {
       pv[k] = 0.0f;
@@ -1966,6 +1974,7 @@ __device__ __forceinline__ K6Walk k6_walk(
         const int64_t tok = s_cand[cur];
         if (tok >= 0 && tok < V) {
           inr |= 1u << k;
+          s_rowtok[r * PK + nin++] = tok;
           if (gr) gacc |= (tok == tp ? 1u : 0u) << k;
           else pv[k] = probs[(b * Q + r) * V + tok];
         }
@@ -1974,6 +1983,8 @@ __device__ __forceinline__ K6Walk k6_walk(
         cur = -1;
       }
     }
+    // the walk's scan of a final row ends where this chase ended (same tests); past K6_PK it chases itself
+    s_nrowtok[r] = (cur >= 0 && cur < Q && PK <= Q) ? -1 : nin;
     const float pass = s_pass[r];
     auto resolve = [&](auto passes) {
       int acc_c = -1;
@@ -2035,15 +2046,23 @@ __device__ __forceinline__ K6Walk k6_walk(
       if (rank == 0) acc_idx[b * S + n] = (int32_t)last;
       row = c;
     }
+    const int64_t* rejp = s_rej;
     if (stopped) {  // every in-range token of the final row's chain was rejected
-      int64_t cur = s_next[row];
-      for (int guard = 0; cur != -1 && guard <= Q; ++guard) {
-        if (cur < 0 || cur >= Q) break;
-        const int64_t tok = s_cand[cur];
-        if (tok >= 0 && tok < V) s_rej[nrej++] = tok;
-        cur = s_sib[cur];
+      const int nr = s_nrowtok[row];
+      if (nr >= 0) {  // listed by phase A
+        rejp = s_rowtok + row * K6_PK;
+        nrej = nr;
+      } else {
+        int64_t cur = s_next[row];
+        for (int guard = 0; cur != -1 && guard <= Q; ++guard) {
+          if (cur < 0 || cur >= Q) break;
+          const int64_t tok = s_cand[cur];
+          if (tok >= 0 && tok < V) s_rej[nrej++] = tok;
+          cur = s_sib[cur];
+        }
       }
     }
+    s_rejp = rejp;
     if (rank == 0) acc_len[b] = n;
     s_row = row;
     s_last = last;
@@ -2051,7 +2070,7 @@ __device__ __forceinline__ K6Walk k6_walk(
   }
   __syncthreads();
   E4_T(3);
-  return K6Walk{s_row, s_last, s_nrej, s_rej, s_tpred[s_row]};
+  return K6Walk{s_row, s_last, s_nrej, s_rejp, s_tpred[s_row]};
 }
 
 template <bool VEC4>
