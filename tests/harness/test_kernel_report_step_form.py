@@ -88,3 +88,12 @@ def test_copy_floor_is_reported_beside_the_anchor_never_as_one():
     assert float(ours["copy_us"]) == pytest.approx(4.008, rel=1e-3)
     assert float(ours["ours_over_copy"]) == pytest.approx(2.5, rel=1e-3)
     assert "(copy 4.0, ours/copy 2.5)" in anchors_md([ours])
+
+
+def test_an_anchor_row_outside_the_run_rule_is_named_beside_the_ratio():
+    ours = _summary_row("K1-K3 (one launch)", "draft_step/B1/dtypefloat32")
+    anchor = dict(ours, impl="torch_draft_layer", label="K1-K3", median_us="89.5", valid="false",
+                  invalid_reasons="CoV 2.57% over the contract's limit 2%")
+    md = anchors_md([ours, anchor])
+    assert "torch_draft_layer (anchor row outside the run rule: CoV 2.57% over the contract's limit 2%) | 89.50 |" in md
+    assert "outside the run rule" not in anchors_md([ours, dict(anchor, valid="true")])

@@ -112,6 +112,7 @@ def anchors_md(summary: list[dict]) -> str:
              "roofline ratio compares an L2-warm time with the HBM floor. The points of K5's roofline bar "
              "(>= 32 MB) are all over 65 MB.", ""]
     rows = [s for s in summary if s["impl"] == "cuda" and s["mode"] == "graph"]
+    by_impl = {(s["contract"], s["point"], s["impl"]): s for s in summary if s["mode"] == "graph"}
     for contract in sorted({s["contract"] for s in rows}):
         mine = [s for s in rows if s["contract"] == contract]
         lines += [f"## contract `{contract}` ({mine[0]['contract_sha256'][:12]})", "",
@@ -122,6 +123,9 @@ def anchors_md(summary: list[dict]) -> str:
             extra = f" (softmax only {float(s['softmax_only_us']):.1f})" if s.get("softmax_only_us") else ""
             if s.get("copy_us"):
                 extra += f" (copy {float(s['copy_us']):.1f}, ours/copy {float(s['ours_over_copy']):.3g})"
+            anchor = by_impl.get((s["contract"], s["point"], s.get("anchor_impl", "")))
+            if anchor is not None and anchor.get("valid") not in (None, "true"):  # its ratio rests on that row
+                extra += f" (anchor row outside the run rule: {anchor.get('invalid_reasons') or 'invalid'})"
             form = s["label"].partition(" (")[2].rstrip(")")  # the draft step's form, e.g. "one launch"
             lines.append(f"| {s['point']}{f' ({form})' if form else ''} | {float(s['median_us']):.2f} | {s.get('anchor_impl', '')}{extra} | "
                          f"{float(s['anchor_us']) if s.get('anchor_us') else float('nan'):.2f} | "
