@@ -1901,8 +1901,9 @@ __device__ __forceinline__ float k6_pass_bound(float c, float t) {
 // Returns the final row, `last` and the rejected tokens of the final row (nrej of them at `rej`) through
 // shared memory. Every row's in-range tokens of its first K6_PK children are listed while its row is
 // resolved, so a walk that stops at a row whose chain ends there takes them as its rejected tokens
-// instead of chasing the chain again (H100, one process: 0.95-0.97 of the time at B = 1-8, 0.4 us being
-// the walk's own chase: reports/kernel_before_after/k6_walk_rej/).
+// instead of chasing the chain again (H100, one process: 0.95-0.97 of the time at the default contract's
+// points and deployment-8b's B = 1, where the walk's own chase took 0.3-0.4 us; 0.99-1.00 at deployment-8b's
+// B >= 8: reports/kernel_before_after/k6_walk_rej/).
 struct K6Walk {
   int row;
   long long last;
@@ -1926,9 +1927,9 @@ __device__ __forceinline__ K6Walk k6_walk(
   int64_t* s_sib = s_next + Q;
   int64_t* s_ridx = s_sib + Q;
   int64_t* s_tpred = s_ridx + Q;
-  int64_t* s_rej = s_tpred + Q;
-  // per row: P = k6_pass_bound(coin, t) (t finite), else the coin itself; s_rej: Q + 1 (a chain visits <= Q + 1 nodes)
+  int64_t* s_rej = s_tpred + Q;  // Q + 1 (a chain visits <= Q + 1 nodes)
   int64_t* s_rowtok = s_rej + Q + 1;  // per row: the in-range tokens of its first K6_PK children, in chain order
+  // per row: P = k6_pass_bound(coin, t) (t finite), else the coin itself
   float* s_pass = reinterpret_cast<float*>(s_rowtok + Q * K6_PK);
   int* s_acc = reinterpret_cast<int*>(s_pass + Q);  // per row: the child the walk accepts under it (-1: none)
   int* s_nrowtok = s_acc + Q;  // per row: how many s_rowtok holds, or -1 where its chain goes on past K6_PK
