@@ -4,7 +4,9 @@ The source (``cuda/cost_draft_tree_kernel.cu`` by default; ``CudaBackend(kernel_
 ``EAGLE4_KERNEL_SRC`` environment variable, or pytest's ``--kernel-src``) is built once per content
 and path with ``torch.utils.cpp_extension.load`` for the H100 (``-gencode=arch=compute_90,code=sm_90``,
 ``-fmad=false``, IEEE division and square root, no fast-math) into a cached build folder
-(``EAGLE4_CUDA_BUILD_DIR``, default ``~/.cache/eagle4/cuda_ext``). Each of the seven ops is looked
+(``EAGLE4_CUDA_BUILD_DIR``, default ``~/.cache/eagle4/cuda_ext``; a build lock that a killed build left
+behind fails the next build by name after ``EAGLE4_CUDA_BUILD_LOCK_STALE_S`` seconds, 900 by default, where
+torch would wait for ever). Each of the seven ops is looked
 up by its CUDA op name (``spec.KERNELS[key].op``) on the built module, or, for a source that
 registers them with ``TORCH_LIBRARY`` instead of pybind11, in ``torch.ops`` (any namespace);
 ``available()`` names the ops a source lacks.
@@ -89,6 +91,37 @@ class _TorchOpsModule:
             raise AttributeError(name) from None
 
 
+# torch's build lock (cpp_extension's FileBaton, `lock` in the build folder) is waited on without end, and a
+# build killed mid-way (a timeout, Ctrl-C) leaves it behind: every later build of that source would then hang.
+# A build of our source takes 2-3 minutes, so a lock untouched for longer than this is taken as left behind.
+BUILD_LOCK_STALE_S = float(os.environ.get("EAGLE4_CUDA_BUILD_LOCK_STALE_S", 900))
+
+
+class BuildLockError(RuntimeError):
+    """A build folder's lock outlived any build (see BUILD_LOCK_STALE_S)."""
+
+
+def wait_for_build_lock(bdir: Path, stale_s: float | None = None, poll_s: float = 1.0, clock=None, sleep=None) -> None:
+    """Return once ``bdir`` holds no build lock (another process's build has finished); raise BuildLockError,
+    naming the file, once the lock has gone ``stale_s`` seconds without a change (a build killed mid-way).
+    The lock is never removed here: whether its build still runs cannot be told from the file."""
+    import time
+
+    stale_s = BUILD_LOCK_STALE_S if stale_s is None else stale_s
+    clock, sleep = clock or time.time, sleep or time.sleep
+    lock = Path(bdir) / "lock"
+    while True:
+        try:
+            age = clock() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if age > stale_s:
+            raise BuildLockError(
+                f"{lock} has been there {age:.0f} s (a build takes minutes): a build of this source was killed "
+                f"mid-way; remove the file to rebuild (EAGLE4_CUDA_BUILD_LOCK_STALE_S sets the {stale_s:.0f} s bound)")
+        sleep(min(poll_s, stale_s - age + 0.01))
+
+
 def load_extension(src: str | os.PathLike, verbose: bool = False):
     """Build (or reuse) the extension for ``src``; returns the module holding the ops."""
     import torch  # noqa: F401  (cpp_extension needs it imported)
@@ -101,6 +134,7 @@ def load_extension(src: str | os.PathLike, verbose: bool = False):
             return _BUILT[key]
         bdir = build_dir_root() / key
         bdir.mkdir(parents=True, exist_ok=True)
+        wait_for_build_lock(bdir)  # torch would wait on a left-behind lock for ever
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")  # the -gencode above is the one target
         kw = dict(name=key, sources=[str(src)], extra_cuda_cflags=list(NVCC_FLAGS), extra_cflags=list(CXX_FLAGS),
                   build_directory=str(bdir), verbose=verbose)
