@@ -1587,7 +1587,8 @@ __global__ void __launch_bounds__(256) k5r1_kernel(E4_K5R_ARGS) {
 // The same kernel held to 64 registers a thread, so that 4 blocks of 256 threads share an SM instead of
 // 3 (NV = 8 takes 74 registers unbounded): with many rows the fourth block's loads overlap the others'
 // reductions and stores (kernel_bench sweep-k5 on the H100: -11% at 1024 rows of V = 32768, worse at 128
-// rows of 16384), so the host picks it for NV = 8 from 256 rows on.
+// rows of 16384), so the host picks it for NV = 8 from 256 rows on, and for the 16-block clusters of
+// V > 65536 (k5r_launch).
 template <int NV>
 __global__ void __launch_bounds__(256, 4) k5r4_kernel(E4_K5R_ARGS) {
   k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
@@ -1670,11 +1671,14 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
                        cudaStream_t stream) {
   constexpr int64_t kMaxNT = 256, kMaxPerBlock = kMaxNT * 8 * 4;
   if (g_k5_mode == 1) return false;
-  // Measured on the H100 (kernel_bench sweep-k5): the register kernel wins up to V = 32768 (2x at
-  // B*Q >= 256 rows) and loses at V = 128256 (16-block clusters of 256 threads; the shared-memory
-  // kernel with 8 blocks of 512 threads is ~1.3x faster there), so automatic mode keeps it to rows
-  // a cluster of <= 8 blocks holds.
-  if (g_k5_mode == 0 && V > 8 * kMaxPerBlock) return false;
+  // Measured on the H100 (kernel_bench sweep, one process): the register kernel wins up to V = 32768 (2x at
+  // B*Q >= 256 rows); at V = 128256 its 16-block clusters (the 4-blocks-an-SM build, two rounds) lose to
+  // the shared-memory kernel's 8 blocks of 512 threads from 512 rows on (243 against 233 us) but win at
+  // 64 rows (40.2 against 42.5 us: reports/kernel_before_after/k5_rows64/). So automatic mode keeps it to
+  // rows a cluster of <= 8 blocks holds, and of <= 16 blocks for 33-64 rows (the rows measured: one-round
+  // launches of <= 32 rows at such V were not).
+  const bool mid = R > 32 && R <= 64 && V <= 16 * kMaxPerBlock;
+  if (g_k5_mode == 0 && V > 8 * kMaxPerBlock && !mid) return false;
   if (V % 4 || reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 ||
       reinterpret_cast<uintptr_t>(probas.data_ptr()) % 16)
     return false;
@@ -1719,7 +1723,7 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
       default: return go(k5r1_kernel<8>);
     }
   }
-  if (g_k5_minb == 4 || (g_k5_minb == 0 && nv == 8 && R >= 256)) {
+  if (g_k5_minb == 4 || (g_k5_minb == 0 && nv == 8 && (R >= 256 || V > 8 * kMaxPerBlock))) {
     switch (nv) {
       case 1: return go(k5r4_kernel<1>);
       case 2: return go(k5r4_kernel<2>);

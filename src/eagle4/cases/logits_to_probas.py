@@ -114,6 +114,20 @@ def _edge_cases() -> list[Case]:
         r = np.random.default_rng([s, Vx])
         out.append(_make(f"large/V{Vx}", _normal(r, 2, Vx), [0.8], 2, seed=s, tags=("large",),
                          note="the 16-lane partial sums at full vocabulary size"))
+    # The argmax rules across a large row's slices: 40 rows of V = 128256 (on CUDA: the register kernel's
+    # 16-block clusters, 8016 entries a block, which 33-64 such rows take); greedy, plain and tempered
+    # requests; a tie of the max in two blocks, the lower index in the later-reduced half of the cluster too,
+    # and a NaN after a NaN-free max in another block.
+    Vx, blk = 128256, 8016
+    r = np.random.default_rng([s, Vx, 40])
+    lg = _normal(r, 20 * 2, Vx)
+    for row in range(40):
+        first, second = ((100, 5 * blk + 7), (9 * blk + 3, 12 * blk))[row % 2]
+        lg[row, first] = lg[row, second] = np.float32(40.0)
+    lg[5::6, 14 * blk + 11] = np.nan
+    temps = np.tile(np.array([0.0, 1.0, 0.7], np.float32), 7)[:20]
+    out.append(_make("large/V128256_rows40_ties_nan", lg, temps, 2, seed=s, tags=("large",),
+                     note="max ties and NaN across a 40-row launch's clusters"))
     return out
 
 
