@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle4 import envvars
 from eagle4.proc import run_bounded
 from eagle4.report import atomic
 
@@ -136,7 +137,11 @@ def _stage_apt_sources() -> None:
 
 
 # debootstrap of a minimal bookworm takes minutes; an hour means a dead mirror, not a slow one.
-BASE_BUILD_TIMEOUT_S = float(os.environ.get("EAGLE4_BASE_BUILD_TIMEOUT_S", 3600))
+DEFAULT_BASE_BUILD_TIMEOUT_S = 3600.0
+
+
+def base_build_timeout_s() -> float:
+    return envvars.seconds("EAGLE4_BASE_BUILD_TIMEOUT_S", DEFAULT_BASE_BUILD_TIMEOUT_S)
 
 
 def ensure_base() -> str:
@@ -146,10 +151,11 @@ def ensure_base() -> str:
     except Exception:
         pass
     script = DOCKER / "base" / "build_base.sh"
+    limit = base_build_timeout_s()
     try:
-        out = run_bounded([str(script), BASE_TAG], BASE_BUILD_TIMEOUT_S)
+        out = run_bounded([str(script), BASE_TAG], limit)
     except subprocess.TimeoutExpired as e:
-        raise ContainerError(f"building the pinned base ({script}) ran past {BASE_BUILD_TIMEOUT_S:g} s "
+        raise ContainerError(f"building the pinned base ({script}) ran past {limit:g} s "
                              f"(EAGLE4_BASE_BUILD_TIMEOUT_S) and was stopped:\n{(e.stderr or '')[-3000:]}") from None
     if out.returncode != 0:
         why = (out.stderr.strip() or out.stdout.strip())[-3000:] or "it printed nothing"
@@ -194,8 +200,15 @@ def build(image: str, build_args: dict | None = None, *, log=print) -> BuiltImag
 
 # A replay of the whole artifact pack in cpu-csim takes well under an hour on a 2-core runner; 4 h total
 # and 30 min without a line of output leave a slow CI room while never waiting forever.
-RUN_TIMEOUT_S = float(os.environ.get("EAGLE4_CONTAINER_TIMEOUT_S", 4 * 3600))
-SILENCE_TIMEOUT_S = float(os.environ.get("EAGLE4_CONTAINER_SILENCE_S", 1800))
+DEFAULT_RUN_TIMEOUT_S, DEFAULT_SILENCE_TIMEOUT_S = 4 * 3600.0, 1800.0
+
+
+def run_timeout_s() -> float:
+    return envvars.seconds("EAGLE4_CONTAINER_TIMEOUT_S", DEFAULT_RUN_TIMEOUT_S)
+
+
+def silence_timeout_s() -> float:
+    return envvars.seconds("EAGLE4_CONTAINER_SILENCE_S", DEFAULT_SILENCE_TIMEOUT_S)
 _POLL_S = 5.0
 
 
@@ -244,7 +257,7 @@ def follow(container, *, timeout_s: float, silence_s: float, out=None, poll_s: f
 def run(image: str, command: list[str], *, gpus: bool | None = None, env: dict | None = None, log=print,
         timeout_s: float | None = None, silence_s: float | None = None) -> int:
     """Run ``command`` in the image with the checkout mounted at /work/repo; returns its exit code.
-    Bounded: see :func:`follow` (defaults RUN_TIMEOUT_S and SILENCE_TIMEOUT_S)."""
+    Bounded: see :func:`follow` (defaults run_timeout_s() and silence_timeout_s())."""
     built = build(image, log=log)
     c = client()
     gpus = (image == "cuda-h100") if gpus is None else gpus
@@ -266,8 +279,8 @@ def run(image: str, command: list[str], *, gpus: bool | None = None, env: dict |
                                  volumes=volumes, environment=environment,
                                  device_requests=device_requests, user=f"{os.getuid()}:{os.getgid()}")
     try:
-        return follow(container, timeout_s=RUN_TIMEOUT_S if timeout_s is None else timeout_s,
-                      silence_s=SILENCE_TIMEOUT_S if silence_s is None else silence_s)
+        return follow(container, timeout_s=run_timeout_s() if timeout_s is None else timeout_s,
+                      silence_s=silence_timeout_s() if silence_s is None else silence_s)
     finally:
         try:
             container.remove(force=True)

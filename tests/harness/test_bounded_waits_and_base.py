@@ -147,9 +147,12 @@ def test_follow_kills_a_silent_container():
     assert c.killed
 
 
-def test_container_defaults_are_bounded_and_generous():
-    assert 3600 <= containers.RUN_TIMEOUT_S < float("inf")
-    assert 600 <= containers.SILENCE_TIMEOUT_S < containers.RUN_TIMEOUT_S
+def test_container_defaults_are_bounded_and_generous(monkeypatch):
+    for name in ("EAGLE4_CONTAINER_TIMEOUT_S", "EAGLE4_CONTAINER_SILENCE_S", "EAGLE4_BASE_BUILD_TIMEOUT_S"):
+        monkeypatch.delenv(name, raising=False)
+    assert 3600 <= containers.run_timeout_s() < float("inf")
+    assert 600 <= containers.silence_timeout_s() < containers.run_timeout_s()
+    assert 600 <= containers.base_build_timeout_s() < float("inf")
 
 
 # -- the base image's mirror on both apt layouts ----------------------------------------------------------

@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4 import dtypes as dt
+from eagle4 import envvars
 from eagle4.backends import hls_designs
 from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo, requested_buffers
 from eagle4.report import atomic
@@ -120,16 +121,7 @@ def find_cxx() -> str | None:
 
 def cxx_timeout_s() -> float:
     """Seconds one g++ invocation may take (``EAGLE4_CXX_TIMEOUT_S``, default DEFAULT_CXX_TIMEOUT_S)."""
-    raw = os.environ.get("EAGLE4_CXX_TIMEOUT_S")
-    if raw is None:
-        return DEFAULT_CXX_TIMEOUT_S
-    try:
-        v = float(raw)
-    except ValueError:
-        v = -1.0
-    if not v > 0:
-        raise ValueError(f"EAGLE4_CXX_TIMEOUT_S must be a positive number of seconds, got {raw!r}")
-    return v
+    return envvars.seconds("EAGLE4_CXX_TIMEOUT_S", DEFAULT_CXX_TIMEOUT_S)
 
 
 def tools_missing() -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle4 import dtypes as dt
+from eagle4 import envvars
 from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo, requested_buffers
 from eagle4.spec import KERNELS, check_arrays, kernel_spec
 
@@ -94,11 +95,15 @@ class _TorchOpsModule:
 # torch's build lock (cpp_extension's FileBaton, `lock` in the build folder) is waited on without end, and a
 # build killed mid-way (a timeout, Ctrl-C) leaves it behind: every later build of that source would then hang.
 # A build of our source takes 2-3 minutes, so a lock untouched for longer than this is taken as left behind.
-BUILD_LOCK_STALE_S = float(os.environ.get("EAGLE4_CUDA_BUILD_LOCK_STALE_S", 900))
+DEFAULT_BUILD_LOCK_STALE_S = 900.0
+
+
+def build_lock_stale_s() -> float:
+    return envvars.seconds("EAGLE4_CUDA_BUILD_LOCK_STALE_S", DEFAULT_BUILD_LOCK_STALE_S)
 
 
 class BuildLockError(RuntimeError):
-    """A build folder's lock outlived any build (see BUILD_LOCK_STALE_S)."""
+    """A build folder's lock outlived any build (see build_lock_stale_s)."""
 
 
 def wait_for_build_lock(bdir: Path, stale_s: float | None = None, poll_s: float = 1.0, clock=None, sleep=None) -> None:
@@ -107,7 +112,7 @@ def wait_for_build_lock(bdir: Path, stale_s: float | None = None, poll_s: float 
     The lock is never removed here: whether its build still runs cannot be told from the file."""
     import time
 
-    stale_s = BUILD_LOCK_STALE_S if stale_s is None else stale_s
+    stale_s = build_lock_stale_s() if stale_s is None else stale_s
     clock, sleep = clock or time.time, sleep or time.sleep
     lock = Path(bdir) / "lock"
     while True:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eagle4 import envvars
 from eagle4.backends import xrt_abi
 from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo, requested_buffers
 from eagle4.spec import check_arrays, kernel_spec
@@ -140,7 +141,7 @@ class XrtBackend(Backend):
                  timeout_s: float | None = None):
         self.xclbin_path = resolve_xclbin(xclbin)
         self.device_index = device_index
-        self.timeout_s = float(timeout_s or os.environ.get("EAGLE4_XRT_TIMEOUT_S") or DEFAULT_TIMEOUT_S)
+        self.timeout_s = float(timeout_s) if timeout_s else envvars.seconds("EAGLE4_XRT_TIMEOUT_S", DEFAULT_TIMEOUT_S)
         self._rt = None
         self._dev = None
         self._uuid = None
