@@ -209,6 +209,8 @@ def run_timeout_s() -> float:
 
 def silence_timeout_s() -> float:
     return envvars.seconds("EAGLE4_CONTAINER_SILENCE_S", DEFAULT_SILENCE_TIMEOUT_S)
+
+
 _POLL_S = 5.0
 
 

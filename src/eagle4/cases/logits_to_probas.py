@@ -116,8 +116,8 @@ def _edge_cases() -> list[Case]:
                          note="the 16-lane partial sums at full vocabulary size"))
     # The argmax rules across a large row's slices: 40 rows of V = 128256 (on CUDA: the register kernel's
     # 16-block clusters, 8016 entries a block, which 33-64 such rows take); greedy, plain and tempered
-    # requests; a tie of the max in two blocks, the lower index in the later-reduced half of the cluster too,
-    # and a NaN after a NaN-free max in another block.
+    # requests; a tie of the max in two blocks of a row (blocks 0 and 5, or 9 and 12: the lower index wins)
+    # and, in every sixth row, a NaN in a later block (the NaN wins).
     Vx, blk = 128256, 8016
     r = np.random.default_rng([s, Vx, 40])
     lg = _normal(r, 20 * 2, Vx)
