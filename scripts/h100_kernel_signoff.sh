@@ -137,6 +137,11 @@ if [ "$BENCH" = 1 ]; then
   stamp "bench ($BENCH_SRC)"
   timeout "$(box 330 120)" scripts/bench_h100_kernels.sh --out "$OUT/reports" "${BENCH_ARGS[@]}" > "$OUT/bench_log.txt" 2>&1
   echo "exit $?" >> "$OUT/bench_log.txt"
+  # a bench stopped by its box after some runs keeps their raw rows: say where, and how to summarize them anywhere
+  if ! grep -q "^exit 0$" "$OUT/bench_log.txt" && compgen -G "$OUT/reports/.raw/raw_*.csv" > /dev/null; then
+    echo "bench stopped early; its finished runs' raw rows: $OUT/reports/.raw/raw_*.csv (python3 -m eagle4.perf.kernel_bench" \
+      "summarize those files --contract ... --reports DIR makes the reports from them on any machine)" >> "$OUT/bench_log.txt"
+  fi
   tail -3 "$OUT/bench_log.txt"
 fi
 CMP_STEP=()  # the draft step in both forms beside its anchor, where the session covers it
