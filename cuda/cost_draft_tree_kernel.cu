@@ -1524,7 +1524,9 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)(ONE ? one.ai : s_ai);
   float* out = probas + r * V + v0;
   if (need_exp) {
-    const float gm = __fdiv_rn(ONE ? one.av : s_m, temp);
+    // one.m = max_t RN(av_t / temp) = RN(one.av / temp) (rounding is monotone), unless the row holds a NaN,
+    // whose sum is NaN: every output is NaN either way. So the one-round form divides no more here.
+    const float gm = ONE ? one.m : __fdiv_rn(s_m, temp);
     float part = 0.0f;  // one partial sum per thread: >= 32 partial sums per row
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
@@ -2295,17 +2297,27 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   }
   // q_v below 1.0 in 32 bits: the u32 conversion truncates like k6_q and gives 0 for NaN and t <= 0
   // (entries past V were loaded as 0); an entry >= 1 or a rejected token here: the exact form again
-  unsigned long long s = 0ull;
+  // qw[k]: q_k in 32 bits where every q here is below 2^32 and no token here is rejected (the common case), so
+  // the owner's scan after the exchange only adds (the conversions it did there took 0.26 us of deployment-8b's
+  // B = 1 launch on the H100); else the entries' bits, for the exact form. One array, so no more registers.
   bool big = false;
 #pragma unroll
-  for (int k = 0; k < E; ++k) {
-    s += __float2uint_rz(__fmul_rn(x[k], 4294967296.0f));
-    big |= x[k] >= 1.0f;
-  }
-  if (big || rmask) {
-    s = 0ull;
+  for (int k = 0; k < E; ++k) big |= x[k] >= 1.0f;
+  const bool exact = big || rmask;
+  unsigned qw[E];
+  unsigned long long s = 0ull;
+  if (!exact) {
 #pragma unroll
-    for (int k = 0; k < E; ++k) s += ((rmask >> k) & 1u) ? 0ull : k6_q(x[k]);
+    for (int k = 0; k < E; ++k) {
+      qw[k] = __float2uint_rz(__fmul_rn(x[k], 4294967296.0f));
+      s += qw[k];
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      s += ((rmask >> k) & 1u) ? 0ull : k6_q(x[k]);
+      qw[k] = __float_as_uint(x[k]);
+    }
   }
   // block scan: inclusive within the warp, warp totals through shared memory
   unsigned long long incl = s;
@@ -2331,8 +2343,12 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     float av = -INFINITY;
     long long ai = LLONG_MAX;
 #pragma unroll
-    for (int k = 0; k < E; ++k)
-      if (lo + k < V && amax_better(x[k], lo + k, av, ai)) { av = x[k]; ai = lo + k; }
+    for (int k = 0; k < E; ++k) {
+      if (lo + k < V) {
+        const float xk = exact ? __uint_as_float(qw[k]) : rowp[lo + k];  // qw holds q there: reload (rare path)
+        if (amax_better(xk, lo + k, av, ai)) { av = xk; ai = lo + k; }
+      }
+    }
     k6_block_argmax(av, ai, wav, wai);
     if (CS > 1) k6_exchange_argmax(av, ai, rank, CS, xav, xai);
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)ai;
@@ -2343,10 +2359,21 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   E4_T(6);
   if (s == 0ull || u < start || u >= start + s) return;
   unsigned long long run = start;
+  if (!exact) {  // every q below 2^32 and no rejected token here: qw holds them (0 past V)
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      run += qw[k];
+      if (run > u) {
+        if (last_ok) predicts[last] = (int32_t)(lo + k);
+        break;
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < E; ++k) {
     if (lo + k < V) {
-      run += ((rmask >> k) & 1u) ? 0ull : k6_q(x[k]);
+      run += ((rmask >> k) & 1u) ? 0ull : k6_q(__uint_as_float(qw[k]));
       if (run > u) {
         if (last_ok) predicts[last] = (int32_t)(lo + k);
         break;
