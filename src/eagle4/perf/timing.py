@@ -1,15 +1,17 @@
 """GPU time of a callable: CUDA-graph replay timed by CUDA events (the one GPU timer of the bench).
 
 ``graph_times(fn, per_graph, replays)`` captures ``per_graph`` back-to-back calls of ``fn`` in one
-CUDA graph and times each replay with an event pair; per-call time = replay time / per_graph, so
-host launch overhead and Python are excluded and ours and the anchors are timed alike. A GPU spin
-(``SPIN_CYCLES``) is queued ahead of each timed replay, so that the host has submitted the replay
-before the GPU reaches its start event: on an idle stream the start event fires at once and the
-host's graph-launch latency (with its jitter) became part of the sample. Measured on the H100 with
-and without the spin, same processes, 67 points under 200 us (reports/kernel_before_after/timer/):
-without it a point read 0.005-0.11 us a call high (median 0.034, at 50 calls a graph) and the CoV
-of five processes' medians was 0.17% at the median point, 0.85% at worst; with it 0.04% and 0.53%.
-``TIMER`` names this method; the bench's manifest records it.
+CUDA graph between two timing events recorded inside the graph (event record nodes,
+``torch.cuda.Event(external=True)``), and times each replay by that pair; per-call time = event
+interval / per_graph, so host launch overhead and Python are excluded and ours and the anchors are
+timed alike. Events recorded by the host around the replay (this timer until 2026-11-27) put any host
+stall between the start event and the replay's submission into the sample: on the H100, a 0.3 ms
+stall there read +5.5 us a call and a 2 ms one +40 us, while the in-graph pair read the same as
+without a stall (within 0.01 us a call at the 1.4-2.0 us points probed) and the same as the host pair
+without one (reports/kernel_before_after/timer/graph_events/). A GPU spin (``SPIN_CYCLES``) is still
+queued ahead of each replay, so that the GPU is busy, not idle, when the replay reaches it (after a
+2 ms idle gap one probe point read 0.15 us a call high without it). ``TIMER`` names this method; the
+bench's manifest records it.
 ``eager_times`` times back-to-back launches from Python (events around a batch): what an eager
 caller sees, launch overhead included.
 """
@@ -31,7 +33,8 @@ def _warm(fn, n: int = 2) -> None:
 
 # ~100 us at the H100's 1.98 GHz: far longer than the host needs to launch a graph of 50 calls
 SPIN_CYCLES = 200_000
-TIMER = f"cuda-graph replay timed by CUDA events, {SPIN_CYCLES}-cycle GPU spin queued ahead of each replay"
+TIMER = (f"cuda-graph replay timed by CUDA events recorded inside the graph, {SPIN_CYCLES}-cycle GPU spin queued "
+         "ahead of each replay")
 
 
 def _spin() -> None:
@@ -49,20 +52,22 @@ def graph_times(fn, per_graph: int, replays: int) -> list[float]:
     import torch
 
     _warm(fn)
+    # external: captured as event record nodes of the graph, so each replay records them itself
+    a = torch.cuda.Event(enable_timing=True, external=True)
+    b = torch.cuda.Event(enable_timing=True, external=True)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
+        a.record()
         for _ in range(per_graph):
             fn()
+        b.record()
     graph.replay()
     torch.cuda.synchronize()
     out = []
     for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        _spin()  # the GPU is busy while the host records a and submits the replay
-        a.record()
+        _spin()  # the GPU is busy when the replay reaches it
         graph.replay()
-        b.record()
-        b.synchronize()
+        torch.cuda.synchronize()
         out.append(a.elapsed_time(b) * 1e3 / per_graph)
     del graph
     return out
