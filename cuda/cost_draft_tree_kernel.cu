@@ -1243,27 +1243,31 @@ __device__ __forceinline__ float k5_reduce_sum(cg::cluster_group& cluster, int C
   return s_s;
 }
 
-// K5's one-round form (few-row launches, where K5 is latency-bound): each thread's (max of x, exp-sum
-// against that max, argmax) merged in one reduction instead of a max reduction followed by a sum
-// reduction. Merge of two partials: the larger max, each sum rescaled to it by exp(m - M) (a partial
-// of sum 0, e.g. a thread whose entries are all -inf, adds 0; NaN and +inf give a NaN sum as in the
-// two-round form). The merge is commutative, so an xor butterfly leaves the same value in every lane.
-// The sum is §5.4's row sum in another association with each term's exp split in two factors: its
-// error bound is the comment's above k5_exp with two more ulp per merge level (at most 14), far inside
-// the probas' TOL; the argmax is exact (same order, same result).
+// K5's one-round form: each thread's (max of x, exp-sum against that max, argmax) merged in one reduction
+// instead of a max reduction followed by a sum reduction. Merge of two partials: the larger max, each sum
+// rescaled to it by exp(m - M) (a partial of sum 0, e.g. a thread whose entries are all -inf, adds 0; NaN
+// and +inf give a NaN sum as in the two-round form). The merge is commutative, so an xor butterfly leaves
+// the same value in every lane. The sum is §5.4's row sum in another association with each term's exp
+// split in two factors: its error bound is the comment's above k5_exp with two more ulp per merge level
+// (at most 16: a thread's batches, its warp, its block's warps, the cluster's blocks), far inside the
+// probas' TOL; the argmax is exact (same order, same result).
 struct K5Part {
   float m;   // max of x (NaN-propagating via s)
   float s;   // sum of exp(x - m)
   float av;  // argmax value (raw logit)
-  int ai;    // argmax index (the register kernel's rows have V <= 131072; INT_MAX: none)
+  int ai;    // argmax index (V < 2^31; INT_MAX: none)
 };
 
-__device__ __forceinline__ void k5_merge(K5Part& a, float om, float os, float oav, int oai) {
-  const float M = fmaxf(a.m, om);
-  const float x = a.s == 0.0f ? 0.0f : __fmul_rn(a.s, k5_exp(__fsub_rn(a.m, M)));
+__device__ __forceinline__ void k5_merge_ms(float& m, float& s, float om, float os) {
+  const float M = fmaxf(m, om);
+  const float x = s == 0.0f ? 0.0f : __fmul_rn(s, k5_exp(__fsub_rn(m, M)));
   const float y = os == 0.0f ? 0.0f : __fmul_rn(os, k5_exp(__fsub_rn(om, M)));
-  a.m = M;
-  a.s = __fadd_rn(x, y);
+  m = M;
+  s = __fadd_rn(x, y);
+}
+
+__device__ __forceinline__ void k5_merge(K5Part& a, float om, float os, float oav, int oai) {
+  k5_merge_ms(a.m, a.s, om, os);
   if (amax_better(oav, oai, a.av, a.ai)) { a.av = oav; a.ai = oai; }
 }
 
@@ -1305,6 +1309,35 @@ __device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a, K5Pa
     a = k5_merge_n(xs, CS);
   }
   return a;
+}
+
+// The one-round forms keep each entry as e = exp(x - mp), mp the max of x over a part of the row's entries
+// that one thread holds (its partial's m; x = logit / temp, IEEE): mp = -inf (no entry above -inf) is taken
+// as 0 there, so its e are exp(-inf) = 0 and its sum 0; NaN and +inf entries make the sum NaN. The output
+// is e * k5_scale(mp, row): exp(mp - the row's max) / the row's sum, one factor a part, so an entry is
+// exponentiated once. Against exp(x - m) / s its error is the factor's: two ulp and the exp's bound for
+// d = mp - m (k5_exp) more, inside the probas' TOL. A row of -inf only gives exp(-inf + inf) = NaN, so a
+// NaN row (§5.4 step 4), as does a row whose sum is NaN.
+__device__ __forceinline__ float k5_rel_base(float mp) { return mp == -INFINITY ? 0.0f : mp; }
+__device__ __forceinline__ float k5_scale(float mp, const K5Part& row) {
+  return __fmul_rn(k5_exp(__fsub_rn(mp, row.m)), __frcp_rn(row.s));
+}
+// the register kernel's part: a thread's NV vectors (a.m: their max of x), e written over them, summed into a.s
+template <int NV>
+__device__ __forceinline__ void k5_exp_rel(float4 (&x)[NV], int64_t n, int tid, int nt, float temp, K5Part& a) {
+  const float mc = k5_rel_base(a.m);
+#pragma unroll
+  for (int u = 0; u < NV; ++u) {
+    const int64_t i = ((int64_t)u * nt + tid) * 4;
+    if (i < n) {
+      float* e = reinterpret_cast<float*>(&x[u]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), mc));
+        a.s = __fadd_rn(a.s, e[k]);
+      }
+    }
+  }
 }
 
 template <typename T, int VEC>
@@ -1440,13 +1473,148 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
   if (CS > 1) cluster_wait();  // no block leaves while another may still read its shared memory
 }
 
+// The shared-memory kernel in one reduction round (k5_reduce_one) for slices of <= K5S_NB batches a thread:
+// each thread takes its entries of the block's slice in batches of 16 (a batch: 16 * blockDim entries), and
+// as it loads a batch it turns it into e = exp(x - the batch's max of x) (k5_rel_base), written to shared
+// memory; its partial is its batches' (max, exp-sum) merged. After the row's merge the output pass writes
+// e * k5_scale(the batch's max, row), one factor a batch. So an entry is divided and exponentiated once,
+// shared memory is written once and read once, and the cluster is crossed once (the two-round kernel:
+// two exchanges and a second pass over shared memory between them).
+constexpr int K5S_NB = 4;
+template <typename T, int VEC>
+__global__ void __launch_bounds__(512, 3) k5s1_kernel(const T* __restrict__ logits, const float* __restrict__ temps,
+                                                   int64_t V, int G, bool wp, float* __restrict__ probas,
+                                                   int64_t* __restrict__ argmax, uint8_t* __restrict__ greedy,
+                                                   int64_t chunk) {
+  pdl_begin();
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = (int)cluster.block_rank();
+  const int CS = (int)cluster.num_blocks();
+  if (CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // see k5_reduce_one
+  const int64_t r = blockIdx.y;
+  const int64_t b = r / G;
+  const int tid = threadIdx.x, nt = blockDim.x;
+  extern __shared__ float xs[];
+  __shared__ K5Part ws1[16], xs1[16];  // the warps' and the cluster's partials
+
+  const float temp = temps[b];
+  const bool gr = temp < 1e-6f;
+  if (rank == 0 && tid == 0 && (r % G) == 0) greedy[b] = gr ? 1 : 0;
+  const int64_t v0 = (int64_t)rank * chunk;
+  const int64_t v1 = v0 + chunk < V ? v0 + chunk : V;
+  const int n = v1 > v0 ? (int)(v1 - v0) : 0;  // a slice fits in shared memory: 32-bit offsets
+  const int iv0 = (int)v0;                     // V < 2^31 (K5Part's index)
+  const T* row = logits + r * V + v0;
+  const bool need_exp = wp && !gr;
+  constexpr int U = 16 / VEC;  // vectors a batch, all in flight before any is used
+  const int step = nt * VEC, span = U * step;
+
+  K5Part a{-INFINITY, 0.0f, -INFINITY, INT_MAX};  // argmax of the raw logits: per-thread indices ascend
+  float* mb = xs + chunk;  // each batch's max of x, mb[j * nt + tid] (dynamic shared memory past the slice:
+                           // in registers it spilled)
+#pragma unroll 1
+  for (int j = 0; j < K5S_NB; ++j) {
+    const int base = tid * VEC + j * span;
+    if (base >= n) break;
+    float v[U][VEC];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = base + u * step;
+      if (VEC > 1 && i + VEC <= n) {
+        load_vec<T, VEC>(row + i, v[u]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v[u][k] = (i + k < n) ? to_f<T>(row[i + k]) : -INFINITY;
+      }
+    }
+    float bm = -INFINITY;  // the batch's max of the raw logits (a NaN makes the sum NaN below)
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = base + u * step;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        if (i + k < n) {
+          // a strict > keeps the lowest index on ties (first-NaN rule kept)
+          if (v[u][k] > a.av || a.ai == INT_MAX || (isnan(v[u][k]) && !isnan(a.av))) {
+            a.av = v[u][k];
+            a.ai = iv0 + i + k;
+          }
+          bm = fmaxf(bm, v[u][k]);
+        }
+      }
+    }
+    if (need_exp) {
+      // the batch's max of x is RN(bm / temp): division by a positive temp, rounded to nearest, is monotone
+      const float mj = __fdiv_rn(bm, temp), mc = k5_rel_base(mj);
+      float sj = 0.0f;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = base + u * step;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          if (i + k < n) {
+            v[u][k] = k5_exp(__fsub_rn(__fdiv_rn(v[u][k], temp), mc));
+            sj = __fadd_rn(sj, v[u][k]);
+          }
+        }
+        if (VEC > 1 && i + VEC <= n) {
+#pragma unroll
+          for (int k = 0; k < VEC; k += 4)
+            *reinterpret_cast<float4*>(xs + i + k) = make_float4(v[u][k], v[u][k + 1], v[u][k + 2], v[u][k + 3]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k)
+            if (i + k < n) xs[i + k] = v[u][k];
+        }
+      }
+      mb[j * nt + tid] = mj;
+      k5_merge_ms(a.m, a.s, mj, sj);
+    }
+  }
+  const K5Part one = k5_reduce_one(CS, rank, a, ws1, xs1);
+  if (rank == 0 && tid == 0) argmax[r] = (int64_t)one.ai;
+  float* out = probas + r * V + v0;
+  if (need_exp) {
+#pragma unroll 1
+    for (int j = 0; j < K5S_NB; ++j) {
+      const int base = tid * VEC + j * span;
+      if (base >= n) break;
+      const float f = k5_scale(mb[j * nt + tid], one);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = base + u * step;
+        if (VEC > 1 && i + VEC <= n) {
+#pragma unroll
+          for (int k = 0; k < VEC; k += 4) {
+            float4 o4 = *reinterpret_cast<const float4*>(xs + i + k);
+            o4.x = __fmul_rn(o4.x, f);
+            o4.y = __fmul_rn(o4.y, f);
+            o4.z = __fmul_rn(o4.z, f);
+            o4.w = __fmul_rn(o4.w, f);
+            __stcs(reinterpret_cast<float4*>(out + i + k), o4);
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k)
+            if (i + k < n) out[i + k] = __fmul_rn(xs[i + k], f);
+        }
+      }
+    }
+  } else if (wp) {  // greedy row: one-hot at the argmax
+    const long long am = one.ai;
+    for (int i = tid; i < n; i += nt) out[i] = (iv0 + i == am) ? 1.f : 0.f;
+  }
+  // after the exchange no block touches another's shared memory (k5_reduce_one)
+}
+
 // K5 register-resident variant (f32 logits, 16-byte aligned rows, V % 4 == 0): every thread keeps
 // NV float4 vectors of its block's slice in registers, so the row is read from HBM once, reduced
 // (max/argmax, then the exp-sum) and written once, with no shared-memory staging of the row.
 // One block (CS == 1) or one thread-block cluster of CS blocks (DSMEM exchange) per row; the host
 // picks CS and the block size so that small-V many-row launches keep whole rows per block and
 // large-V few-row launches spread a row over up to 16 SMs. ONE: the one-round reduction (k5_reduce_one)
-// instead of the max reduction and the sum reduction, for launches where latency, not bandwidth, sets K5's time.
+// instead of the max reduction and the sum reduction, the registers holding e = exp(x - the thread's max)
+// (k5_exp_rel) in between; two rounds: only through the sweep's hook (k5r_launch).
 template <int NV, bool ONE>
 __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const float* __restrict__ temps, int64_t V,
                                          int G, bool wp, float* __restrict__ probas, int64_t* __restrict__ argmax,
@@ -1497,25 +1665,13 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
     }
   }
   K5Part one;  // ONE: the row's merged partials (the two-round form reads s_m, s_s, s_ai where it uses them)
+  float tm = 0.0f;  // ONE: this thread's max of x, against which its registers hold e
   if constexpr (ONE) {
     // this thread's max of x (its argmax value / temp, as for the row) and its exp-sum against it; the
-    // registers keep x = logit / temp from here (sampling rows), so the output pass divides no more
+    // registers keep e = exp(x - that max) from here (sampling rows), so the output pass only rescales
     K5Part a{need_exp ? __fdiv_rn(av, temp) : -INFINITY, 0.0f, av, ai == LLONG_MAX ? INT_MAX : (int)ai};
-    const bool sum = a.m != -INFINITY;  // -inf: no entry above -inf here, the sum stays 0 (NaN and +inf pass)
-    if (need_exp) {
-#pragma unroll
-      for (int u = 0; u < NV; ++u) {
-        const int64_t i = ((int64_t)u * nt + tid) * 4;
-        if (i < n) {
-          float* e = reinterpret_cast<float*>(&x[u]);
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            e[k] = __fdiv_rn(e[k], temp);
-            if (sum) a.s = __fadd_rn(a.s, k5_exp(__fsub_rn(e[k], a.m)));
-          }
-        }
-      }
-    }
+    if (need_exp) k5_exp_rel<NV>(x, n, tid, nt, temp, a);
+    tm = a.m;
     __shared__ K5Part ws1[8], xs1[16];  // the warps' and the cluster's partials
     one = k5_reduce_one(CS, rank, a, ws1, xs1);
   } else {
@@ -1524,34 +1680,35 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
   if (rank == 0 && tid == 0) argmax[r] = (int64_t)(ONE ? one.ai : s_ai);
   float* out = probas + r * V + v0;
   if (need_exp) {
-    // one.m = max_t RN(av_t / temp) = RN(one.av / temp) (rounding is monotone), unless the row holds a NaN,
-    // whose sum is NaN: every output is NaN either way. So the one-round form divides no more here.
-    const float gm = ONE ? one.m : __fdiv_rn(s_m, temp);
-    float part = 0.0f;  // one partial sum per thread: >= 32 partial sums per row
+    float part = 0.0f;  // the two-round form: one partial sum per thread, >= 32 partial sums per row
+    if constexpr (!ONE) {
+      const float gm = __fdiv_rn(s_m, temp);
 #pragma unroll
-    for (int u = 0; u < NV; ++u) {
-      const int64_t i = ((int64_t)u * nt + tid) * 4;
-      if (i < n) {
-        float* e = reinterpret_cast<float*>(&x[u]);
+      for (int u = 0; u < NV; ++u) {
+        const int64_t i = ((int64_t)u * nt + tid) * 4;
+        if (i < n) {
+          float* e = reinterpret_cast<float*>(&x[u]);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          e[k] = k5_exp(__fsub_rn(ONE ? e[k] : __fdiv_rn(e[k], temp), gm));
-          if (!ONE) part = __fadd_rn(part, e[k]);
+          for (int k = 0; k < 4; ++k) {
+            e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), gm));
+            part = __fadd_rn(part, e[k]);
+          }
         }
       }
     }
-    // e_v * (1 / s): see k5_kernel (TOL, within 2 ulp of e_v / s)
-    const float inv = __frcp_rn(ONE ? one.s : k5_reduce_sum(cluster, CS, part, rf, st, s_s));
+    // e_v * (1 / s): see k5_kernel (TOL, within 2 ulp of e_v / s); the one-round form's e are relative to
+    // the thread's max, so its factor also carries exp(that max - the row's) (k5_scale)
+    const float f = ONE ? k5_scale(tm, one) : __frcp_rn(k5_reduce_sum(cluster, CS, part, rf, st, s_s));
     if (!ONE && CS > 1) cluster_arrive();  // this block's DSMEM reads are over (k5_reduce_sum ends with a block barrier)
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
       const int64_t i = ((int64_t)u * nt + tid) * 4;
       if (i < n) {
         float4 o4;
-        o4.x = __fmul_rn(x[u].x, inv);
-        o4.y = __fmul_rn(x[u].y, inv);
-        o4.z = __fmul_rn(x[u].z, inv);
-        o4.w = __fmul_rn(x[u].w, inv);
+        o4.x = __fmul_rn(x[u].x, f);
+        o4.y = __fmul_rn(x[u].y, f);
+        o4.z = __fmul_rn(x[u].z, f);
+        o4.w = __fmul_rn(x[u].w, f);
         __stcs(reinterpret_cast<float4*>(out + i), o4);
       }
     }
@@ -1581,19 +1738,22 @@ template <int NV>
 __global__ void __launch_bounds__(256) k5r_kernel(E4_K5R_ARGS) {
   k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
 }
-// The one-round form (k5_reduce_one) of the same kernel, for launches of few rows.
+// The one-round form (k5_reduce_one) of the same kernel.
 template <int NV>
 __global__ void __launch_bounds__(256) k5r1_kernel(E4_K5R_ARGS) {
   k5r_body<NV, true>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
 }
 // The same kernel held to 64 registers a thread, so that 4 blocks of 256 threads share an SM instead of
-// 3 (NV = 8 takes 74 registers unbounded): with many rows the fourth block's loads overlap the others'
-// reductions and stores (kernel_bench sweep-k5 on the H100: -11% at 1024 rows of V = 32768, worse at 128
-// rows of 16384), so the host picks it for NV = 8 from 256 rows on, and for the 16-block clusters of
-// V > 65536 (k5r_launch).
+// 3 (NV = 8 takes 74-80 registers unbounded): with many rows the fourth block's loads overlap the others'
+// reductions and stores (kernel_bench sweep on the H100: -11% at 1024 rows of V = 32768 for the two-round
+// form, -9% for the one-round form; worse at 64-128 rows), in both forms (k5r_launch says where).
 template <int NV>
 __global__ void __launch_bounds__(256, 4) k5r4_kernel(E4_K5R_ARGS) {
   k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
+}
+template <int NV>
+__global__ void __launch_bounds__(256, 4) k5r14_kernel(E4_K5R_ARGS) {
+  k5r_body<NV, true>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
 }
 #undef E4_K5R_ARGS
 
@@ -1673,27 +1833,28 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
                        cudaStream_t stream) {
   constexpr int64_t kMaxNT = 256, kMaxPerBlock = kMaxNT * 8 * 4;
   if (g_k5_mode == 1) return false;
-  // Measured on the H100 (kernel_bench sweep, one process): the register kernel wins up to V = 32768 (2x at
-  // B*Q >= 256 rows); at V = 128256 its 16-block clusters (the 4-blocks-an-SM build, two rounds) lose to
-  // the shared-memory kernel's 8 blocks of 512 threads from 512 rows on (243 against 233 us) but win at
-  // 64 rows (40.2 against 42.5 us: reports/kernel_before_after/k5_rows64/). So automatic mode keeps it to
-  // rows a cluster of <= 8 blocks holds, and of <= 16 blocks for 33-64 rows (the rows measured: one-round
-  // launches of <= 32 rows at such V were not).
-  const bool mid = R > 32 && R <= 64 && V <= 16 * kMaxPerBlock;
-  if (g_k5_mode == 0 && V > 8 * kMaxPerBlock && !mid) return false;
+  // Measured on the H100 (kernel_bench sweep --kernel logits_to_probas, both contracts, one process,
+  // reports/kernel_before_after/k5_keep_e/): since its one-round form keeps e (k5_exp_rel: one exp an entry,
+  // as in the two-round form), the register kernel is the fastest K5 at every point of both contracts, at
+  // V = 128256 too in clusters of 16 blocks (0.92-0.96x the shared-memory kernel's best form from 64 to
+  // 8192 rows). Automatic mode takes it wherever a cluster of <= 16 blocks holds the row.
   if (V % 4 || reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 ||
       reinterpret_cast<uintptr_t>(probas.data_ptr()) % 16)
     return false;
-  // Measured on the H100 (kernel_bench sweep --kernel logits_to_probas, both contracts, one process): up to
-  // 32 rows the one-round reduction (k5r1_kernel) takes 0.78-0.87x the two-round form's time, clusters of 8
-  // blocks doing better than 16 from 16 rows on; at 64 rows (V = 16384 and 32768) the two-round form with
-  // clusters of 8 blocks takes 0.92x the 5 blocks of the grid target; from 128 rows the grid target's
-  // two-round launch stays the fastest.
-  const bool one = g_k5_one == 2 || (g_k5_one == 0 && R <= 32);
-  const int64_t min_cs = g_k5_min_cs > 0 ? g_k5_min_cs : (!one && R > 32 && R <= 64) ? 8 : 0;
-  const int64_t max_cs = g_k5_max_cs > 0 ? g_k5_max_cs : (one && R >= 16) ? 8 : 16;
+  // The one-round form takes 0.68-0.95x the two-round form's time at every point of both contracts (before
+  // it kept e it exponentiated every entry twice and lost from 64 rows on). Its clusters (the same sweeps):
+  // the grid target (2 blocks an SM) up to 32 rows, capped at 8 blocks from 8 rows on where 8 hold the row;
+  // at 33-64 rows slices of 4096 entries (4 vectors a thread: 0.81x the grid target's 5 blocks at 64 rows
+  // of 16384, 0.96x at 64 rows of 32768); the grid target from 65 rows on. The two-round form's rules stay
+  // for the sweep's hook (g_k5_one == 1).
+  const bool one = g_k5_one != 1;
+  const bool mid = R > 32 && R <= 64;
   const int64_t target = g_k5_blocks > 0 ? g_k5_blocks : 2 * (int64_t)sm_count();
-  int64_t cs = std::max<int64_t>((target + R - 1) / R, (V + kMaxPerBlock - 1) / kMaxPerBlock);
+  const int64_t want =
+      one && mid && g_k5_blocks == 0 ? std::min<int64_t>(8, (V + 4095) / 4096) : (target + R - 1) / R;
+  const int64_t min_cs = g_k5_min_cs > 0 ? g_k5_min_cs : (!one && mid) ? 8 : 0;
+  const int64_t max_cs = g_k5_max_cs > 0 ? g_k5_max_cs : (one && R >= 8 && V <= 8 * kMaxPerBlock) ? 8 : 16;
+  int64_t cs = std::max<int64_t>(want, (V + kMaxPerBlock - 1) / kMaxPerBlock);
   cs = std::max<int64_t>(cs, min_cs);
   cs = std::min<int64_t>(std::max<int64_t>(cs, 1), std::min<int64_t>(max_cs, (V + 3) / 4));
   auto chunk_of = [&](int64_t c) { return ((V + c - 1) / c + 3) / 4 * 4; };
@@ -1717,6 +1878,19 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
                    ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
     return true;
   };
+  // the build held to 4 blocks an SM (64 registers): the two-round form's where a thread holds 8 vectors and
+  // there are >= 256 rows or V > 65536; the one-round form's there (0.91x at 256 and 1024 rows of 32768) and
+  // for <= 32 rows (0.98-1.00x, the same sweeps; 1.12x at 64 and 128 rows with 8 vectors a thread)
+  const bool many = R >= 256 || V > 8 * kMaxPerBlock;
+  const bool bounded = g_k5_minb == 4 || (g_k5_minb == 0 && (one ? R <= 32 || many : nv == 8 && many));
+  if (one && bounded) {
+    switch (nv) {
+      case 1: return go(k5r14_kernel<1>);
+      case 2: return go(k5r14_kernel<2>);
+      case 4: return go(k5r14_kernel<4>);
+      default: return go(k5r14_kernel<8>);
+    }
+  }
   if (one) {
     switch (nv) {
       case 1: return go(k5r1_kernel<1>);
@@ -1725,7 +1899,7 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
       default: return go(k5r1_kernel<8>);
     }
   }
-  if (g_k5_minb == 4 || (g_k5_minb == 0 && nv == 8 && (R >= 256 || V > 8 * kMaxPerBlock))) {
+  if (bounded) {
     switch (nv) {
       case 1: return go(k5r4_kernel<1>);
       case 2: return go(k5r4_kernel<2>);
@@ -1768,27 +1942,46 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   const dim3 block(512);
   const int want = R <= 8 ? 16 : 8;  // very few rows: more blocks per row to fill the GPU
   const bool aligned = reinterpret_cast<uintptr_t>(logits.data_ptr()) % 16 == 0;
-  auto go = [&](auto kern, const auto* lp) {
+  auto go = [&](auto kern2, auto kern1, const auto* lp) {
     int cs = (int)std::min<int64_t>(want, std::max<int64_t>(1, (V + 4095) / 4096));
     auto chunk_of = [&](int c) { int64_t ch = (V + c - 1) / c; return (ch + 7) / 8 * 8; };
-    if (cs > 8) cs = usable_cluster(kern, cs, block, (size_t)chunk_of(cs) * sizeof(float));
+    // the one-round kernel (k5s1_kernel) up to 512 rows where a thread's part of the slice is <= K5S_NB
+    // batches of 16 entries (V <= 262144 at 8 blocks a row); its shared memory also holds each batch's max,
+    // a float a thread. Measured with the kernel forced at V = 128256 (sweeps, k5_keep_e/): 0.86x the
+    // two-round kernel at 64 rows, 0.99x at 512, 1.03-1.04x at 2048 and 8192 (why was not analysed). The
+    // sweep's hook picks either form (g_k5_one: 1 two rounds, 2 one round).
+    auto batches_of = [&](int c) { return (chunk_of(c) + 16 * block.x - 1) / (16 * block.x); };
+    auto smem_of = [&](int c, bool one) {
+      return (size_t)(chunk_of(c) + (one ? batches_of(c) * block.x : 0)) * sizeof(float);
+    };
+    const bool one = (g_k5_one == 2 || (g_k5_one == 0 && R <= 512)) && batches_of(std::min(cs, 8)) <= K5S_NB;
+    if (cs > 8)
+      cs = one ? usable_cluster(kern1, cs, block, smem_of(cs, true))
+               : usable_cluster(kern2, cs, block, smem_of(cs, false));
+    const bool use1 = one && batches_of(cs) <= K5S_NB;
     const int64_t chunk = chunk_of(cs);
+    const size_t smem = smem_of(cs, use1);
     cs = (int)((V + chunk - 1) / chunk);
-    const size_t smem = (size_t)chunk * sizeof(float);
     TORCH_CHECK(smem <= 227 * 1024, "convert_logits_to_probas: V too large");
-    launch_ex(kern, dim3((unsigned)cs, (unsigned)R), block, smem, cs, stream, lp,
-                   (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
-                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+    auto launch = [&](auto kern) {
+      launch_ex(kern, dim3((unsigned)cs, (unsigned)R), block, smem, cs, stream, lp,
+                (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
+                ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+    };
+    if (use1) launch(kern1); else launch(kern2);
   };
   if (lt == at::kFloat) {
     const float* lp = ptr<float>(logits);
-    if (aligned && V % 4 == 0) go(k5_kernel<float, 4>, lp); else go(k5_kernel<float, 1>, lp);
+    if (aligned && V % 4 == 0) go(k5_kernel<float, 4>, k5s1_kernel<float, 4>, lp);
+    else go(k5_kernel<float, 1>, k5s1_kernel<float, 1>, lp);
   } else if (lt == at::kHalf) {
     const __half* lp = ptr<__half>(logits);
-    if (aligned && V % 8 == 0) go(k5_kernel<__half, 8>, lp); else go(k5_kernel<__half, 1>, lp);
+    if (aligned && V % 8 == 0) go(k5_kernel<__half, 8>, k5s1_kernel<__half, 8>, lp);
+    else go(k5_kernel<__half, 1>, k5s1_kernel<__half, 1>, lp);
   } else {
     const __nv_bfloat16* lp = ptr<__nv_bfloat16>(logits);
-    if (aligned && V % 8 == 0) go(k5_kernel<__nv_bfloat16, 8>, lp); else go(k5_kernel<__nv_bfloat16, 1>, lp);
+    if (aligned && V % 8 == 0) go(k5_kernel<__nv_bfloat16, 8>, k5s1_kernel<__nv_bfloat16, 8>, lp);
+    else go(k5_kernel<__nv_bfloat16, 1>, k5s1_kernel<__nv_bfloat16, 1>, lp);
   }
 }
 
@@ -2820,6 +3013,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #endif
   m.def("_k6_form", &k6_form, "bench sweep hook: K6's form (0 automatic, 1 register with arg float4 loads a thread, 2 tiled with clusters of arg)");
   m.def("_k4_blocks", &k4_blocks, "bench sweep hook: K4's blocks per request (0: automatic)");
-  m.def("_k5_one", &k5_one, "bench sweep hook: the register K5's reduction (0 automatic, 1 two rounds, 2 one round)");
+  m.def("_k5_one", &k5_one,
+        "bench sweep hook: K5's reduction (0 automatic, 1 two rounds, 2 one round; the shared-memory kernel: "
+        "one round unless 1)");
   m.def("_k5_tuning", &k5_tuning, "bench sweep hook: K5 kernel choice (0 auto, 1 shared-memory, 2 register) and target grid");
 }

@@ -199,11 +199,12 @@ def shape_name(shape: BenchShape) -> str:
 
 
 # (mode, blocks, cluster cap, smallest cluster, register build, reduction) of the K5 sweep: automatic,
-# shared-memory, register (its smallest cluster, its unbounded or 4-blocks-per-SM build, a grid target, its
-# largest cluster, its two-round or one-round reduction); 0 = the kernel's automatic choice
-K5_SWEEP = ((0, 0, 0, 0, 0, 0), (1, 0, 0, 0, 0, 0), (2, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 2), (2, 0, 8, 0, 0, 1),
-            (2, 0, 8, 0, 0, 2), (2, 0, 4, 0, 0, 2), (2, 0, 0, 8, 0, 0), (2, 0, 0, 0, 4, 1), (2, 0, 0, 8, 4, 1),
-            (2, 528, 0, 0, 4, 1))
+# shared-memory (its one-round or two-round reduction), register (its largest and smallest cluster, its
+# unbounded or 4-blocks-per-SM build, a grid target, its two-round or one-round reduction); 0 = the kernel's
+# automatic choice
+K5_SWEEP = ((0, 0, 0, 0, 0, 0), (1, 0, 0, 0, 0, 2), (1, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 2),
+            (2, 0, 16, 0, 0, 2), (2, 0, 8, 0, 0, 2), (2, 0, 4, 0, 0, 2), (2, 0, 0, 8, 0, 2), (2, 0, 0, 0, 1, 2),
+            (2, 0, 0, 0, 4, 2), (2, 0, 0, 0, 4, 1), (2, 0, 0, 8, 4, 1), (2, 528, 0, 0, 4, 2))
 # K4's blocks per request (0 = automatic)
 K4_SWEEP = (0, 8, 16, 32, 64, 132)
 # K6's (form, arg): automatic; the register form with 1-8 float4 loads a thread; the tiled kernel in clusters of 1-16
