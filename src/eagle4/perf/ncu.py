@@ -18,10 +18,11 @@ from pathlib import Path
 from eagle4.perf.points import BenchShape, Point
 
 # our kernels' names (k5r_kernel, k6r_kernel: register forms; k5r4_kernel: K5's register form held to
-# 4 blocks per SM; k5r1_kernel: its one-round form): the ncu filter of scripts/bench_h100_kernels.sh
-# and the parser read this one pattern, so a new kernel form cannot be profiled and then dropped
-# (tests/harness/test_ncu_parse.py checks it against every kernel of cuda/cost_draft_tree_kernel.cu)
-KERNEL_REGEX = r"k[1-7]r?[14]?_kernel"
+# 4 blocks per SM; k5r1_kernel, k5r14_kernel: its one-round form, unbounded and held; k5s1_kernel: the
+# shared-memory K5 in one round): the ncu filter of scripts/bench_h100_kernels.sh and the parser read this
+# one pattern, so a new kernel form cannot be profiled and then dropped (tests/harness/test_ncu_parse.py
+# checks it against every kernel of cuda/cost_draft_tree_kernel.cu)
+KERNEL_REGEX = r"k[1-7][rs]?1?4?_kernel"
 
 
 def probed(points: list[Point]) -> list[Point]:
