@@ -37,6 +37,9 @@ RUNS=${RUNS:-$MIN_RUNS}
 [ "$RUNS" -ge "$MIN_RUNS" ] || { echo "--runs must be >= $MIN_RUNS (the contracts' runs)" >&2; exit 2; }
 mkdir -p "$OUT"
 RAW="${EAGLE4_BENCH_RAW:-$OUT/.raw}"; rm -rf "$RAW"; mkdir -p "$RAW"
+# before any run: every kernel of the source benched must pass the ncu step's filter (else its report step refuses
+# the profile after all the runs)
+[ "$NCU" = 1 ] && python3 -c 'import os; from eagle4.backends.cuda import DEFAULT_SRC; from eagle4.perf.ncu import check_source; check_source(os.environ.get("EAGLE4_KERNEL_SRC") or DEFAULT_SRC)'
 python3 -c "from eagle4.backends.cuda import CudaBackend; b=CudaBackend(); ok,why=b.available(); print('cuda backend:', ok, why); raise SystemExit(0 if ok else 1)"
 # pin every run process to the same core so runs differ by the GPU, not by core migration
 PIN=()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import sys
 from pathlib import Path
@@ -23,6 +24,27 @@ from eagle4.perf.points import BenchShape, Point
 # one pattern, so a new kernel form cannot be profiled and then dropped (tests/harness/test_ncu_parse.py
 # checks it against every kernel of cuda/cost_draft_tree_kernel.cu)
 KERNEL_REGEX = r"k[1-7][rs]?1?4?_kernel"
+# the one-launch draft step's kernel: not an ncu point (probed)
+NOT_PROBED = {"step_kernel"}
+
+
+def kernel_names(src: str) -> set[str]:
+    """The ``__global__`` functions of a CUDA source's text."""
+    return set(re.findall(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(", src))
+
+
+def unprofiled_kernels(src: str) -> list[str]:
+    """The kernels of a CUDA source's text that KERNEL_REGEX does not admit: the bench's ncu step would profile
+    fewer launches than points and its report step refuse them (8ed4d4d's bench, after its five runs)."""
+    return sorted(n for n in kernel_names(src) - NOT_PROBED if not re.fullmatch(KERNEL_REGEX, n))
+
+
+def check_source(path: str | os.PathLike) -> None:
+    """Exit with a one-line error naming the source and its unprofiled kernels (the bench's preflight)."""
+    missing = unprofiled_kernels(Path(path).read_text())
+    if missing:
+        raise SystemExit(f"{path}: kernels {', '.join(missing)} are not admitted by eagle4.perf.ncu.KERNEL_REGEX, so the "
+                         "bench's Nsight Compute step would miss their launches: widen the pattern first")
 
 
 def probed(points: list[Point]) -> list[Point]:
