@@ -1340,6 +1340,65 @@ __device__ __forceinline__ void k5_exp_rel(float4 (&x)[NV], int64_t n, int tid, 
   }
 }
 
+// A thread's argmax step over its entries in ascending index order (§5.4 step 1): a strict > keeps the lowest
+// index on ties, and the first NaN wins; `none` marks "no entry yet".
+template <typename I>
+__device__ __forceinline__ void k5_amax_step(float v, I idx, float& av, I& ai, I none) {
+  if (v > av || ai == none || (isnan(v) && !isnan(av))) { av = v; ai = idx; }
+}
+
+// The slice of a row that block `rank` of K5's shared-memory kernels holds: entries [v0, v0 + n) of row r,
+// whose request's temperature is temp; rank 0 of a request's first row writes its is_greedy.
+struct K5Slice {
+  int64_t r, v0, n;
+  float temp;
+  bool need_exp;  // a sampling row whose probas are written
+};
+__device__ __forceinline__ K5Slice k5_slice(int rank, const float* __restrict__ temps, int64_t V, int G, bool wp,
+                                            uint8_t* __restrict__ greedy, int64_t chunk) {
+  K5Slice sl;
+  sl.r = blockIdx.y;
+  const int64_t b = sl.r / G;
+  sl.temp = temps[b];
+  const bool gr = sl.temp < 1e-6f;
+  if (rank == 0 && threadIdx.x == 0 && (sl.r % G) == 0) greedy[b] = gr ? 1 : 0;
+  sl.v0 = (int64_t)rank * chunk;
+  const int64_t v1 = sl.v0 + chunk < V ? sl.v0 + chunk : V;
+  sl.n = v1 > sl.v0 ? v1 - sl.v0 : 0;
+  sl.need_exp = wp && !gr;
+  return sl;
+}
+
+// U vectors of VEC entries at row + base + u * step, every load issued before any is used (memory-level
+// parallelism); entries at or past n read as NaN (the callers skip them)
+template <typename T, int VEC, int U, typename I>
+__device__ __forceinline__ void k5_load(const T* __restrict__ row, I base, I step, I n, float (&v)[U][VEC]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const I i = base + u * step;
+    if (VEC > 1 && i + VEC <= n) {
+      load_vec<T, VEC>(row + i, v[u]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[u][k] = (i + k < n) ? to_f<T>(row[i + k]) : NAN;
+    }
+  }
+}
+
+// VEC values to shared memory at xs + i (16-byte stores where the vector is whole), those at or past n skipped
+template <int VEC, typename I>
+__device__ __forceinline__ void k5_stage(float* xs, I i, I n, const float (&v)[VEC]) {
+  if (VEC > 1 && i + VEC <= n) {
+#pragma unroll
+    for (int k = 0; k < VEC; k += 4)
+      *reinterpret_cast<float4*>(xs + i + k) = make_float4(v[k], v[k + 1], v[k + 2], v[k + 3]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k)
+      if (i + k < n) xs[i + k] = v[k];
+  }
+}
+
 template <typename T, int VEC>
 __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits, const float* __restrict__ temps,
                                                  int64_t V, int G, bool wp, float* __restrict__ probas,
@@ -1349,8 +1408,6 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
   const int CS = (int)cluster.num_blocks();
-  const int64_t r = blockIdx.y;
-  const int64_t b = r / G;
   const int tid = threadIdx.x, nt = blockDim.x;
   extern __shared__ float xs[];
   __shared__ K5Stats st;  // this block's stats, read by the cluster through DSMEM
@@ -1360,14 +1417,11 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
   __shared__ float s_m, s_s;
   __shared__ long long s_ai;
 
-  const float temp = temps[b];
-  const bool gr = temp < 1e-6f;
-  if (rank == 0 && tid == 0 && (r % G) == 0) greedy[b] = gr ? 1 : 0;
-  const int64_t v0 = (int64_t)rank * chunk;
-  const int64_t v1 = v0 + chunk < V ? v0 + chunk : V;
-  const int64_t n = v1 > v0 ? v1 - v0 : 0;
+  const K5Slice sl = k5_slice(rank, temps, V, G, wp, greedy, chunk);
+  const int64_t r = sl.r, v0 = sl.v0, n = sl.n;
+  const float temp = sl.temp;
+  const bool need_exp = sl.need_exp;
   const T* row = logits + r * V + v0;
-  const bool need_exp = wp && !gr;
 
   // pass 1 (HBM): the raw logits into shared (sampling rows); argmax of the raw logits, whose value is
   // also the max of x = logit / temp: division by a positive temp, rounded to nearest, is monotone, so
@@ -1380,38 +1434,15 @@ __global__ void __launch_bounds__(512, 3) k5_kernel(const T* __restrict__ logits
 #pragma unroll 1
   for (int64_t base = (int64_t)tid * VEC; base < n; base += U * step) {
     float v[U][VEC];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t i = base + u * step;
-      if (VEC > 1 && i + VEC <= n) {
-        load_vec<T, VEC>(row + i, v[u]);
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[u][k] = (i + k < n) ? to_f<T>(row[i + k]) : NAN;
-      }
-    }
+    k5_load<T, VEC, U>(row, base, step, n, v);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t i = base + u * step;
       const bool whole = VEC > 1 && i + VEC <= n;
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        if (whole || i + k < n) {
-          // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
-          if (v[u][k] > av || ai == LLONG_MAX || (isnan(v[u][k]) && !isnan(av))) { av = v[u][k]; ai = v0 + i + k; }
-        }
-      }
-      if (need_exp) {
-        if (whole) {
-#pragma unroll
-          for (int k = 0; k < VEC; k += 4)
-            *reinterpret_cast<float4*>(xs + i + k) = make_float4(v[u][k], v[u][k + 1], v[u][k + 2], v[u][k + 3]);
-        } else {
-#pragma unroll
-          for (int k = 0; k < VEC; ++k)
-            if (i + k < n) xs[i + k] = v[u][k];
-        }
-      }
+      for (int k = 0; k < VEC; ++k)
+        if (whole || i + k < n) k5_amax_step<long long>(v[u][k], v0 + i + k, av, ai, LLONG_MAX);
+      if (need_exp) k5_stage<VEC>(xs, i, n, v[u]);
     }
   }
   k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
@@ -1491,21 +1522,17 @@ __global__ void __launch_bounds__(512, 3) k5s1_kernel(const T* __restrict__ logi
   const int rank = (int)cluster.block_rank();
   const int CS = (int)cluster.num_blocks();
   if (CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // see k5_reduce_one
-  const int64_t r = blockIdx.y;
-  const int64_t b = r / G;
   const int tid = threadIdx.x, nt = blockDim.x;
   extern __shared__ float xs[];
   __shared__ K5Part ws1[16], xs1[16];  // the warps' and the cluster's partials
 
-  const float temp = temps[b];
-  const bool gr = temp < 1e-6f;
-  if (rank == 0 && tid == 0 && (r % G) == 0) greedy[b] = gr ? 1 : 0;
-  const int64_t v0 = (int64_t)rank * chunk;
-  const int64_t v1 = v0 + chunk < V ? v0 + chunk : V;
-  const int n = v1 > v0 ? (int)(v1 - v0) : 0;  // a slice fits in shared memory: 32-bit offsets
-  const int iv0 = (int)v0;                     // V < 2^31 (K5Part's index)
+  const K5Slice sl = k5_slice(rank, temps, V, G, wp, greedy, chunk);
+  const int64_t r = sl.r, v0 = sl.v0;
+  const int n = (int)sl.n;    // a slice fits in shared memory: 32-bit offsets
+  const int iv0 = (int)v0;    // V < 2^31 (K5Part's index)
+  const float temp = sl.temp;
+  const bool need_exp = sl.need_exp;
   const T* row = logits + r * V + v0;
-  const bool need_exp = wp && !gr;
   constexpr int U = 16 / VEC;  // vectors a batch, all in flight before any is used
   const int step = nt * VEC, span = U * step;
 
@@ -1517,16 +1544,7 @@ __global__ void __launch_bounds__(512, 3) k5s1_kernel(const T* __restrict__ logi
     const int base = tid * VEC + j * span;
     if (base >= n) break;
     float v[U][VEC];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int i = base + u * step;
-      if (VEC > 1 && i + VEC <= n) {
-        load_vec<T, VEC>(row + i, v[u]);
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[u][k] = (i + k < n) ? to_f<T>(row[i + k]) : -INFINITY;
-      }
-    }
+    k5_load<T, VEC, U>(row, base, step, n, v);
     float bm = -INFINITY;  // the batch's max of the raw logits (a NaN makes the sum NaN below)
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -1534,11 +1552,7 @@ __global__ void __launch_bounds__(512, 3) k5s1_kernel(const T* __restrict__ logi
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         if (i + k < n) {
-          // a strict > keeps the lowest index on ties (first-NaN rule kept)
-          if (v[u][k] > a.av || a.ai == INT_MAX || (isnan(v[u][k]) && !isnan(a.av))) {
-            a.av = v[u][k];
-            a.ai = iv0 + i + k;
-          }
+          k5_amax_step<int>(v[u][k], iv0 + i + k, a.av, a.ai, INT_MAX);
           bm = fmaxf(bm, v[u][k]);
         }
       }
@@ -1557,15 +1571,7 @@ __global__ void __launch_bounds__(512, 3) k5s1_kernel(const T* __restrict__ logi
             sj = __fadd_rn(sj, v[u][k]);
           }
         }
-        if (VEC > 1 && i + VEC <= n) {
-#pragma unroll
-          for (int k = 0; k < VEC; k += 4)
-            *reinterpret_cast<float4*>(xs + i + k) = make_float4(v[u][k], v[u][k + 1], v[u][k + 2], v[u][k + 3]);
-        } else {
-#pragma unroll
-          for (int k = 0; k < VEC; ++k)
-            if (i + k < n) xs[i + k] = v[u][k];
-        }
+        k5_stage<VEC>(xs, i, n, v[u]);
       }
       mb[j * nt + tid] = mj;
       k5_merge_ms(a.m, a.s, mj, sj);
@@ -1658,10 +1664,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
     if (i < n) {
       const float* e = reinterpret_cast<const float*>(&x[u]);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        // per-thread indices ascend, so a strict > keeps the lowest index on ties (first-NaN rule kept)
-        if (e[k] > av || ai == LLONG_MAX || (isnan(e[k]) && !isnan(av))) { av = e[k]; ai = v0 + i + k; }
-      }
+      for (int k = 0; k < 4; ++k) k5_amax_step<long long>(e[k], v0 + i + k, av, ai, LLONG_MAX);
     }
   }
   K5Part one;  // ONE: the row's merged partials (the two-round form reads s_m, s_s, s_ai where it uses them)
