@@ -5,6 +5,8 @@
 #   scripts/bench_h100_kernels.sh [--contract FILE]... [--runs N] [--points all|B1] [--out DIR] [--no-ncu]
 #       [--ncu-points all|B1] [--eager]
 #
+# Before its first run it checks that the ncu step's kernel filter admits every kernel of the source it benches
+# (eagle4.perf.ncu.check_source; skipped with --no-ncu).
 # Default contracts: contracts/default.toml and contracts/deployment-8b.toml. Each run is a separate
 # process (python -m eagle4.perf.kernel_bench run) timing every point once: ours and each anchor in
 # CUDA graphs (events around replays; --eager: ours also launched eagerly). Then Nsight Compute's DRAM bytes of one

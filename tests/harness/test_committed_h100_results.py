@@ -391,15 +391,15 @@ def test_the_two_timers_benches_of_one_kernel_source_agree():
         _manifest_field(env, KERNEL_SRC_LINE, "kernel source"), "not the same kernel source"
     assert _manifest_field(old_env, TIMER_LINE, "timer") != _manifest_field(env, TIMER_LINE, "timer"), \
         "not the previous timer"
+    assert _manifest_field(env, TIMER_LINE, "timer") == _manifest_field(REPORTS / "h100_env_manifest.txt", TIMER_LINE,
+                                                                        "timer"), "not the current timer"
     old_raw = read_csv(OLD_TIMER_BENCH / "cuda_kernel_times_raw.csv")
     _check_raw(old_raw, _current_shapes())
+    _check_raw(read_csv(IN_GRAPH_BENCH / "cuda_kernel_times_raw.csv"), _current_shapes())
     ours = defaultdict(list)
     for r in old_raw:
         if r["impl"] == "cuda" and r["mode"] == "graph":
             ours[(r["contract"], r["point"])].append(float(r["median_us"]))
-    assert _manifest_field(env, TIMER_LINE, "timer") == _manifest_field(REPORTS / "h100_env_manifest.txt", TIMER_LINE,
-                                                                        "timer"), "not the current timer"
-    _check_raw(read_csv(IN_GRAPH_BENCH / "cuda_kernel_times_raw.csv"), _current_shapes())
     committed = _ours(read_csv(IN_GRAPH_BENCH / "cuda_kernel_times.csv"))
     assert set(ours) == set(committed)
     far = {k: round(float(np.median(v)) / float(committed[k]["median_us"]), 4) for k, v in ours.items()
