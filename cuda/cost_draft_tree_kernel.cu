@@ -76,6 +76,28 @@ __device__ __forceinline__ void cluster_arrive_warp0_release() {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 }
 
+// L2 eviction-priority helpers (sm_80+ policies, sm_90 bulk prefetch): an L2 policy of evict_normal for the
+// lines an access touches; one 16-byte load under a policy; an asynchronous bulk prefetch of `bytes` (a
+// multiple of 16, from a 16-byte aligned address) into L2, the lines marked evict_last.
+__device__ __forceinline__ uint64_t l2_policy_evict_normal() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ float4 ld_f4_l2_policy(const float* p, uint64_t policy) {
+  float4 v;
+  asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+}
+__device__ __forceinline__ void l2_prefetch_evict_last(const float* p, uint32_t bytes) {
+  uint64_t last;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(last));
+  asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p), "r"(bytes), "l"(last)
+               : "memory");
+}
+
 // ------------------------------------------------------------------------------------------
 // host-side tensor checks
 static void check_tensor(const at::Tensor& t, const char* name, at::ScalarType st,
@@ -1621,10 +1643,14 @@ __global__ void __launch_bounds__(512, 3) k5s1_kernel(const T* __restrict__ logi
 // large-V few-row launches spread a row over up to 16 SMs. ONE: the one-round reduction (k5_reduce_one)
 // instead of the max reduction and the sum reduction, the registers holding e = exp(x - the thread's max)
 // (k5_exp_rel) in between; two rounds: only through the sweep's hook (k5r_launch).
-template <int NV, bool ONE>
+// PF: before it reduces, the block asks L2 for the same slice of the row pf rows on (one bulk prefetch, marked
+// evict_last so that the rows' other traffic does not evict it before its block loads it), and loads its own
+// slice marked evict_normal: that load takes the mark off again, so no line of the logits stays evict_last after
+// the kernel (k5_l2_prefetch/: evict_last lines the loads left marked stayed in L2 through later kernels).
+template <int NV, bool ONE, bool PF = false>
 __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const float* __restrict__ temps, int64_t V,
                                          int G, bool wp, float* __restrict__ probas, int64_t* __restrict__ argmax,
-                                         uint8_t* __restrict__ greedy, int64_t chunk) {
+                                         uint8_t* __restrict__ greedy, int64_t chunk, int64_t pf = 0) {
   pdl_begin();
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -1650,10 +1676,20 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
   const bool need_exp = wp && !gr;
 
   float4 x[NV];
+  if constexpr (PF) {
+    const uint64_t normal = l2_policy_evict_normal();
 #pragma unroll
-  for (int u = 0; u < NV; ++u) {
-    const int64_t i = ((int64_t)u * nt + tid) * 4;
-    x[u] = i < n ? __ldcs(reinterpret_cast<const float4*>(row + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int u = 0; u < NV; ++u) {
+      const int64_t i = ((int64_t)u * nt + tid) * 4;
+      x[u] = i < n ? ld_f4_l2_policy(row + i, normal) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    if (tid == 0 && n > 0 && r + pf < (int64_t)gridDim.y) l2_prefetch_evict_last(row + pf * V, (uint32_t)(n * 4));
+  } else {
+#pragma unroll
+    for (int u = 0; u < NV; ++u) {
+      const int64_t i = ((int64_t)u * nt + tid) * 4;
+      x[u] = i < n ? __ldcs(reinterpret_cast<const float4*>(row + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
   }
   // argmax of the raw logits; its value divided by temp is the max of x (see k5_kernel)
   float av = -INFINITY;
@@ -1736,7 +1772,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
 
 #define E4_K5R_ARGS                                                                                            \
   const float *__restrict__ logits, const float *__restrict__ temps, int64_t V, int G, bool wp,               \
-      float *__restrict__ probas, int64_t *__restrict__ argmax, uint8_t *__restrict__ greedy, int64_t chunk
+      float *__restrict__ probas, int64_t *__restrict__ argmax, uint8_t *__restrict__ greedy, int64_t chunk, int64_t pf
 template <int NV>
 __global__ void __launch_bounds__(256) k5r_kernel(E4_K5R_ARGS) {
   k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
@@ -1754,9 +1790,9 @@ template <int NV>
 __global__ void __launch_bounds__(256, 4) k5r4_kernel(E4_K5R_ARGS) {
   k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
 }
-template <int NV>
+template <int NV, bool PF = false>
 __global__ void __launch_bounds__(256, 4) k5r14_kernel(E4_K5R_ARGS) {
-  k5r_body<NV, true>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
+  k5r_body<NV, true, PF>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, pf);
 }
 #undef E4_K5R_ARGS
 
@@ -1773,6 +1809,10 @@ void k5_reg(int64_t min_cs, int64_t minb) { g_k5_min_cs = min_cs; g_k5_minb = mi
 // the register kernel's reduction: 0 automatic, 1 two rounds (max, then sum), 2 one round (k5r1_kernel)
 static int g_k5_one = 0;
 void k5_one(int64_t mode) { g_k5_one = (int)mode; }
+// the register kernel's L2 prefetch (k5r_body's PF): 0 automatic, < 0 never, > 0 wherever the prefetching build
+// applies, this percentage of the rows the GPU holds at once ahead
+static int64_t g_k5_pf = 0;
+void k5_prefetch(int64_t pct) { g_k5_pf = pct; }
 
 // What the GPU holds at once of `kernel` with `threads`-thread blocks of `smem` dynamic bytes: cs == 0,
 // blocks; cs >= 1, clusters of cs blocks (0 when none fits; cs > 8 needs the non-portable attribute).
@@ -1866,7 +1906,12 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   const int64_t vecs = chunk / 4;
   const int nv = vecs <= kMaxNT ? 1 : vecs <= 2 * kMaxNT ? 2 : vecs <= 4 * kMaxNT ? 4 : 8;
   const int nt = (int)std::min<int64_t>(kMaxNT, std::max<int64_t>(32, ((vecs + nv - 1) / nv + 31) / 32 * 32));
-  auto go = [&](auto kern) {
+  // pfkern: the same kernel's prefetching build (k5r_body's PF), taken where the launch runs in >= 4 waves
+  // of rows, pf = 35% of the rows the GPU holds at once ahead. Measured on the H100 (kernel_bench sweep,
+  // reports/kernel_before_after/k5_l2_prefetch/): 0.92 / 0.93 / 0.94x at deployment-8b's verify B = 128 / 32 / 8
+  // (8192 / 2048 / 512 rows of 128256), 0.94x at its draft B = 128 (1024 rows of 32768); 25-50% ahead within
+  // 1% of 35%, 100% slower; with fewer waves (64 rows of 128256, 256 of 32768) no gain once the mark is taken off
+  auto go = [&](auto kern, decltype(kern) pfkern = nullptr) {
     int c = (int)cs;
     if (c > 8) {
       c = usable_cluster(kern, c, dim3(nt), 0);
@@ -1876,9 +1921,17 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
       }
     }
     c = (int)((V + chunk - 1) / chunk);
+    int64_t pf = 0;
+    if (pfkern && g_k5_pf >= 0) {
+      const int64_t held = resident(pfkern, c, nt, 0);  // rows (clusters) the GPU holds at once
+      if (held > 0 && (g_k5_pf > 0 || R >= 4 * held)) {
+        pf = std::max<int64_t>(1, held * (g_k5_pf > 0 ? g_k5_pf : 35) / 100);
+        kern = pfkern;
+      }
+    }
     launch_ex(kern, dim3((unsigned)c, (unsigned)R), dim3(nt), 0, c, stream, (const float*)ptr<float>(logits),
                    (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
-                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk);
+                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk, pf);
     return true;
   };
   // the build held to 4 blocks an SM (64 registers): the two-round form's where a thread holds 8 vectors and
@@ -1891,7 +1944,7 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
       case 1: return go(k5r14_kernel<1>);
       case 2: return go(k5r14_kernel<2>);
       case 4: return go(k5r14_kernel<4>);
-      default: return go(k5r14_kernel<8>);
+      default: return go(k5r14_kernel<8>, k5r14_kernel<8, true>);
     }
   }
   if (one) {
@@ -3016,6 +3069,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #endif
   m.def("_k6_form", &k6_form, "bench sweep hook: K6's form (0 automatic, 1 register with arg float4 loads a thread, 2 tiled with clusters of arg)");
   m.def("_k4_blocks", &k4_blocks, "bench sweep hook: K4's blocks per request (0: automatic)");
+  m.def("_k5_prefetch", &k5_prefetch,
+        "bench sweep hook: the register K5's L2 prefetch (0 automatic, < 0 never, > 0 this percent of the rows held at "
+        "once ahead wherever its build applies)");
   m.def("_k5_one", &k5_one,
         "bench sweep hook: K5's reduction (0 automatic, 1 two rounds, 2 one round; the shared-memory kernel: "
         "one round unless 1)");

@@ -198,24 +198,32 @@ def shape_name(shape: BenchShape) -> str:
     return Path(shape.contract_path).stem
 
 
-# (mode, blocks, cluster cap, smallest cluster, register build, reduction) of the K5 sweep: automatic,
-# shared-memory (its one-round or two-round reduction), register (its largest and smallest cluster, its
-# unbounded or 4-blocks-per-SM build, a grid target, its two-round or one-round reduction); 0 = the kernel's
-# automatic choice
+# (mode, blocks, cluster cap, smallest cluster, register build, reduction[, L2 prefetch]) of the K5 sweep:
+# automatic, shared-memory (its one-round or two-round reduction), register (its largest and smallest cluster,
+# its unbounded or 4-blocks-per-SM build, a grid target, its two-round or one-round reduction), the automatic
+# choice without its L2 prefetch (-1) and with the prefetch wherever it applies, 25 / 50 / 100% of the rows held
+# at once ahead; 0 = the kernel's automatic choice
 K5_SWEEP = ((0, 0, 0, 0, 0, 0), (1, 0, 0, 0, 0, 2), (1, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 2),
             (2, 0, 16, 0, 0, 2), (2, 0, 8, 0, 0, 2), (2, 0, 4, 0, 0, 2), (2, 0, 0, 8, 0, 2), (2, 0, 0, 0, 1, 2),
-            (2, 0, 0, 0, 4, 2), (2, 0, 0, 0, 4, 1), (2, 0, 0, 8, 4, 1), (2, 528, 0, 0, 4, 2))
+            (2, 0, 0, 0, 4, 2), (2, 0, 0, 0, 4, 1), (2, 0, 0, 8, 4, 1), (2, 528, 0, 0, 4, 2),
+            (0, 0, 0, 0, 0, 0, -1), (0, 0, 0, 0, 0, 0, 25), (0, 0, 0, 0, 0, 0, 50), (0, 0, 0, 0, 0, 0, 100))
 # K4's blocks per request (0 = automatic)
 K4_SWEEP = (0, 8, 16, 32, 64, 132)
 # K6's (form, arg): automatic; the register form with 1-8 float4 loads a thread; the tiled kernel in clusters of 1-16
 K6_SWEEP = ((0, 0), (1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (2, 8), (2, 16))
 
 
-def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0) -> None:
+def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0, pf=0) -> None:
     mod._k5_tuning(mode, blocks)
     mod._k5_max_cluster(cap)
     mod._k5_reg(min_cs, minb)
     mod._k5_one(one)
+    mod._k5_prefetch(pf)
+
+
+def _k5_label(c) -> str:
+    label = "m{}/b{}/cs{}/min{}/lb{}/r{}".format(*c[:6])
+    return label + (f"/pf{c[6]}" if len(c) > 6 else "")
 
 
 def _k6_unfit(p, c) -> str | None:
@@ -231,7 +239,7 @@ def _k6_unfit(p, c) -> str | None:
 # the kernel's spec (_spec_outputs, _same_by_spec); UNFIT[kernel](point, setting): why a setting is not tried there
 UNFIT = {"reject_sample": _k6_unfit}
 SWEEPS = {
-    "logits_to_probas": (K5_SWEEP, lambda mod, c: _k5_set(mod, *c), lambda c: "m{}/b{}/cs{}/min{}/lb{}/r{}".format(*c)),
+    "logits_to_probas": (K5_SWEEP, lambda mod, c: _k5_set(mod, *c), _k5_label),
     "tree_mask": (K4_SWEEP, lambda mod, y: mod._k4_blocks(y), lambda y: f"y{y}"),
     "reject_sample": (K6_SWEEP, lambda mod, c: mod._k6_form(*c), lambda c: ("auto", "r", "t")[c[0]] + f"{c[1]}"),
 }
@@ -284,11 +292,14 @@ def _choice_runner(mod, apply, kernel: str, tensors: dict, fn):
     return run
 
 
-def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all") -> None:
+def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all", copy_after: bool = False) -> None:
     """Development aid: the time of each of a kernel's launch choices (SWEEPS: K5's kernel, grid, clusters and
     reduction; K4's blocks per request) at the contract's points of that kernel, each choice's outputs checked
     against the automatic one's by each output's spec parity class (marked DIFFERS otherwise); for K5, beside them,
-    the card's floor for the same bytes: one copy of the logits into probas."""
+    the card's floor for the same bytes: one copy of the logits into probas. copy_after (K5): that copy timed again
+    after each choice, a check of what a choice leaves in L2: a copy faster than after the automatic choice reads
+    logits the choice left resident (lines it marked evict_last), which would flatter whatever runs next on them,
+    its own next launch included."""
     import torch
 
     from eagle4.backends.cuda import CudaBackend
@@ -318,6 +329,8 @@ def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all") -> Non
                 continue
             ok = _same_by_spec(want, outs)
             res.append(f"{label(c)}{'' if ok else '(DIFFERS)'} {timed(fn):9.2f}")
+            if copy_after and kernel == "logits_to_probas":
+                res.append(f"copy_after {timed(copy_same_bytes(tensors, params)):9.2f}")
         apply(mod, settings[0])
         if kernel == "logits_to_probas":  # the card's floor for the same bytes: the bench's copy of them
             res.append(f"copy {timed(copy_same_bytes(tensors, params)):9.2f}")
@@ -506,6 +519,8 @@ def main(argv=None) -> int:
     k.add_argument("--kernel", required=True, choices=tuple(SWEEPS))
     k.add_argument("--contract", action="append")
     k.add_argument("--points", default="all", choices=("all", "B1"))
+    k.add_argument("--copy-after", action="store_true",
+                   help="K5: time one copy of the point's bytes after each choice too (what it leaves in L2)")
     t = sub.add_parser("phase-trace", help="development aid: cycles to each E4_T point inside a kernel's blocks")
     t.add_argument("--kernel", required=True, choices=("reject_sample",))
     t.add_argument("--contract", action="append")
@@ -546,7 +561,7 @@ def main(argv=None) -> int:
         return 0
     if args.cmd == "sweep":
         for sh in shapes:
-            sweep(sh, args.kernel, log=lambda m: print(m, flush=True), points=args.points)
+            sweep(sh, args.kernel, log=lambda m: print(m, flush=True), points=args.points, copy_after=args.copy_after)
         return 0
     if args.cmd == "phase-trace":
         for sh in shapes:
