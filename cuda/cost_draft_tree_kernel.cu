@@ -1645,12 +1645,15 @@ __global__ void __launch_bounds__(512, 3) k5s1_kernel(const T* __restrict__ logi
 // (k5_exp_rel) in between; two rounds: only through the sweep's hook (k5r_launch).
 // PF: before it reduces, the block asks L2 for the same slice of the row pf rows on (one bulk prefetch, marked
 // evict_last so that the rows' other traffic does not evict it before its block loads it), and loads its own
-// slice marked evict_normal: that load takes the mark off again, so no line of the logits stays evict_last after
-// the kernel (k5_l2_prefetch/: evict_last lines the loads left marked stayed in L2 through later kernels).
+// slice marked evict_normal: that load takes the mark off again (k5_l2_prefetch/: evict_last lines the loads
+// left marked stayed in L2 through later kernels). Rows before pf_from do not prefetch: the GPU's first wave
+// holds rows 0 .. pf_from + pf - 1 at once, and a prefetch landing after its row's own load would leave the
+// mark on; from there on the row pf rows on starts only after pf more rows have ended.
 template <int NV, bool ONE, bool PF = false>
 __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const float* __restrict__ temps, int64_t V,
                                          int G, bool wp, float* __restrict__ probas, int64_t* __restrict__ argmax,
-                                         uint8_t* __restrict__ greedy, int64_t chunk, int64_t pf = 0) {
+                                         uint8_t* __restrict__ greedy, int64_t chunk, int64_t pf = 0,
+                                         int64_t pf_from = 0) {
   pdl_begin();
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -1683,7 +1686,8 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
       const int64_t i = ((int64_t)u * nt + tid) * 4;
       x[u] = i < n ? ld_f4_l2_policy(row + i, normal) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
-    if (tid == 0 && n > 0 && r + pf < (int64_t)gridDim.y) l2_prefetch_evict_last(row + pf * V, (uint32_t)(n * 4));
+    if (tid == 0 && n > 0 && r >= pf_from && r + pf < (int64_t)gridDim.y)
+      l2_prefetch_evict_last(row + pf * V, (uint32_t)(n * 4));
   } else {
 #pragma unroll
     for (int u = 0; u < NV; ++u) {
@@ -1772,7 +1776,8 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
 
 #define E4_K5R_ARGS                                                                                            \
   const float *__restrict__ logits, const float *__restrict__ temps, int64_t V, int G, bool wp,               \
-      float *__restrict__ probas, int64_t *__restrict__ argmax, uint8_t *__restrict__ greedy, int64_t chunk, int64_t pf
+      float *__restrict__ probas, int64_t *__restrict__ argmax, uint8_t *__restrict__ greedy, int64_t chunk,  \
+      int64_t pf, int64_t pf_from
 template <int NV>
 __global__ void __launch_bounds__(256) k5r_kernel(E4_K5R_ARGS) {
   k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
@@ -1792,7 +1797,7 @@ __global__ void __launch_bounds__(256, 4) k5r4_kernel(E4_K5R_ARGS) {
 }
 template <int NV, bool PF = false>
 __global__ void __launch_bounds__(256, 4) k5r14_kernel(E4_K5R_ARGS) {
-  k5r_body<NV, true, PF>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, pf);
+  k5r_body<NV, true, PF>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, pf, pf_from);
 }
 #undef E4_K5R_ARGS
 
@@ -1921,17 +1926,18 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
       }
     }
     c = (int)((V + chunk - 1) / chunk);
-    int64_t pf = 0;
+    int64_t pf = 0, pf_from = 0;
     if (pfkern && g_k5_pf >= 0) {
       const int64_t held = resident(pfkern, c, nt, 0);  // rows (clusters) the GPU holds at once
       if (held > 0 && (g_k5_pf > 0 || R >= 4 * held)) {
-        pf = std::max<int64_t>(1, held * (g_k5_pf > 0 ? g_k5_pf : 35) / 100);
+        pf = std::max<int64_t>(1, std::min<int64_t>(held, held * (g_k5_pf > 0 ? g_k5_pf : 35) / 100));
+        pf_from = held - pf;
         kern = pfkern;
       }
     }
     launch_ex(kern, dim3((unsigned)c, (unsigned)R), dim3(nt), 0, c, stream, (const float*)ptr<float>(logits),
                    (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
-                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk, pf);
+                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk, pf, pf_from);
     return true;
   };
   // the build held to 4 blocks an SM (64 registers): the two-round form's where a thread holds 8 vectors and
