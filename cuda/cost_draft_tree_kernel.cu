@@ -1911,11 +1911,12 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   const int64_t vecs = chunk / 4;
   const int nv = vecs <= kMaxNT ? 1 : vecs <= 2 * kMaxNT ? 2 : vecs <= 4 * kMaxNT ? 4 : 8;
   const int nt = (int)std::min<int64_t>(kMaxNT, std::max<int64_t>(32, ((vecs + nv - 1) / nv + 31) / 32 * 32));
-  // pfkern: the same kernel's prefetching build (k5r_body's PF), taken where the launch runs in >= 4 waves
-  // of rows, pf = 35% of the rows the GPU holds at once ahead. Measured on the H100 (kernel_bench sweep,
-  // reports/kernel_before_after/k5_l2_prefetch/): 0.92 / 0.93 / 0.94x at deployment-8b's verify B = 128 / 32 / 8
-  // (8192 / 2048 / 512 rows of 128256), 0.94x at its draft B = 128 (1024 rows of 32768); 25-50% ahead within
-  // 1% of 35%, 100% slower; with fewer waves (64 rows of 128256, 256 of 32768) no gain once the mark is taken off
+  // pfkern: the same kernel's prefetching build (k5r_body's PF), taken where the launch has more rows than the
+  // GPU holds at once, pf = 25% of those rows ahead. Measured on the H100 (kernel_bench sweep --copy-after,
+  // reports/kernel_before_after/k5_l2_prefetch/): 0.91 / 0.91 / 0.92x at deployment-8b's verify B = 128 / 32 / 8
+  // (8192 / 2048 / 512 rows of 128256), 0.94x at its draft B = 128 (1024 rows of 32768), 0.97 / 0.96x at its
+  // verify B = 1 and draft B = 32 (64 rows of 128256, 256 of 32768: two waves); 50% ahead within 1% of 25% at
+  // the many-wave points and 0.5-1% slower at the two-wave ones, 100% slower everywhere
   auto go = [&](auto kern, decltype(kern) pfkern = nullptr) {
     int c = (int)cs;
     if (c > 8) {
@@ -1929,8 +1930,8 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
     int64_t pf = 0, pf_from = 0;
     if (pfkern && g_k5_pf >= 0) {
       const int64_t held = resident(pfkern, c, nt, 0);  // rows (clusters) the GPU holds at once
-      if (held > 0 && (g_k5_pf > 0 || R >= 4 * held)) {
-        pf = std::max<int64_t>(1, std::min<int64_t>(held, held * (g_k5_pf > 0 ? g_k5_pf : 35) / 100));
+      if (held > 0 && (g_k5_pf > 0 || R > held)) {
+        pf = std::max<int64_t>(1, std::min<int64_t>(held, held * (g_k5_pf > 0 ? g_k5_pf : 25) / 100));
         pf_from = held - pf;
         kern = pfkern;
       }
