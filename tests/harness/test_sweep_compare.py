@@ -51,6 +51,36 @@ def test_every_swept_kernel_names_spec_outputs():
         assert len({label(c) for c in settings}) == len(settings), kernel  # every choice has its own label
 
 
+def test_k5_sweep_sets_every_hook_and_resets_the_prefetch_for_settings_without_it():
+    from eagle4.perf.kernel_bench import K5_SWEEP, SWEEPS
+
+    calls = []
+
+    class Hooks:  # the op's sweep hooks, recorded
+        def __getattr__(self, name):
+            return lambda *a: calls.append((name, a))
+
+    _, apply, label = SWEEPS["logits_to_probas"]
+    for c in K5_SWEEP:
+        calls.clear()
+        apply(Hooks(), c)
+        got = dict(calls)
+        # a setting of six fields runs the automatic prefetch (0), not the previous setting's
+        assert got["_k5_prefetch"] == ((c[6] if len(c) > 6 else 0),), c
+        assert got["_k5_tuning"] == tuple(c[:2]) and got["_k5_one"] == (c[5],), c
+    assert label((0, 0, 0, 0, 0, 0, -1)).endswith("/pf-1") and "/pf" not in label(K5_SWEEP[0])
+
+
+def test_sweep_cli_takes_copy_after(monkeypatch):
+    from eagle4.perf import kernel_bench
+
+    seen = {}
+    monkeypatch.setattr(kernel_bench, "sweep", lambda sh, kernel, log, points, copy_after: seen.update(
+        kernel=kernel, copy_after=copy_after))
+    assert kernel_bench.main(["sweep", "--kernel", "logits_to_probas", "--copy-after"]) == 0
+    assert seen == {"kernel": "logits_to_probas", "copy_after": True}
+
+
 def test_phase_summary_counts_blocks_from_their_own_start_and_skips_unreached_points():
     import numpy as np
 
