@@ -1,0 +1,62 @@
+"""The sign-off call's step logs read back (eagle4.perf.signoff_record): a step stopped by its time box or a
+sanitizer that found something is named, a step redone clean in a second call is not, and the record of the
+committed rows' sign-off is clean."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from eagle4.perf.signoff_record import main, step_verdict, unclean_steps
+
+pytestmark = [pytest.mark.cpu]
+
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+
+
+def _record(tmp_path: Path, **logs: str) -> Path:
+    for name, text in logs.items():
+        (tmp_path / f"{name}.txt").write_text(text)
+    return tmp_path
+
+
+def test_clean_steps_pass_and_non_steps_are_not_read(tmp_path):
+    d = _record(tmp_path, pytest_log="172 passed\nexit 0\n",
+                memcheck_log="========= ERROR SUMMARY: 0 errors\nexit 0\n",
+                racecheck_log="========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\nexit 0\n",
+                compare_src_log="compare ...\nexit 0 (EAGLE4_CUDA_PDL=1)\n",
+                smoke_log="no exit line\n", signoff_log="exit 1\n")  # the script's own output repeats tails
+    assert unclean_steps(d) == [] and main([str(d)]) == 0
+
+
+def test_a_timed_out_step_is_named_until_a_second_call_redoes_it_clean(tmp_path, capsys):
+    d = _record(tmp_path, memcheck_points_log="$ compute-sanitizer ...\n========= COMPUTE-SANITIZER\nexit 124\n")
+    assert unclean_steps(d) == ["memcheck_points_log.txt: exit 124 (its time box ran out)"]
+    assert main([str(d)]) == 1 and "step not clean: memcheck_points_log.txt" in capsys.readouterr().out
+    _record(d, memcheck_points_second_call_log="========= ERROR SUMMARY: 3 errors\nexit 0\n")
+    assert unclean_steps(d) == ["memcheck_points_log.txt: exit 124 (its time box ran out)"]  # redone, not clean
+    _record(d, memcheck_points_second_call_log="========= ERROR SUMMARY: 0 errors\nexit 0\n")
+    assert unclean_steps(d) == []
+
+
+def test_sanitizer_findings_count_even_when_the_tool_exits_0(tmp_path):
+    # compute-sanitizer exits with the program's code unless told otherwise: the summary line decides
+    log = _record(tmp_path, racecheck_log="RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)\nexit 0\n")
+    assert step_verdict(log / "racecheck_log.txt") == "2 racecheck hazards"
+    assert step_verdict(_record(tmp_path, m_log="ERROR SUMMARY: 1 error\nexit 1\n") / "m_log.txt") == \
+        "exit 1, 1 memcheck errors"
+
+
+def test_usage_error_is_exit_2(tmp_path):
+    assert main([str(tmp_path / "missing")]) == 2
+
+
+def test_the_committed_rows_sign_off_record_is_clean():
+    with open(REPORTS / "cuda_kernel_times.csv", newline="") as f:
+        commits = {r["git_commit"] for r in csv.DictReader(f)}
+    assert len(commits) == 1, commits
+    record = REPORTS / "h100_parity" / commits.pop()[:7]
+    assert record.is_dir(), f"{record}: the committed rows' sign-off record is missing"
+    assert unclean_steps(record) == [], f"{record}: steps not clean (redo one in a second call, <step>_second_call_log.txt)"
