@@ -4,11 +4,11 @@ committed rows' sign-off is clean."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
 
+from eagle4.perf.rows import read_csv
 from eagle4.perf.signoff_record import main, step_verdict, unclean_steps
 
 pytestmark = [pytest.mark.cpu]
@@ -54,8 +54,7 @@ def test_usage_error_is_exit_2(tmp_path):
 
 
 def test_the_committed_rows_sign_off_record_is_clean():
-    with open(REPORTS / "cuda_kernel_times.csv", newline="") as f:
-        commits = {r["git_commit"] for r in csv.DictReader(f)}
+    commits = {r["git_commit"] for r in read_csv(REPORTS / "cuda_kernel_times.csv")}
     assert len(commits) == 1, commits
     record = REPORTS / "h100_parity" / commits.pop()[:7]
     assert record.is_dir(), f"{record}: the committed rows' sign-off record is missing"

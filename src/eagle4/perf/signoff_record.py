@@ -22,17 +22,22 @@ _MEMCHECK = re.compile(r"ERROR SUMMARY: (\d+) error")
 _RACECHECK = re.compile(r"RACECHECK SUMMARY: (\d+) hazard")
 
 
-def step_verdict(log: Path) -> str | None:
-    """Why the step of this log did not finish clean (None: clean; also None for a log with no exit line)."""
+def _verdict(log: Path) -> tuple[bool, str | None]:
+    """(whether the log is a step's: it has an exit line; why that step did not finish clean, None if it did)."""
     text = log.read_text(errors="replace")
     exits = _EXIT.findall(text)
     if not exits:
-        return None
+        return False, None
     found = [f"{n} {what}" for rx, what in ((_MEMCHECK, "memcheck errors"), (_RACECHECK, "racecheck hazards"))
              for n in rx.findall(text) if int(n)]
     if exits[-1] != "0":
         found.insert(0, f"exit {exits[-1]}" + (" (its time box ran out)" if exits[-1] == "124" else ""))
-    return ", ".join(found) or None
+    return True, ", ".join(found) or None
+
+
+def step_verdict(log: Path) -> str | None:
+    """Why the step of this log did not finish clean (None: clean; also None for a log with no exit line)."""
+    return _verdict(log)[1]
 
 
 def unclean_steps(record: Path) -> list[str]:
@@ -45,7 +50,7 @@ def unclean_steps(record: Path) -> list[str]:
         if why is None:
             continue
         redo = log.with_name(log.name[: -len("_log.txt")] + SECOND_CALL)
-        if redo.exists() and step_verdict(redo) is None and _EXIT.search(redo.read_text(errors="replace")):
+        if redo.exists() and _verdict(redo) == (True, None):  # redone, and clean
             continue
         out.append(f"{log.name}: {why}")
     return out
