@@ -109,6 +109,16 @@ def _edge_cases() -> list[Case]:
     temps = np.tile(np.array([0.0, 1.0, 0.7], np.float32), 11)
     out.append(_make("edge/many_rows_V4100", _normal(r, 33 * 8, 4100), temps, 8, seed=s,
                      note="264 rows of V = 4100 (cuda: k5r4_kernel)"))
+    # More rows than the GPU holds at once, one block a row (on the H100: 600 rows of V = 8192 against the 528
+    # blocks of the register kernel's 4-blocks-per-SM build): on CUDA its L2-prefetching build, whose first wave's
+    # last rows ask L2 for the second wave's; max ties and NaNs in the second wave's rows.
+    r = np.random.default_rng([s, 600])
+    lg = _normal(r, 75 * 8, 8192)
+    lg[531::2, 4001] = lg[531::2, 8000] = np.float32(30.0)
+    lg[540::9, 7777] = np.nan
+    temps = np.tile(np.array([0.0, 1.0, 0.7], np.float32), 25)
+    out.append(_make("edge/many_rows_V8192_two_waves", lg, temps, 8, seed=s,
+                     note="600 rows of V = 8192 (cuda: k5r14_kernel's prefetching build where the GPU holds fewer)"))
     # Large vocabularies (B = 1).
     for Vx in (128256, 152064):
         r = np.random.default_rng([s, Vx])
