@@ -59,6 +59,42 @@ def test_run_contract_in_process(tmp_path):
     assert {r["region"] for r in prof} >= {"K6_reject_sample", "target_verify"}
 
 
+def test_acceptance_is_the_runs_seed_not_how_many_iterations_the_minimum_duration_needed(tmp_path):
+    """A run repeats its generation (seed, seed + 7919, ...) until the minimum duration is covered, so a faster
+    machine runs more iterations; its acceptance rows and mean are still the first iteration's, as on a slower one
+    (they had come from the last iteration: republishing the pack on one machine changed them)."""
+    import torch
+
+    from eagle4.workload.runner import make_engine, run_point_once
+
+    torch.set_num_threads(1)
+    c = small_contract(tmp_path)
+    eng = make_engine(c, "ref", "cpu")
+
+    class Faster:  # the engine, its first `n` generations reported as taking no time (so more iterations follow)
+        def __init__(self, n):
+            self.n = n
+
+        def __getattr__(self, name):
+            return getattr(eng, name)
+
+        def generate(self, *a, **k):
+            res = eng.generate(*a, **k)
+            if self.n > 0:
+                self.n -= 1
+                for r in res:
+                    r.token_times = [0.0] * len(r.token_times)
+            return res
+
+    one = run_point_once(c, "b8", 4, engine=Faster(0), warmup=0, min_duration_s=1e-9)
+    three = run_point_once(c, "b8", 4, engine=Faster(2), warmup=0, min_duration_s=1e-9)
+    assert (one["run"]["iterations"], three["run"]["iterations"]) == (1, 3)
+    per_iteration = [[r["acceptance_length"] for r in three["rows"] if r["iteration"] == k] for k in range(3)]
+    assert per_iteration[0] != per_iteration[2]  # the seeds' acceptance differs: the check below can tell
+    assert three["accepts"] == one["accepts"]
+    assert three["run"]["mean_acceptance_length"] == one["run"]["mean_acceptance_length"]
+
+
 @pytest.mark.slow
 def test_run_contract_separate_processes(tmp_path):
     c = small_contract(tmp_path, output_tokens=8)
