@@ -245,7 +245,7 @@ class Runs(Section):
     cov_max: float = Field(0.05, gt=0, le=1.0, description="max coefficient of variation of tokens/s across runs")
     min_duration_s: float = Field(0.0, ge=0, le=600, description=(
         "a run repeats the measured generation until this much wall time is measured (MLPerf-style "
-        "minimum duration); 0 = one generation"))
+        "minimum duration; its acceptance is the first generation's); 0 = one generation"))
 
     @model_validator(mode="after")
     def _seeds(self):
