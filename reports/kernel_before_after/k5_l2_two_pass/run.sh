@@ -1,0 +1,41 @@
+#!/bin/bash
+# Reproduces one of the four device calls (nvidia-h100-x1) in a scratch folder; outputs go to $OUT (default: the
+# scratch folder). As run, except that the calls built inside the folder they were carried in.
+#   1: probe.cu, the L2 two-pass form against copy / read-only / write-only (run 1 had no row loop: its grid was
+#      one cluster a row, which is the loop with D = R)
+#   2: probe.cu with the row loop (D), the persisting L2 set-aside, ncu of six configurations
+#   3: probe3.cu: the committed register kernel with __fdiv_rn against a per-call Markstein division; the L2 form
+#   4: probe4.cu (probe3.cu + probe4.patch): the same with the reciprocal computed once a row (k5_hoist.patch)
+set -eo pipefail
+step=${1:?step 1-4}
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+W=$(mktemp -d)
+OUT=${OUT:-$W}
+cp "$here"/*.cu "$here"/*.cuh "$here"/*.patch "$here"/*.py "$W"/
+cd "$W"
+NVCC="nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -Xptxas -v"
+nvidia-smi --query-gpu=name,driver_version --format=csv
+case $step in
+  1|2)
+    $NVCC probe.cu -o probe > "$OUT/build_run$step.txt" 2>&1
+    ./probe 15 > "$OUT/probe_run$step.txt" 2>&1
+    if [ "$step" = 2 ]; then
+      PROBE_PERSIST_MB=31 ./probe 15 > "$OUT/probe_run2_persist.txt" 2>&1
+      for cfg in "verify_B1_Q64_V128256 nt256_u4_b4 8 64 1 3 1" "verify_B1_Q64_V128256 nt256_u4_b4 16 32 1 3 1" \
+                 "verify_B1_Q64_V128256 nt256_u4_b4 8 32 1 3 1" "verify_B1_Q64_V128256 nt256_u4_b4 16 16 1 3 1" \
+                 "draft_B32_Q8_V32768 nt512_u2_b4 1 256 1 3 0" "draft_B32_Q8_V32768 nt512_u2_b4 1 128 1 3 0"; do
+        echo "### $cfg" >> "$OUT/ncu_run2.txt"
+        PROBE_ONLY="$cfg" timeout 120 ncu -k regex:k5l2 -c 2 --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum ./probe 1 >> "$OUT/ncu_run2.txt" 2>&1
+      done
+    fi
+    grep -E "^==|^copy|best|^   " "$OUT/probe_run$step.txt" ;;
+  3|4)
+    python3 extract.py "$repo/cuda/cost_draft_tree_kernel.cu" k5_committed.cuh
+    patch -s -o k5_hoist.cuh k5_committed.cuh k5_hoist.patch
+    src=probe3.cu
+    if [ "$step" = 4 ]; then patch -s -o probe4.cu probe3.cu probe4.patch; src=probe4.cu; fi
+    $NVCC -fmad=false $src -o probe > "$OUT/build_run$step.txt" 2>&1
+    cuobjdump -sass probe > probe.sass && python3 sasscount.py probe.sass | tee "$OUT/sass_run$step.txt"
+    ./probe 2>&1 | tee "$OUT/probe${step}_run$step.txt" ;;
+esac
