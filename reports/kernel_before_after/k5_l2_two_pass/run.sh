@@ -6,8 +6,9 @@
 #   2: probe.cu with the row loop (D), the persisting L2 set-aside, ncu of six configurations
 #   3: probe3.cu: the committed register kernel with __fdiv_rn against a per-call Markstein division; the L2 form
 #   4: probe4.cu (probe3.cu + probe4.patch): the same with the reciprocal computed once a row (k5_hoist.patch)
+#   5: probe5.cu: the committed register kernel against k5h.cuh (part of each slice in registers, the rest from L2)
 set -eo pipefail
-step=${1:?step 1-4}
+step=${1:?step 1-5}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 W=$(mktemp -d)
@@ -38,4 +39,8 @@ case $step in
     $NVCC -fmad=false $src -o probe > "$OUT/build_run$step.txt" 2>&1
     cuobjdump -sass probe > probe.sass && python3 sasscount.py probe.sass | tee "$OUT/sass_run$step.txt"
     ./probe 2>&1 | tee "$OUT/probe${step}_run$step.txt" ;;
+  5)
+    python3 extract.py "$repo/cuda/cost_draft_tree_kernel.cu" k5_committed.cuh
+    $NVCC -fmad=false probe5.cu -o probe > "$OUT/build_run5.txt" 2>&1
+    ./probe 2>&1 | tee "$OUT/probe5_run5.txt" ;;
 esac

@@ -1,0 +1,220 @@
+// Probe 5: K5's committed register kernel (cut from cuda/cost_draft_tree_kernel.cu by extract.py) against k5h.cuh,
+// the same kernel holding only part of each thread's slice in registers and reading the rest again from L2, so that a
+// two-wave launch's rows are all on chip at once; same process, rounds alternating, outputs checked against the
+// committed kernel's (probas TOL rtol 5e-5 atol 1e-10, NaN where it has NaN, argmax exact).
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+namespace cg = cooperative_groups;
+
+#define CK(x)                                                                              \
+  do {                                                                                     \
+    cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                               \
+      printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e_));                 \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+
+namespace base {
+#include "k5_committed.cuh"
+#include "k5h.cuh"
+}  // namespace base
+
+using KFn = void (*)(const float*, const float*, int64_t, int, bool, float*, int64_t*, uint8_t*, int64_t, int64_t,
+                     int64_t);
+
+static int clusters_held(KFn fn, int cs, int nt) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(cs, 1);
+  cfg.blockDim = dim3(nt);
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = cs;
+  at[0].val.clusterDim.y = 1;
+  at[0].val.clusterDim.z = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) != cudaSuccess) n = -1;
+  (void)cudaGetLastError();
+  return n;
+}
+
+struct Form {
+  const char* name;
+  KFn fn;
+  int nt, vecs;  // threads, vectors a thread (NL + NR)
+};
+struct Shape {
+  const char* name;
+  int B, G, V, cs;  // cs: the committed kernel's cluster (k5r_launch)
+};
+
+int main() {
+  CK(cudaSetDevice(0));
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  const Form forms[] = {{"h_L6R5_t256_b6", base::k5h_kernel<6, 5, 256, 6>, 256, 11},
+                        {"h_L7R4_t256_b6", base::k5h_kernel<7, 4, 256, 6>, 256, 11},
+                        {"h_L5R6_t256_b6", base::k5h_kernel<5, 6, 256, 6>, 256, 11},
+                        {"h_L6R5_t192_b8", base::k5h_kernel<6, 5, 192, 8>, 192, 11},
+                        {"h_L4R4_t256_b8", base::k5h_kernel<4, 4, 256, 8>, 256, 8}};
+  KFn committed[2] = {base::k5r14_kernel<8, false>, base::k5r14_kernel<8, true>};
+  for (KFn f : committed) CK(cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  for (const Form& f : forms) {
+    CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, f.fn));
+    printf("%s: %d regs, %zu local bytes\n", f.name, fa.numRegs, fa.localSizeBytes);
+  }
+  const Shape shapes[] = {{"verify_B1_Q64_V128256", 1, 64, 128256, 16}, {"draft_B32_Q8_V32768", 32, 8, 32768, 4}};
+  const int per_graph = 10, reps = 15, rounds = 3;
+  for (const Shape& sh : shapes) {
+    const int R = sh.B * sh.G;
+    const int64_t V = sh.V;
+    const size_t N = (size_t)R * V;
+    float *lg[2], *pr[2], *tp;
+    int64_t* am[2];
+    uint8_t* gr;
+    for (int s = 0; s < 2; ++s) {
+      CK(cudaMalloc(&lg[s], N * 4));
+      CK(cudaMalloc(&pr[s], N * 4));
+      CK(cudaMalloc(&am[s], R * 8));
+    }
+    CK(cudaMalloc(&tp, sh.B * 4));
+    CK(cudaMalloc(&gr, sh.B));
+    {
+      std::vector<float> h(N);
+      std::mt19937 rng(7 + R);
+      std::normal_distribution<float> nd(0.f, 4.f);
+      for (auto& x : h) x = nd(rng);
+      h[3] = 1e4f; h[10] = -1e4f; h[(size_t)V + 5] = INFINITY; h[2 * (size_t)V + 7] = NAN;
+      h[3 * (size_t)V + 9] = 40.f; h[3 * (size_t)V + 4000] = 40.f;                       // a tie
+      for (int64_t v = 0; v < V; ++v) h[4 * (size_t)V + v] = -INFINITY;                  // an all -inf row
+      for (int64_t v = 0; v < V / 2; ++v) h[5 * (size_t)V + v] = -INFINITY;              // -inf in a half
+      CK(cudaMemcpy(lg[0], h.data(), N * 4, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(lg[1], h.data(), N * 4, cudaMemcpyHostToDevice));
+      std::vector<float> t(sh.B);
+      for (int b = 0; b < sh.B; ++b) t[b] = b % 4 == 3 ? 1.0f : b % 4 == 2 ? 0.3f : 0.7f;
+      if (sh.B >= 8) t[5] = 0.0f;  // a greedy request
+      CK(cudaMemcpy(tp, t.data(), sh.B * 4, cudaMemcpyHostToDevice));
+    }
+    const int held = clusters_held(committed[1], sh.cs, 256);
+    const int64_t pf = R > held ? std::max(1, held * 25 / 100) : 0, pf_from = held - pf;
+    const int64_t cchunk = ((V + sh.cs - 1) / sh.cs + 3) / 4 * 4;
+    auto launch = [&](KFn fn, int cs, int nt, int64_t chunk, int s) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(cs, R);
+      cfg.blockDim = dim3(nt);
+      cfg.stream = st;
+      cudaLaunchAttribute at[1];
+      at[0].id = cudaLaunchAttributeClusterDimension;
+      at[0].val.clusterDim.x = cs;
+      at[0].val.clusterDim.y = 1;
+      at[0].val.clusterDim.z = 1;
+      cfg.attrs = at;
+      cfg.numAttrs = 1;
+      CK(cudaLaunchKernelEx(&cfg, fn, (const float*)lg[s], (const float*)tp, V, sh.G, true, pr[s], am[s], gr, chunk,
+                            pf, pf_from));
+    };
+    auto timeit = [&](auto f, bool rot) {
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < per_graph; ++i) f(rot ? i & 1 : 0);
+      CK(cudaStreamEndCapture(st, &g));
+      CK(cudaGraphInstantiate(&ge, g, 0));
+      CK(cudaGraphLaunch(ge, st));
+      CK(cudaGraphLaunch(ge, st));
+      std::vector<float> ts;
+      for (int k = 0; k < reps; ++k) {
+        CK(cudaEventRecord(e0, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        ts.push_back(ms * 1000.f / per_graph);
+      }
+      CK(cudaGraphExecDestroy(ge));
+      CK(cudaGraphDestroy(g));
+      std::sort(ts.begin(), ts.end());
+      return ts[ts.size() / 2];
+    };
+    std::vector<float> h0(N), h1(N);
+    std::vector<int64_t> a0(R), a1(R);
+    auto grab = [&](std::vector<float>& h, std::vector<int64_t>& a) {
+      CK(cudaStreamSynchronize(st));
+      CK(cudaGetLastError());
+      CK(cudaMemcpy(h.data(), pr[0], N * 4, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(a.data(), am[0], R * 8, cudaMemcpyDeviceToHost));
+      CK(cudaMemsetAsync(pr[0], 0xff, N * 4, st));
+      CK(cudaMemsetAsync(am[0], 0xff, R * 8, st));
+    };
+    grab(h0, a0);
+    launch(committed[pf > 0], sh.cs, 256, cchunk, 0);
+    grab(h0, a0);
+    printf("\n== %s: R=%d V=%lld; committed: cs=%d, %d clusters held, pf=%lld\n", sh.name, R, (long long)V, sh.cs, held,
+           (long long)pf);
+    struct Cfg {
+      int f, cs;
+    };
+    std::vector<Cfg> cfgs;
+    for (int f = 0; f < 5; ++f)
+      for (int cs : {3, 4, 6, 8, 12, 16}) {
+        const int64_t chunk = ((V + cs - 1) / cs + 3) / 4 * 4;
+        if (chunk > (int64_t)forms[f].vecs * forms[f].nt * 4 || chunk * 2 <= (int64_t)forms[f].vecs * forms[f].nt * 4) continue;
+        const int h = clusters_held(forms[f].fn, cs, forms[f].nt);
+        if (h <= 0) continue;
+        launch(forms[f].fn, cs, forms[f].nt, chunk, 0);
+        grab(h1, a1);
+        size_t bad = 0, nanbad = 0;
+        for (size_t i = 0; i < N; ++i) {
+          if (std::isnan(h0[i]) || std::isnan(h1[i])) {
+            nanbad += std::isnan(h0[i]) != std::isnan(h1[i]);
+            continue;
+          }
+          if (!(fabs((double)h1[i] - h0[i]) <= 1e-10 + 5e-5 * fabs((double)h0[i]))) ++bad;
+        }
+        int abad = 0;
+        for (int i = 0; i < R; ++i) abad += a0[i] != a1[i];
+        printf("%s cs=%d: %d clusters held (%s), against committed: tol_bad=%zu nan_bad=%zu argmax_bad=%d\n",
+               forms[f].name, cs, h, h >= R ? "every row at once" : "two waves", bad, nanbad, abad);
+        cfgs.push_back({f, cs});
+      }
+    for (int round = 0; round < rounds; ++round) {
+      auto cp = [&](int s) { CK(cudaMemcpyAsync(pr[s], lg[s], N * 4, cudaMemcpyDeviceToDevice, st)); };
+      printf("r%d %-24s %8.2f %8.2f\n", round, "copy", timeit(cp, false), timeit(cp, true));
+      auto cm = [&](int s) { launch(committed[pf > 0], sh.cs, 256, cchunk, s); };
+      printf("r%d %-24s %8.2f %8.2f\n", round, "committed", timeit(cm, false), timeit(cm, true));
+      for (auto& c : cfgs) {
+        const int64_t chunk = ((V + c.cs - 1) / c.cs + 3) / 4 * 4;
+        auto f = [&](int s) { launch(forms[c.f].fn, c.cs, forms[c.f].nt, chunk, s); };
+        char nm[64];
+        snprintf(nm, sizeof nm, "%s_cs%d", forms[c.f].name, c.cs);
+        printf("r%d %-24s %8.2f %8.2f\n", round, nm, timeit(f, false), timeit(f, true));
+      }
+    }
+    for (int s = 0; s < 2; ++s) {
+      CK(cudaFree(lg[s]));
+      CK(cudaFree(pr[s]));
+      CK(cudaFree(am[s]));
+    }
+    CK(cudaFree(tp));
+    CK(cudaFree(gr));
+  }
+  return 0;
+}
