@@ -1,27 +1,9 @@
-// Probe kernel (inside namespace base, after k5_committed.cuh): K5's one-round register kernel with only part of
+// Probe kernel (inside namespace base, after k5_committed.cuh and k5l2.cuh, whose L2 policies and load it uses): K5's one-round register kernel with only part of
 // each thread's slice held in registers, so that every row of a two-wave launch is on chip at once. A thread's first
 // NL vectors (lower indices) are loaded marked evict_last, reduced to a partial (max of x, exp-sum against it) and
 // dropped; its last NR vectors stay in registers as e = exp(x - their max) (as k5r_body). After the cluster merge the
 // register part is scaled and stored, and the first NL vectors are read again (from L2), exponentiated again (the
 // same operations, so the same e) and stored. Sampling rows and greedy rows as k5r_body; f32, V % 4 == 0.
-__device__ __forceinline__ uint64_t k5h_policy_last() {
-  uint64_t p;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ uint64_t k5h_policy_first() {
-  uint64_t p;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ float4 k5h_ld(const float* p, uint64_t pol) {
-  float4 v;
-  asm("ld.global.L1::no_allocate.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
-      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-      : "l"(p), "l"(pol));
-  return v;
-}
-
 template <int NL, int NR, int NT, int MINB>
 __global__ void __launch_bounds__(NT, MINB)
     k5h_kernel(const float* __restrict__ logits, const float* __restrict__ temps, int64_t V, int G, bool wp,
@@ -42,7 +24,7 @@ __global__ void __launch_bounds__(NT, MINB)
   const int64_t n = v1 > v0 ? v1 - v0 : 0;
   const float* row = logits + r * V + v0;
   const bool need_exp = wp && !gr;
-  const uint64_t last = k5h_policy_last();
+  const uint64_t last = policy(1);
 
   // the L2 part: loaded, reduced, dropped
   float av = -INFINITY;
@@ -53,7 +35,7 @@ __global__ void __launch_bounds__(NT, MINB)
 #pragma unroll
     for (int u = 0; u < NL; ++u) {
       const int64_t i = ((int64_t)u * NT + tid) * 4;
-      y[u] = i < n ? k5h_ld(row + i, last) : make_float4(0.f, 0.f, 0.f, 0.f);
+      y[u] = i < n ? ldp(row + i, last) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
 #pragma unroll
     for (int u = 0; u < NL; ++u) {
@@ -129,12 +111,12 @@ __global__ void __launch_bounds__(NT, MINB)
                make_float4(__fmul_rn(x[u].x, f), __fmul_rn(x[u].y, f), __fmul_rn(x[u].z, f), __fmul_rn(x[u].w, f)));
     }
     const float fL = k5_scale(mL, one), mc = k5_rel_base(mL);
-    const uint64_t first = k5h_policy_first();
+    const uint64_t first = policy(3);
 #pragma unroll
     for (int u = 0; u < NL; ++u) {
       const int64_t i = ((int64_t)u * NT + tid) * 4;
       if (i < n) {
-        float4 y = k5h_ld(row + i, first);
+        float4 y = ldp(row + i, first);
         y.x = __fmul_rn(k5_exp(__fsub_rn(__fdiv_rn(y.x, temp), mc)), fL);
         y.y = __fmul_rn(k5_exp(__fsub_rn(__fdiv_rn(y.y, temp), mc)), fL);
         y.z = __fmul_rn(k5_exp(__fsub_rn(__fdiv_rn(y.z, temp), mc)), fL);

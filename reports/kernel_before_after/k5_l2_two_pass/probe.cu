@@ -17,14 +17,7 @@
 #include <vector>
 namespace cg = cooperative_groups;
 
-#define CK(x)                                                                                    \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    if (e_ != cudaSuccess) {                                                                     \
-      printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e_));                       \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
+#include "probe_common.cuh"
 
 #include "k5l2.cuh"
 
@@ -130,9 +123,6 @@ int main(int argc, char** argv) {
   const int per_graph = 10;
   float* sink;
   CK(cudaMalloc(&sink, 16));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
 
   for (const Shape& sh : shapes) {
     const int R = sh.B * sh.G, V = sh.V;
@@ -169,30 +159,7 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(hamr.data(), amr, R * 8, cudaMemcpyDeviceToHost));
 
     // times a graph of per_graph launches of f(set), reps replays; median per launch (us)
-    auto timeit = [&](auto f, bool rot) {
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < per_graph; ++i) f(rot ? i & 1 : 0);
-      CK(cudaStreamEndCapture(st, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      CK(cudaGraphLaunch(ge, st));
-      CK(cudaGraphLaunch(ge, st));
-      std::vector<float> ts;
-      for (int k = 0; k < reps; ++k) {
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        ts.push_back(ms * 1000.f / per_graph);
-      }
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
-      std::sort(ts.begin(), ts.end());
-      return ts[ts.size() / 2];
-    };
+    auto timeit = [&](auto f, bool rot) { return time_graph(st, f, rot, per_graph, reps); };
     const int nblk = prop.multiProcessorCount * 8;
     const size_t n4 = N / 4;
     const float t_copy = timeit([&](int s) { CK(cudaMemcpyAsync(pr[s], lg[s], N * 4, cudaMemcpyDeviceToDevice, st)); }, false);
@@ -230,19 +197,8 @@ int main(int argc, char** argv) {
                 snprintf(key, sizeof key, "%s %s %d %d %d %d %d", sh.name, b.name, cs, D, p1, p2, rev);
                 if (only && strcmp(only, key)) continue;
                 auto launch = [&](int s) {
-                  cudaLaunchConfig_t cfg = {};
-                  cfg.gridDim = dim3(cs, D);
-                  cfg.blockDim = dim3(b.nt);
-                  cfg.stream = st;
-                  cudaLaunchAttribute at[1];
-                  at[0].id = cudaLaunchAttributeClusterDimension;
-                  at[0].val.clusterDim.x = cs;
-                  at[0].val.clusterDim.y = 1;
-                  at[0].val.clusterDim.z = 1;
-                  cfg.attrs = at;
-                  cfg.numAttrs = 1;
-                  CK(cudaLaunchKernelEx(&cfg, b.fn, (const float*)lg[s], (const float*)tp, V, sh.G, pr[s], am, chunk,
-                                        p1, p2, rev, cst, R));
+                  launch_cluster(b.fn, dim3(cs, D), b.nt, cs, st, (const float*)lg[s], (const float*)tp, V, sh.G, pr[s],
+                                 am, chunk, p1, p2, rev, cst, R);
                 };
                 if (only) {
                   for (int k = 0; k < 3; ++k) launch(k & 1);
@@ -268,21 +224,7 @@ int main(int argc, char** argv) {
                 }
                 int abad = 0;
                 for (int i = 0; i < R; ++i) abad += ham[i] != hamr[i];
-                int held = 0;
-                {
-                  cudaLaunchConfig_t cfg = {};
-                  cfg.gridDim = dim3(cs, 1);
-                  cfg.blockDim = dim3(b.nt);
-                  cudaLaunchAttribute at[1];
-                  at[0].id = cudaLaunchAttributeClusterDimension;
-                  at[0].val.clusterDim.x = cs;
-                  at[0].val.clusterDim.y = 1;
-                  at[0].val.clusterDim.z = 1;
-                  cfg.attrs = at;
-                  cfg.numAttrs = 1;
-                  if (cudaOccupancyMaxActiveClusters(&held, b.fn, &cfg) != cudaSuccess) held = -1;
-                  (void)cudaGetLastError();
-                }
+                const int held = clusters_held(b.fn, cs, b.nt);
                 const float t = timeit(launch, false);
                 const float tr = timeit(launch, true);
                 char buf[400];

@@ -18,14 +18,7 @@
 #include <vector>
 namespace cg = cooperative_groups;
 
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e_));                 \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
+#include "probe_common.cuh"
 
 // a / b correctly rounded: y = RN(1 / b), q = RN(a y), r = a - q b (exact by FMA), RN(q + r y) is RN(a / b) when y
 // is within half an ulp of 1 / b and no quantity under- or overflows (Markstein); elsewhere the IEEE division
@@ -54,37 +47,6 @@ namespace fast {
 using K5RFn = void (*)(K5R_SIG);
 using L2Fn = void (*)(const float*, const float*, int, int, float*, long long*, int, int, int, int, int, int);
 
-static int clusters_held(const void* fn, int cs, int nt) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(cs, 1);
-  cfg.blockDim = dim3(nt);
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = cs;
-  at[0].val.clusterDim.y = 1;
-  at[0].val.clusterDim.z = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  int n = 0;
-  CK(cudaOccupancyMaxActiveClusters(&n, fn, &cfg));
-  return n;
-}
-template <typename F, typename... A>
-static void launch_cluster(F fn, dim3 grid, int nt, int cs, cudaStream_t st, A... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(nt);
-  cfg.stream = st;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = cs;
-  at[0].val.clusterDim.y = 1;
-  at[0].val.clusterDim.z = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  CK(cudaLaunchKernelEx(&cfg, fn, args...));
-}
-
 struct Shape {
   const char* name;
   int B, G, V, cs;  // cs: the register kernel's cluster as k5r_launch picks it (nv = 8, 256 threads, 4 blocks an SM)
@@ -97,9 +59,6 @@ int main() {
   printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   K5RFn reg[2][2] = {{base::k5r14_kernel<8, false>, base::k5r14_kernel<8, true>},
                      {fast::k5r14_kernel<8, false>, fast::k5r14_kernel<8, true>}};
   for (auto& row : reg)
@@ -126,16 +85,12 @@ int main() {
   for (const Shape& sh : shapes) {
     const int R = sh.B * sh.G, V = sh.V;
     const size_t N = (size_t)R * V;
-    float *lg[2], *pr[2], *tp;
-    int64_t* am[2];
-    uint8_t* gr;
-    for (int s = 0; s < 2; ++s) {
-      CK(cudaMalloc(&lg[s], N * 4));
-      CK(cudaMalloc(&pr[s], N * 4));
-      CK(cudaMalloc(&am[s], R * 8));
-    }
-    CK(cudaMalloc(&tp, sh.B * 4));
-    CK(cudaMalloc(&gr, sh.B));
+    K5Bufs buf(R, V, sh.B);
+    float* const* lg = buf.lg;
+    float* const* pr = buf.pr;
+    int64_t* const* am = buf.am;
+    float* tp = buf.tp;
+    uint8_t* gr = buf.gr;
     {
       std::vector<float> h(N);
       std::mt19937 rng(99 + R);
@@ -144,11 +99,9 @@ int main() {
       // edges for the division's fallback: +-1e4, tiny, zero, huge, inf, -inf in some rows
       h[3] = 1e4f; h[10] = -1e4f; h[20] = 1e-35f; h[21] = 0.0f; h[22] = -0.0f; h[23] = 3e38f;
       h[(size_t)V + 5] = INFINITY; h[2 * (size_t)V + 7] = -INFINITY; h[3 * (size_t)V + 9] = 1e-30f;
-      CK(cudaMemcpy(lg[0], h.data(), N * 4, cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(lg[1], h.data(), N * 4, cudaMemcpyHostToDevice));
       std::vector<float> t(sh.B);
       for (int b = 0; b < sh.B; ++b) t[b] = b % 4 == 3 ? 1.0f : b % 4 == 2 ? 0.3f : 0.7f;
-      CK(cudaMemcpy(tp, t.data(), sh.B * 4, cudaMemcpyHostToDevice));
+      buf.upload(h, t);
     }
     const int cs = sh.cs, nt = 256;
     const int64_t chunk = ((V + cs - 1) / cs + 3) / 4 * 4;
@@ -158,30 +111,7 @@ int main() {
       launch_cluster(reg[d][pf > 0], dim3(cs, R), nt, cs, st, (const float*)lg[s], (const float*)tp, (int64_t)V,
                      sh.G, true, pr[s], am[s], gr, chunk, pf, pf_from);
     };
-    auto timeit = [&](auto f, bool rot) {
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < per_graph; ++i) f(rot ? i & 1 : 0);
-      CK(cudaStreamEndCapture(st, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      CK(cudaGraphLaunch(ge, st));
-      CK(cudaGraphLaunch(ge, st));
-      std::vector<float> ts;
-      for (int k = 0; k < reps; ++k) {
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        ts.push_back(ms * 1000.f / per_graph);
-      }
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
-      std::sort(ts.begin(), ts.end());
-      return ts[ts.size() / 2];
-    };
+    auto timeit = [&](auto f, bool rot) { return time_graph(st, f, rot, per_graph, reps); };
     // bitwise: committed division against the fast one (same launch), register kernel and L2 kernel
     std::vector<float> h0(N), h1(N);
     std::vector<int64_t> a0(R), a1(R);
@@ -251,13 +181,6 @@ int main() {
         }
       }
     }
-    for (int s = 0; s < 2; ++s) {
-      CK(cudaFree(lg[s]));
-      CK(cudaFree(pr[s]));
-      CK(cudaFree(am[s]));
-    }
-    CK(cudaFree(tp));
-    CK(cudaFree(gr));
   }
   return 0;
 }

@@ -16,39 +16,16 @@
 #include <vector>
 namespace cg = cooperative_groups;
 
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e_));                 \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
+#include "probe_common.cuh"
 
 namespace base {
 #include "k5_committed.cuh"
+#include "k5l2.cuh"
 #include "k5h.cuh"
 }  // namespace base
 
 using KFn = void (*)(const float*, const float*, int64_t, int, bool, float*, int64_t*, uint8_t*, int64_t, int64_t,
                      int64_t);
-
-static int clusters_held(KFn fn, int cs, int nt) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(cs, 1);
-  cfg.blockDim = dim3(nt);
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = cs;
-  at[0].val.clusterDim.y = 1;
-  at[0].val.clusterDim.z = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) != cudaSuccess) n = -1;
-  (void)cudaGetLastError();
-  return n;
-}
 
 struct Form {
   const char* name;
@@ -64,9 +41,6 @@ int main() {
   CK(cudaSetDevice(0));
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   const Form forms[] = {{"h_L6R5_t256_b6", base::k5h_kernel<6, 5, 256, 6>, 256, 11},
                         {"h_L7R4_t256_b6", base::k5h_kernel<7, 4, 256, 6>, 256, 11},
                         {"h_L5R6_t256_b6", base::k5h_kernel<5, 6, 256, 6>, 256, 11},
@@ -86,16 +60,12 @@ int main() {
     const int R = sh.B * sh.G;
     const int64_t V = sh.V;
     const size_t N = (size_t)R * V;
-    float *lg[2], *pr[2], *tp;
-    int64_t* am[2];
-    uint8_t* gr;
-    for (int s = 0; s < 2; ++s) {
-      CK(cudaMalloc(&lg[s], N * 4));
-      CK(cudaMalloc(&pr[s], N * 4));
-      CK(cudaMalloc(&am[s], R * 8));
-    }
-    CK(cudaMalloc(&tp, sh.B * 4));
-    CK(cudaMalloc(&gr, sh.B));
+    K5Bufs buf(R, V, sh.B);
+    float* const* lg = buf.lg;
+    float* const* pr = buf.pr;
+    int64_t* const* am = buf.am;
+    float* tp = buf.tp;
+    uint8_t* gr = buf.gr;
     {
       std::vector<float> h(N);
       std::mt19937 rng(7 + R);
@@ -105,55 +75,19 @@ int main() {
       h[3 * (size_t)V + 9] = 40.f; h[3 * (size_t)V + 4000] = 40.f;                       // a tie
       for (int64_t v = 0; v < V; ++v) h[4 * (size_t)V + v] = -INFINITY;                  // an all -inf row
       for (int64_t v = 0; v < V / 2; ++v) h[5 * (size_t)V + v] = -INFINITY;              // -inf in a half
-      CK(cudaMemcpy(lg[0], h.data(), N * 4, cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(lg[1], h.data(), N * 4, cudaMemcpyHostToDevice));
       std::vector<float> t(sh.B);
       for (int b = 0; b < sh.B; ++b) t[b] = b % 4 == 3 ? 1.0f : b % 4 == 2 ? 0.3f : 0.7f;
       if (sh.B >= 8) t[5] = 0.0f;  // a greedy request
-      CK(cudaMemcpy(tp, t.data(), sh.B * 4, cudaMemcpyHostToDevice));
+      buf.upload(h, t);
     }
     const int held = clusters_held(committed[1], sh.cs, 256);
     const int64_t pf = R > held ? std::max(1, held * 25 / 100) : 0, pf_from = held - pf;
     const int64_t cchunk = ((V + sh.cs - 1) / sh.cs + 3) / 4 * 4;
     auto launch = [&](KFn fn, int cs, int nt, int64_t chunk, int s) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(cs, R);
-      cfg.blockDim = dim3(nt);
-      cfg.stream = st;
-      cudaLaunchAttribute at[1];
-      at[0].id = cudaLaunchAttributeClusterDimension;
-      at[0].val.clusterDim.x = cs;
-      at[0].val.clusterDim.y = 1;
-      at[0].val.clusterDim.z = 1;
-      cfg.attrs = at;
-      cfg.numAttrs = 1;
-      CK(cudaLaunchKernelEx(&cfg, fn, (const float*)lg[s], (const float*)tp, V, sh.G, true, pr[s], am[s], gr, chunk,
-                            pf, pf_from));
+      launch_cluster(fn, dim3(cs, R), nt, cs, st, (const float*)lg[s], (const float*)tp, V, sh.G, true, pr[s], am[s], gr,
+                     chunk, pf, pf_from);
     };
-    auto timeit = [&](auto f, bool rot) {
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < per_graph; ++i) f(rot ? i & 1 : 0);
-      CK(cudaStreamEndCapture(st, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      CK(cudaGraphLaunch(ge, st));
-      CK(cudaGraphLaunch(ge, st));
-      std::vector<float> ts;
-      for (int k = 0; k < reps; ++k) {
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        ts.push_back(ms * 1000.f / per_graph);
-      }
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
-      std::sort(ts.begin(), ts.end());
-      return ts[ts.size() / 2];
-    };
+    auto timeit = [&](auto f, bool rot) { return time_graph(st, f, rot, per_graph, reps); };
     std::vector<float> h0(N), h1(N);
     std::vector<int64_t> a0(R), a1(R);
     auto grab = [&](std::vector<float>& h, std::vector<int64_t>& a) {
@@ -208,13 +142,6 @@ int main() {
         printf("r%d %-24s %8.2f %8.2f\n", round, nm, timeit(f, false), timeit(f, true));
       }
     }
-    for (int s = 0; s < 2; ++s) {
-      CK(cudaFree(lg[s]));
-      CK(cudaFree(pr[s]));
-      CK(cudaFree(am[s]));
-    }
-    CK(cudaFree(tp));
-    CK(cudaFree(gr));
   }
   return 0;
 }
