@@ -7,8 +7,12 @@
 #   3: probe3.cu: the committed register kernel with __fdiv_rn against a per-call Markstein division; the L2 form
 #   4: probe4.cu (probe3.cu + probe4.patch): the same with the reciprocal computed once a row (k5_hoist.patch)
 #   5: probe5.cu: the committed register kernel against k5h.cuh (part of each slice in registers, the rest from L2)
+#   6: probe6.cu: the committed register kernel's time against its number of rows (where the waves end)
+#   7: probe6.cu built with -lineinfo under ncu: one wave (28 rows of 128256) and 64 rows
+#   8: probe7.cu (probe4.cu + probe7.patch): the committed register kernel against k5_argmax.patch (argmax by
+#      max.NaN and one backward scan instead of a branchy step an entry), argmax edge entries added
 set -eo pipefail
-step=${1:?step 1-5}
+step=${1:?step 1-8}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 W=$(mktemp -d)
@@ -43,4 +47,27 @@ case $step in
     python3 extract.py "$repo/cuda/cost_draft_tree_kernel.cu" k5_committed.cuh
     $NVCC -fmad=false probe5.cu -o probe > "$OUT/build_run5.txt" 2>&1
     ./probe 2>&1 | tee "$OUT/probe5_run5.txt" ;;
+  6)
+    python3 extract.py "$repo/cuda/cost_draft_tree_kernel.cu" k5_committed.cuh
+    $NVCC -fmad=false probe6.cu -o probe > "$OUT/build_run6.txt" 2>&1
+    ./probe 2>&1 | tee "$OUT/probe6_run6.txt" ;;
+  7)
+    python3 extract.py "$repo/cuda/cost_draft_tree_kernel.cu" k5_committed.cuh
+    $NVCC -fmad=false -lineinfo probe6.cu -o probe > "$OUT/build_run7.txt" 2>&1
+    for R in 28 64; do
+      PROBE6_ONLY="128256 $R" timeout 200 ncu -k regex:k5r14 -c 1 --section SpeedOfLight --section WarpStateStats \
+        --section SchedulerStats --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+        --section SourceCounters ./probe > "$OUT/ncu_run7_R$R.txt" 2>&1
+    done
+    grep -E "Duration|DRAM Throughput|Warp Cycles Per Issued|No Eligible|Issued Warp|Achieved Occupancy|Stall|stall" \
+      "$OUT"/ncu_run7_R*.txt | head -60 ;;
+  8)
+    python3 extract.py "$repo/cuda/cost_draft_tree_kernel.cu" k5_committed.cuh
+    patch -s -o k5_hoist.cuh k5_committed.cuh k5_hoist.patch
+    patch -s -o k5_argmax.cuh k5_committed.cuh k5_argmax.patch
+    patch -s -o probe4.cu probe3.cu probe4.patch
+    patch -s -o probe7.cu probe4.cu probe7.patch
+    $NVCC -fmad=false probe7.cu -o probe > "$OUT/build_run8.txt" 2>&1
+    cuobjdump -sass probe > probe.sass && python3 sasscount.py probe.sass | tee "$OUT/sass_run8.txt"
+    ./probe 2>&1 | tee "$OUT/probe7_run8.txt" ;;
 esac
