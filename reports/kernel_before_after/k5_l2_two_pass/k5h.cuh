@@ -4,6 +4,22 @@
 // dropped; its last NR vectors stay in registers as e = exp(x - their max) (as k5r_body). After the cluster merge the
 // register part is scaled and stored, and the first NL vectors are read again (from L2), exponentiated again (the
 // same operations, so the same e) and stored. Sampling rows and greedy rows as k5r_body; f32, V % 4 == 0.
+// the argmax step (k5_amax_step, ascending index order) over a thread's N vectors, the first of them vector u0 of
+// its slice
+template <int N, int NT>
+__device__ __forceinline__ void k5h_amax(const float4 (&v)[N], int u0, int tid, int64_t n, int64_t v0, float& av,
+                                         long long& ai) {
+#pragma unroll
+  for (int u = 0; u < N; ++u) {
+    const int64_t i = ((int64_t)(u + u0) * NT + tid) * 4;
+    if (i < n) {
+      const float* e = reinterpret_cast<const float*>(&v[u]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) k5_amax_step<long long>(e[k], v0 + i + k, av, ai, LLONG_MAX);
+    }
+  }
+}
+
 template <int NL, int NR, int NT, int MINB>
 __global__ void __launch_bounds__(NT, MINB)
     k5h_kernel(const float* __restrict__ logits, const float* __restrict__ temps, int64_t V, int G, bool wp,
@@ -37,15 +53,7 @@ __global__ void __launch_bounds__(NT, MINB)
       const int64_t i = ((int64_t)u * NT + tid) * 4;
       y[u] = i < n ? ldp(row + i, last) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
-#pragma unroll
-    for (int u = 0; u < NL; ++u) {
-      const int64_t i = ((int64_t)u * NT + tid) * 4;
-      if (i < n) {
-        const float* e = reinterpret_cast<const float*>(&y[u]);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) k5_amax_step<long long>(e[k], v0 + i + k, av, ai, LLONG_MAX);
-      }
-    }
+    k5h_amax<NL, NT>(y, 0, tid, n, v0, av, ai);
     if (need_exp) {
       mL = __fdiv_rn(av, temp);  // the part's max of x (its argmax value / temp, as k5r_body)
       const float mc = k5_rel_base(mL);
@@ -69,15 +77,7 @@ __global__ void __launch_bounds__(NT, MINB)
   }
   float avR = -INFINITY;
   long long aiR = LLONG_MAX;
-#pragma unroll
-  for (int u = 0; u < NR; ++u) {
-    const int64_t i = ((int64_t)(u + NL) * NT + tid) * 4;
-    if (i < n) {
-      const float* e = reinterpret_cast<const float*>(&x[u]);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) k5_amax_step<long long>(e[k], v0 + i + k, avR, aiR, LLONG_MAX);
-    }
-  }
+  k5h_amax<NR, NT>(x, NL, tid, n, v0, avR, aiR);
   K5Part a{need_exp ? __fdiv_rn(avR, temp) : -INFINITY, 0.0f, avR, aiR == LLONG_MAX ? INT_MAX : (int)aiR};
   if (need_exp) {
     const float mc = k5_rel_base(a.m);

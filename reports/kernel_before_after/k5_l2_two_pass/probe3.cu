@@ -86,21 +86,12 @@ int main() {
     const int R = sh.B * sh.G, V = sh.V;
     const size_t N = (size_t)R * V;
     K5Bufs buf(R, V, sh.B);
-    float* const* lg = buf.lg;
-    float* const* pr = buf.pr;
-    int64_t* const* am = buf.am;
-    float* tp = buf.tp;
-    uint8_t* gr = buf.gr;
     {
-      std::vector<float> h(N);
-      std::mt19937 rng(99 + R);
-      std::normal_distribution<float> nd(0.f, 4.f);
-      for (auto& x : h) x = nd(rng);
+      std::vector<float> h = normal_logits(N, 99 + R);
       // edges for the division's fallback: +-1e4, tiny, zero, huge, inf, -inf in some rows
       h[3] = 1e4f; h[10] = -1e4f; h[20] = 1e-35f; h[21] = 0.0f; h[22] = -0.0f; h[23] = 3e38f;
       h[(size_t)V + 5] = INFINITY; h[2 * (size_t)V + 7] = -INFINITY; h[3 * (size_t)V + 9] = 1e-30f;
-      std::vector<float> t(sh.B);
-      for (int b = 0; b < sh.B; ++b) t[b] = b % 4 == 3 ? 1.0f : b % 4 == 2 ? 0.3f : 0.7f;
+      std::vector<float> t = request_temps(sh.B);
       buf.upload(h, t);
     }
     const int cs = sh.cs, nt = 256;
@@ -108,21 +99,14 @@ int main() {
     const int held = clusters_held((const void*)reg[0][1], cs, nt);
     const int64_t pf = R > held ? std::max(1, held * 25 / 100) : 0, pf_from = held - pf;
     auto reg_launch = [&](int d, int s) {
-      launch_cluster(reg[d][pf > 0], dim3(cs, R), nt, cs, st, (const float*)lg[s], (const float*)tp, (int64_t)V,
-                     sh.G, true, pr[s], am[s], gr, chunk, pf, pf_from);
+      launch_cluster(reg[d][pf > 0], dim3(cs, R), nt, cs, st, (const float*)buf.lg[s], (const float*)buf.tp, (int64_t)V,
+                     sh.G, true, buf.pr[s], buf.am[s], buf.gr, chunk, pf, pf_from);
     };
     auto timeit = [&](auto f, bool rot) { return time_graph(st, f, rot, per_graph, reps); };
     // bitwise: committed division against the fast one (same launch), register kernel and L2 kernel
     std::vector<float> h0(N), h1(N);
     std::vector<int64_t> a0(R), a1(R);
-    auto grab = [&](std::vector<float>& h, std::vector<int64_t>& a) {
-      CK(cudaStreamSynchronize(st));
-      CK(cudaGetLastError());
-      CK(cudaMemcpy(h.data(), pr[0], N * 4, cudaMemcpyDeviceToHost));
-      CK(cudaMemcpy(a.data(), am[0], R * 8, cudaMemcpyDeviceToHost));
-      CK(cudaMemsetAsync(pr[0], 0xff, N * 4, st));
-      CK(cudaMemsetAsync(am[0], 0xff, R * 8, st));
-    };
+    auto grab = [&](std::vector<float>& h, std::vector<int64_t>& a) { buf.take(h, a, st); };
     auto same = [&]() {
       return memcmp(h0.data(), h1.data(), N * 4) == 0 && memcmp(a0.data(), a1.data(), R * 8) == 0;
     };
@@ -149,8 +133,8 @@ int main() {
     for (auto& c : l2c) {
       const int ch = ((V + c.cs - 1) / c.cs + 3) / 4 * 4;
       for (int d = 0; d < 2; ++d) {
-        launch_cluster(l2b[c.b].fn[d], dim3(c.cs, c.D), l2b[c.b].nt, c.cs, st, (const float*)lg[0], (const float*)tp,
-                       V, sh.G, pr[0], (long long*)am[0], ch, c.p1, c.p2, c.rev, 1, R);
+        launch_cluster(l2b[c.b].fn[d], dim3(c.cs, c.D), l2b[c.b].nt, c.cs, st, (const float*)buf.lg[0], (const float*)buf.tp,
+                       V, sh.G, buf.pr[0], (long long*)buf.am[0], ch, c.p1, c.p2, c.rev, 1, R);
         grab(d ? h1 : h0, d ? a1 : a0);
       }
       printf("l2 %s cs=%d D=%d: fast-division outputs bitwise equal: %s\n", l2b[c.b].name, c.cs, c.D,
@@ -158,8 +142,8 @@ int main() {
     }
     printf("%-32s %10s %10s\n", "form", "us", "us_rot");
     for (int round = 0; round < rounds; ++round) {
-      const float tc = timeit([&](int s) { CK(cudaMemcpyAsync(pr[s], lg[s], N * 4, cudaMemcpyDeviceToDevice, st)); }, false);
-      const float tcr = timeit([&](int s) { CK(cudaMemcpyAsync(pr[s], lg[s], N * 4, cudaMemcpyDeviceToDevice, st)); }, true);
+      const float tc = timeit([&](int s) { CK(cudaMemcpyAsync(buf.pr[s], buf.lg[s], N * 4, cudaMemcpyDeviceToDevice, st)); }, false);
+      const float tcr = timeit([&](int s) { CK(cudaMemcpyAsync(buf.pr[s], buf.lg[s], N * 4, cudaMemcpyDeviceToDevice, st)); }, true);
       printf("r%d %-29s %10.2f %10.2f\n", round, "copy", tc, tcr);
       for (int d = 0; d < 2; ++d) {
         const float t = timeit([&](int s) { reg_launch(d, s); }, false);
@@ -170,8 +154,8 @@ int main() {
         const int ch = ((V + c.cs - 1) / c.cs + 3) / 4 * 4;
         for (int d = 0; d < 2; ++d) {
           auto f = [&](int s) {
-            launch_cluster(l2b[c.b].fn[d], dim3(c.cs, c.D), l2b[c.b].nt, c.cs, st, (const float*)lg[s],
-                           (const float*)tp, V, sh.G, pr[s], (long long*)am[s], ch, c.p1, c.p2, c.rev, 1, R);
+            launch_cluster(l2b[c.b].fn[d], dim3(c.cs, c.D), l2b[c.b].nt, c.cs, st, (const float*)buf.lg[s],
+                           (const float*)buf.tp, V, sh.G, buf.pr[s], (long long*)buf.am[s], ch, c.p1, c.p2, c.rev, 1, R);
           };
           const float t = timeit(f, false);
           const float tr = timeit(f, true);

@@ -61,22 +61,13 @@ int main() {
     const int64_t V = sh.V;
     const size_t N = (size_t)R * V;
     K5Bufs buf(R, V, sh.B);
-    float* const* lg = buf.lg;
-    float* const* pr = buf.pr;
-    int64_t* const* am = buf.am;
-    float* tp = buf.tp;
-    uint8_t* gr = buf.gr;
     {
-      std::vector<float> h(N);
-      std::mt19937 rng(7 + R);
-      std::normal_distribution<float> nd(0.f, 4.f);
-      for (auto& x : h) x = nd(rng);
+      std::vector<float> h = normal_logits(N, 7 + R);
       h[3] = 1e4f; h[10] = -1e4f; h[(size_t)V + 5] = INFINITY; h[2 * (size_t)V + 7] = NAN;
       h[3 * (size_t)V + 9] = 40.f; h[3 * (size_t)V + 4000] = 40.f;                       // a tie
       for (int64_t v = 0; v < V; ++v) h[4 * (size_t)V + v] = -INFINITY;                  // an all -inf row
       for (int64_t v = 0; v < V / 2; ++v) h[5 * (size_t)V + v] = -INFINITY;              // -inf in a half
-      std::vector<float> t(sh.B);
-      for (int b = 0; b < sh.B; ++b) t[b] = b % 4 == 3 ? 1.0f : b % 4 == 2 ? 0.3f : 0.7f;
+      std::vector<float> t = request_temps(sh.B);
       if (sh.B >= 8) t[5] = 0.0f;  // a greedy request
       buf.upload(h, t);
     }
@@ -84,20 +75,13 @@ int main() {
     const int64_t pf = R > held ? std::max(1, held * 25 / 100) : 0, pf_from = held - pf;
     const int64_t cchunk = ((V + sh.cs - 1) / sh.cs + 3) / 4 * 4;
     auto launch = [&](KFn fn, int cs, int nt, int64_t chunk, int s) {
-      launch_cluster(fn, dim3(cs, R), nt, cs, st, (const float*)lg[s], (const float*)tp, V, sh.G, true, pr[s], am[s], gr,
+      launch_cluster(fn, dim3(cs, R), nt, cs, st, (const float*)buf.lg[s], (const float*)buf.tp, V, sh.G, true, buf.pr[s], buf.am[s], buf.gr,
                      chunk, pf, pf_from);
     };
     auto timeit = [&](auto f, bool rot) { return time_graph(st, f, rot, per_graph, reps); };
     std::vector<float> h0(N), h1(N);
     std::vector<int64_t> a0(R), a1(R);
-    auto grab = [&](std::vector<float>& h, std::vector<int64_t>& a) {
-      CK(cudaStreamSynchronize(st));
-      CK(cudaGetLastError());
-      CK(cudaMemcpy(h.data(), pr[0], N * 4, cudaMemcpyDeviceToHost));
-      CK(cudaMemcpy(a.data(), am[0], R * 8, cudaMemcpyDeviceToHost));
-      CK(cudaMemsetAsync(pr[0], 0xff, N * 4, st));
-      CK(cudaMemsetAsync(am[0], 0xff, R * 8, st));
-    };
+    auto grab = [&](std::vector<float>& h, std::vector<int64_t>& a) { buf.take(h, a, st); };
     grab(h0, a0);
     launch(committed[pf > 0], sh.cs, 256, cchunk, 0);
     grab(h0, a0);
@@ -130,7 +114,7 @@ int main() {
         cfgs.push_back({f, cs});
       }
     for (int round = 0; round < rounds; ++round) {
-      auto cp = [&](int s) { CK(cudaMemcpyAsync(pr[s], lg[s], N * 4, cudaMemcpyDeviceToDevice, st)); };
+      auto cp = [&](int s) { CK(cudaMemcpyAsync(buf.pr[s], buf.lg[s], N * 4, cudaMemcpyDeviceToDevice, st)); };
       printf("r%d %-24s %8.2f %8.2f\n", round, "copy", timeit(cp, false), timeit(cp, true));
       auto cm = [&](int s) { launch(committed[pf > 0], sh.cs, 256, cchunk, s); };
       printf("r%d %-24s %8.2f %8.2f\n", round, "committed", timeit(cm, false), timeit(cm, true));

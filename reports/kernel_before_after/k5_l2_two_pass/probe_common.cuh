@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #define CK(x)                                                                              \
@@ -85,7 +86,7 @@ static float time_graph(cudaStream_t st, F f, bool rot, int per_graph, int reps)
 }
 
 // K5's device buffers of one point: two sets of (logits, probas, argmax) for the rotating timings, the requests'
-// temperatures and greedy flags; upload() fills both logits sets and the temperatures
+// temperatures and greedy flags; upload() fills both logits sets and the temperatures, take() reads set 0's outputs
 struct K5Bufs {
   size_t N;
   int R, B;
@@ -105,6 +106,15 @@ struct K5Bufs {
     for (int s = 0; s < 2; ++s) CK(cudaMemcpy(lg[s], h.data(), N * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(tp, t.data(), B * 4, cudaMemcpyHostToDevice));
   }
+  // set 0's outputs after the launches queued on st (probas into h, argmax into a), then set 0 poisoned again
+  void take(std::vector<float>& h, std::vector<int64_t>& a, cudaStream_t st) {
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(h.data(), pr[0], N * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(a.data(), am[0], R * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemsetAsync(pr[0], 0xff, N * 4, st));
+    CK(cudaMemsetAsync(am[0], 0xff, R * 8, st));
+  }
   ~K5Bufs() {
     for (int s = 0; s < 2; ++s) {
       CK(cudaFree(lg[s]));
@@ -115,3 +125,19 @@ struct K5Bufs {
     CK(cudaFree(gr));
   }
 };
+
+// n logits drawn from N(0, 4^2) by mt19937(seed)
+static std::vector<float> normal_logits(size_t n, unsigned seed) {
+  std::vector<float> h(n);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 4.f);
+  for (auto& x : h) x = nd(rng);
+  return h;
+}
+
+// the probes' request temperatures: 0.7, 0.7, 0.3, 1.0, repeated
+static std::vector<float> request_temps(int B) {
+  std::vector<float> t(B);
+  for (int b = 0; b < B; ++b) t[b] = b % 4 == 3 ? 1.0f : b % 4 == 2 ? 0.3f : 0.7f;
+  return t;
+}
