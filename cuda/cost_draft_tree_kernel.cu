@@ -1362,6 +1362,45 @@ __device__ __forceinline__ void k5_exp_rel(float4 (&x)[NV], int64_t n, int tid, 
   }
 }
 
+// k5_exp without __expf's rescaling of outputs below 2^-126 (ex2.approx.ftz): the same value wherever exp(d) >= 2^-126,
+// 0 instead of a subnormal elsewhere. A thread's sum does not see the difference (it is >= 1: its max gives exp(0)),
+// and an output below 2^-126 is far inside the probas' atol (1e-10).
+__device__ __forceinline__ float k5_exp_ftz(float d) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(__fmul_rn(d, 1.4426950408889634f)));
+  return r;
+}
+// x / t with y = RN(1 / t): Markstein's correction RN(q + (x - q t) y) of q = RN(x y), the remainder exact by FMA. It
+// is the IEEE quotient while nothing under- or overflows (Markstein's theorem), which holds for t in [2^-32, 2^32]
+// and |x| in [2^-64, 2^64], and NaN for a NaN x (k5_div_rcp_ok says where a thread may take it).
+__device__ __forceinline__ float k5_div_rcp(float x, float t, float y) {
+  const float q = __fmul_rn(x, y);
+  return __fmaf_rn(__fmaf_rn(-q, t, x), y, q);
+}
+__device__ __forceinline__ bool k5_div_rcp_ok(float t, float lo, float hi) {
+  return t >= 0x1p-32f && t <= 0x1p32f && lo >= 0x1p-64f && hi <= 0x1p64f;
+}
+// k5_exp_rel for a thread whose entries' |x| lie in [lo, hi] (NaN aside): where k5_div_rcp_ok, the division as
+// k5_div_rcp (one reciprocal a thread instead of one IEEE division an entry) and the exp as k5_exp_ftz; elsewhere
+// (a zero, an infinity, an entry out of range) k5_exp_rel itself. Each vector through `each` (k5_each).
+template <int NV, typename Each>
+__device__ __forceinline__ void k5_exp_rel_rcp(float4 (&x)[NV], int64_t n, int tid, int nt, float temp, float lo,
+                                               float hi, K5Part& a, Each each) {
+  if (!k5_div_rcp_ok(temp, lo, hi)) {
+    k5_exp_rel<NV>(x, n, tid, nt, temp, a);
+    return;
+  }
+  const float y = __frcp_rn(temp), mc = k5_rel_base(a.m);
+  each([&](int u, int) {
+    float* e = reinterpret_cast<float*>(&x[u]);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      e[k] = k5_exp_ftz(__fsub_rn(k5_div_rcp(e[k], temp, y), mc));
+      a.s = __fadd_rn(a.s, e[k]);
+    }
+  });
+}
+
 // A thread's argmax step over its entries in ascending index order (§5.4 step 1): a strict > keeps the lowest
 // index on ties, and the first NaN wins; `none` marks "no entry yet".
 template <typename I>
@@ -1635,6 +1674,30 @@ __global__ void __launch_bounds__(512, 3) k5s1_kernel(const T* __restrict__ logi
   // after the exchange no block touches another's shared memory (k5_reduce_one)
 }
 
+// f(u, i) for each of the register kernel's NV vectors of a thread that lie in its block's slice (entry i = (u nt +
+// tid) 4 < n), in ascending u (REV: descending). Where every thread's vectors but the last lie in it (block-uniform),
+// only the last is tested: the bounds cost a compare and a branch a vector otherwise.
+template <int NV, bool REV = false, typename F>
+__device__ __forceinline__ void k5_each(int n, int tid, int nt, F f) {
+  if ((NV - 1) * nt * 4 <= n) {
+    const int il = ((NV - 1) * nt + tid) * 4;
+    if (REV && il < n) f(NV - 1, il);
+#pragma unroll
+    for (int k = 0; k < NV - 1; ++k) {
+      const int u = REV ? NV - 2 - k : k;
+      f(u, (u * nt + tid) * 4);
+    }
+    if (!REV && il < n) f(NV - 1, il);
+  } else {
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int u = REV ? NV - 1 - k : k;
+      const int i = (u * nt + tid) * 4;
+      if (i < n) f(u, i);
+    }
+  }
+}
+
 // K5 register-resident variant (f32 logits, 16-byte aligned rows, V % 4 == 0): every thread keeps
 // NV float4 vectors of its block's slice in registers, so the row is read from HBM once, reduced
 // (max/argmax, then the exp-sum) and written once, with no shared-memory staging of the row.
@@ -1642,7 +1705,7 @@ __global__ void __launch_bounds__(512, 3) k5s1_kernel(const T* __restrict__ logi
 // picks CS and the block size so that small-V many-row launches keep whole rows per block and
 // large-V few-row launches spread a row over up to 16 SMs. ONE: the one-round reduction (k5_reduce_one)
 // instead of the max reduction and the sum reduction, the registers holding e = exp(x - the thread's max)
-// (k5_exp_rel) in between; two rounds: only through the sweep's hook (k5r_launch).
+// (k5_exp_rel_rcp) in between; two rounds: only through the sweep's hook (k5r_launch).
 // PF: before it reduces, the block asks L2 for the same slice of the row pf rows on (one bulk prefetch, marked
 // evict_last so that the rows' other traffic does not evict it before its block loads it), and loads its own
 // slice marked evict_normal: that load takes the mark off again (k5_l2_prefetch/: evict_last lines the loads
@@ -1695,25 +1758,40 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
       x[u] = i < n ? __ldcs(reinterpret_cast<const float4*>(row + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
   }
-  // argmax of the raw logits; its value divided by temp is the max of x (see k5_kernel)
-  float av = -INFINITY;
-  long long ai = LLONG_MAX;
+  // The thread's argmax of the raw logits (its value divided by temp is its max of x, see k5_kernel), two passes
+  // over its registers with no branch an entry: its max with NaN propagating (max.NaN), then, from the last entry
+  // to the first, the first equal to that max, or, when the max is NaN, the first NaN (a NaN max means the thread
+  // holds one, so `v == mx || v != v` picks exactly those); ties go to the lowest index (§5.4 step 1). The first
+  // pass also takes the least and largest |logit| (NaN ignored) for k5_exp_rel_rcp. av: the max itself (equal to
+  // the entry under ==, NaN when it is NaN: all a merge compares).
+  float mx = -INFINITY, lo = INFINITY, hi = 0.0f;
+  const int ni = (int)n;  // n <= chunk <= 8192 * 16
+  auto each = [&](auto f) { k5_each<NV>(ni, tid, nt, f); };
+  each([&](int u, int) {
+    const float* e = reinterpret_cast<const float*>(&x[u]);
 #pragma unroll
-  for (int u = 0; u < NV; ++u) {
-    const int64_t i = ((int64_t)u * nt + tid) * 4;
-    if (i < n) {
-      const float* e = reinterpret_cast<const float*>(&x[u]);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) k5_amax_step<long long>(e[k], v0 + i + k, av, ai, LLONG_MAX);
+    for (int k = 0; k < 4; ++k) {
+      asm("max.NaN.f32 %0, %0, %1;" : "+f"(mx) : "f"(e[k]));
+      lo = fminf(lo, fabsf(e[k]));
+      hi = fmaxf(hi, fabsf(e[k]));
     }
-  }
+  });
+  int li = INT_MAX;
+  k5_each<NV, true>(ni, tid, nt, [&](int u, int i) {
+    const float* e = reinterpret_cast<const float*>(&x[u]);
+#pragma unroll
+    for (int k = 3; k >= 0; --k)
+      if (e[k] == mx || e[k] != e[k]) li = i + k;
+  });
+  const float av = mx;
+  const long long ai = li == INT_MAX ? LLONG_MAX : v0 + li;
   K5Part one;  // ONE: the row's merged partials (the two-round form reads s_m, s_s, s_ai where it uses them)
   float tm = 0.0f;  // ONE: this thread's max of x, against which its registers hold e
   if constexpr (ONE) {
     // this thread's max of x (its argmax value / temp, as for the row) and its exp-sum against it; the
     // registers keep e = exp(x - that max) from here (sampling rows), so the output pass only rescales
     K5Part a{need_exp ? __fdiv_rn(av, temp) : -INFINITY, 0.0f, av, ai == LLONG_MAX ? INT_MAX : (int)ai};
-    if (need_exp) k5_exp_rel<NV>(x, n, tid, nt, temp, a);
+    if (need_exp) k5_exp_rel_rcp<NV>(x, n, tid, nt, temp, lo, hi, a, each);
     tm = a.m;
     __shared__ K5Part ws1[8], xs1[16];  // the warps' and the cluster's partials
     one = k5_reduce_one(CS, rank, a, ws1, xs1);
@@ -1743,18 +1821,14 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
     // the thread's max, so its factor also carries exp(that max - the row's) (k5_scale)
     const float f = ONE ? k5_scale(tm, one) : __frcp_rn(k5_reduce_sum(cluster, CS, part, rf, st, s_s));
     if (!ONE && CS > 1) cluster_arrive();  // this block's DSMEM reads are over (k5_reduce_sum ends with a block barrier)
-#pragma unroll
-    for (int u = 0; u < NV; ++u) {
-      const int64_t i = ((int64_t)u * nt + tid) * 4;
-      if (i < n) {
-        float4 o4;
-        o4.x = __fmul_rn(x[u].x, f);
-        o4.y = __fmul_rn(x[u].y, f);
-        o4.z = __fmul_rn(x[u].z, f);
-        o4.w = __fmul_rn(x[u].w, f);
-        __stcs(reinterpret_cast<float4*>(out + i), o4);
-      }
-    }
+    each([&](int u, int i) {
+      float4 o4;
+      o4.x = __fmul_rn(x[u].x, f);
+      o4.y = __fmul_rn(x[u].y, f);
+      o4.z = __fmul_rn(x[u].z, f);
+      o4.w = __fmul_rn(x[u].w, f);
+      __stcs(reinterpret_cast<float4*>(out + i), o4);
+    });
   } else {
     if (!ONE && CS > 1) cluster_arrive();  // DSMEM reads over (k5_reduce_stats ends with a block barrier)
   }
