@@ -119,6 +119,22 @@ def _edge_cases() -> list[Case]:
     temps = np.tile(np.array([0.0, 1.0, 0.7], np.float32), 25)
     out.append(_make("edge/many_rows_V8192_two_waves", lg, temps, 8, seed=s,
                      note="600 rows of V = 8192 (cuda: k5r14_kernel's prefetching build where the GPU holds fewer)"))
+    # The division's range: on CUDA a register-kernel thread divides by one reciprocal with Markstein's correction
+    # where its |logits| lie in [2^-64, 2^64] and the temperature in [2^-32, 2^32], by the IEEE division otherwise.
+    # Rows with the range's ends and the floats just outside them, +-0, 1e-30 and 1e25, at temperatures f32(1e-6),
+    # 0.7, 2^32 and the float above it; one plain row per request.
+    r = np.random.default_rng([s, 64])
+    lo, hi = np.float32(2.0**-64), np.float32(2.0**64)
+    below, above = np.nextafter(lo, np.float32(0)), np.nextafter(hi, np.float32(np.inf))
+    lg = _normal(r, 4 * 4, 1000)
+    for b in range(4):
+        row = lg[4 * b:4 * b + 4]
+        row[0, [3, 500, 997]] = [lo, -lo, hi]  # the ends: a max of 2^64
+        row[1, [10, 600]] = [below, -above]  # just outside: those threads take the IEEE division
+        row[2, [0, 7, 300, 999]] = [0.0, -0.0, np.float32(1e-30), np.float32(-1e25)]
+    temps = [F32_1E6, 0.7, 2.0**32, np.nextafter(np.float32(2.0**32), np.float32(np.inf))]
+    out.append(_make("edge/division_range", lg, temps, 4, seed=s,
+                     note="logits at and beyond [2^-64, 2^64], +-0, 1e-30, -1e25; temperatures up to past 2^32"))
     # Large vocabularies (B = 1).
     for Vx in (128256, 152064):
         r = np.random.default_rng([s, Vx])
