@@ -1200,6 +1200,14 @@ __device__ __forceinline__ void load_vec(const T* p, float* out) {
 // Compute: 78 instructions per logit, issue slots 63% busy beside 62% of DRAM bandwidth). NaN and
 // -inf map as expf maps them (NaN, 0), so §5.4 step 4's NaN rows are kept.
 __device__ __forceinline__ float k5_exp(float d) { return __expf(d); }
+// k5_exp without __expf's rescaling of outputs below 2^-126 (ex2.approx.ftz): the same value wherever exp(d) >= 2^-126,
+// 0 instead of a subnormal elsewhere. A thread's sum does not see the difference (it is >= 1: its max gives exp(0)),
+// and an output below 2^-126 is far inside the probas' atol (1e-10).
+__device__ __forceinline__ float k5_exp_ftz(float d) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(__fmul_rn(d, 1.4426950408889634f)));
+  return r;
+}
 
 struct K5Stats {
   float m;        // block max of x (NaN-propagating)
@@ -1281,16 +1289,26 @@ struct K5Part {
 };
 
 __device__ __forceinline__ void k5_merge_ms(float& m, float& s, float om, float os) {
-  const float M = fmaxf(m, om);
-  const float x = s == 0.0f ? 0.0f : __fmul_rn(s, k5_exp(__fsub_rn(m, M)));
-  const float y = os == 0.0f ? 0.0f : __fmul_rn(os, k5_exp(__fsub_rn(om, M)));
-  m = M;
-  s = __fadd_rn(x, y);
+  // one exp a merge: the partial with the larger max keeps its sum as it is (its factor exp(0) is 1), the other's is
+  // scaled by exp(its max - that max). A NaN max (a NaN row) compares false and its sum, NaN, is scaled: NaN either
+  // way; an empty partial (sum 0, max -inf) adds 0.
+  const bool keep = m >= om;
+  const float big = keep ? s : os, small = keep ? os : s;
+  const float t = small == 0.0f ? 0.0f : __fmul_rn(small, k5_exp_ftz(keep ? __fsub_rn(om, m) : __fsub_rn(m, om)));
+  m = fmaxf(m, om);
+  s = __fadd_rn(big, t);
+}
+
+// amax_better on K5's 32-bit partial indices (the 64-bit form costs a merge its wide compares)
+__device__ __forceinline__ bool amax_better32(float va, int ia, float vb, int ib) {
+  const bool na = isnan(va), nb = isnan(vb);
+  if (na || nb) return na && nb ? ia < ib : na;
+  return va > vb || (va == vb && ia < ib);
 }
 
 __device__ __forceinline__ void k5_merge(K5Part& a, float om, float os, float oav, int oai) {
   k5_merge_ms(a.m, a.s, om, os);
-  if (amax_better(oav, oai, a.av, a.ai)) { a.av = oav; a.ai = oai; }
+  if (amax_better32(oav, oai, a.av, a.ai)) { a.av = oav; a.ai = oai; }
 }
 
 // xor butterfly over groups of `width` lanes (a power of two <= 32): every lane ends with its group's merge
@@ -1342,7 +1360,7 @@ __device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a, K5Pa
 // NaN row (§5.4 step 4), as does a row whose sum is NaN.
 __device__ __forceinline__ float k5_rel_base(float mp) { return mp == -INFINITY ? 0.0f : mp; }
 __device__ __forceinline__ float k5_scale(float mp, const K5Part& row) {
-  return __fmul_rn(k5_exp(__fsub_rn(mp, row.m)), __frcp_rn(row.s));
+  return __fmul_rn(k5_exp_ftz(__fsub_rn(mp, row.m)), __frcp_rn(row.s));
 }
 // the register kernel's part: a thread's NV vectors (a.m: their max of x), e written over them, summed into a.s
 template <int NV>
@@ -1362,14 +1380,6 @@ __device__ __forceinline__ void k5_exp_rel(float4 (&x)[NV], int64_t n, int tid, 
   }
 }
 
-// k5_exp without __expf's rescaling of outputs below 2^-126 (ex2.approx.ftz): the same value wherever exp(d) >= 2^-126,
-// 0 instead of a subnormal elsewhere. A thread's sum does not see the difference (it is >= 1: its max gives exp(0)),
-// and an output below 2^-126 is far inside the probas' atol (1e-10).
-__device__ __forceinline__ float k5_exp_ftz(float d) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(__fmul_rn(d, 1.4426950408889634f)));
-  return r;
-}
 // x / t with y = RN(1 / t): Markstein's correction RN(q + (x - q t) y) of q = RN(x y), the remainder exact by FMA. It
 // is the IEEE quotient while nothing under- or overflows (Markstein's theorem), which holds for t in [2^-32, 2^32]
 // and |x| in [2^-64, 2^64], and NaN for a NaN x (k5_div_rcp_ok says where a thread may take it).
