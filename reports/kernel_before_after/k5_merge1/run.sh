@@ -8,8 +8,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 SRC=${SRC:-$(cd "$here/../../.." && pwd)/cuda/cost_draft_tree_kernel.cu}
 W=$(mktemp -d)
 OUT=${OUT:-$W}
-cp "$here"/*.cu "$here"/*.patch "$here/../k5_l2_two_pass/extract.py" "$here/../k5_l2_two_pass/probe_common.cuh" "$W"/
+cp "$here"/*.patch "$here/../k5_lean/probe8.patch" "$W"/
+two="$here/../k5_l2_two_pass"
+cp "$two/extract.py" "$two/probe_common.cuh" "$two/probe3.cu" "$two/probe4.patch" "$two/probe7.patch" "$W"/
 cd "$W"
+# probe9.cu: ../k5_l2_two_pass's probe 7 (probe3.cu with probe4.patch and probe7.patch), ../k5_lean's probe8.patch,
+# then probe9.patch
+patch -s -o probe4.cu probe3.cu probe4.patch && patch -s -o probe7.cu probe4.cu probe7.patch
+patch -s -o probe8.cu probe7.cu probe8.patch && patch -s -o probe9.cu probe8.cu probe9.patch
 nvidia-smi --query-gpu=name,driver_version --format=csv || true
 python3 extract.py "$SRC" k5_committed.cuh
 patch -s -o k5_merge1.cuh k5_committed.cuh k5_merge1.patch
