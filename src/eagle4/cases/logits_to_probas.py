@@ -121,7 +121,7 @@ def _edge_cases() -> list[Case]:
                      note="600 rows of V = 8192 (cuda: k5r14_kernel's prefetching build where the GPU holds fewer)"))
     # The division's range: on CUDA a register-kernel thread divides by one reciprocal with Markstein's correction
     # where its |logits| lie in [2^-64, 2^64] and the temperature in [2^-32, 2^32], by the IEEE division otherwise.
-    # Rows with the range's ends and the floats just outside them, +-0, 1e-30 and 1e25, at temperatures f32(1e-6),
+    # Rows with the range's ends and the floats just outside them, +-0, 1e-30 and -1e25, at temperatures f32(1e-6),
     # 0.7, 2^32 and the float above it; one plain row per request.
     r = np.random.default_rng([s, 64])
     lo, hi = np.float32(2.0**-64), np.float32(2.0**64)
