@@ -84,9 +84,10 @@ __device__ __forceinline__ uint64_t l2_policy_evict_normal() {
   asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
+// (not volatile: it reads the kernel's read-only input, so the compiler may schedule it as any other load)
 __device__ __forceinline__ float4 ld_f4_l2_policy(const float* p, uint64_t policy) {
   float4 v;
-  asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+  asm("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
                : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                : "l"(p), "l"(policy));
   return v;
@@ -239,15 +240,14 @@ __device__ T block_exclusive_scan(T* data, int64_t n, T* wbuf) {
 
 // argmax order of KERNELS.md §5.4 step 1: NaN larger than every number, first NaN wins,
 // lowest index on equal maxima. True when (va, ia) comes before (vb, ib).
-__device__ __forceinline__ bool amax_better(float va, int64_t ia, float vb, int64_t ib) {
+// I: the index type (K5's partials use 32 bits: the 64-bit compares cost its merges); the second index only
+// converts to it (e4_ident), so callers that mix int64_t and long long still resolve
+template <typename T> struct e4_ident { using type = T; };
+template <typename I>
+__device__ __forceinline__ bool amax_better(float va, I ia, float vb, typename e4_ident<I>::type ib) {
   const bool na = isnan(va), nb = isnan(vb);
-  if (na || nb) {
-    if (na && nb) return ia < ib;
-    return na;
-  }
-  if (va > vb) return true;
-  if (va == vb) return ia < ib;
-  return false;
+  if (na || nb) return na && nb ? ia < ib : na;
+  return va > vb || (va == vb && ia < ib);
 }
 
 // max of x that propagates NaN (KERNELS.md §5.4 step 4: a NaN x gives a NaN row): once a NaN is
@@ -1299,16 +1299,9 @@ __device__ __forceinline__ void k5_merge_ms(float& m, float& s, float om, float 
   s = __fadd_rn(big, t);
 }
 
-// amax_better on K5's 32-bit partial indices (the 64-bit form costs a merge its wide compares)
-__device__ __forceinline__ bool amax_better32(float va, int ia, float vb, int ib) {
-  const bool na = isnan(va), nb = isnan(vb);
-  if (na || nb) return na && nb ? ia < ib : na;
-  return va > vb || (va == vb && ia < ib);
-}
-
 __device__ __forceinline__ void k5_merge(K5Part& a, float om, float os, float oav, int oai) {
   k5_merge_ms(a.m, a.s, om, os);
-  if (amax_better32(oav, oai, a.av, a.ai)) { a.av = oav; a.ai = oai; }
+  if (amax_better(oav, oai, a.av, a.ai)) { a.av = oav; a.ai = oai; }
 }
 
 // xor butterfly over groups of `width` lanes (a power of two <= 32): every lane ends with its group's merge
@@ -1362,22 +1355,19 @@ __device__ __forceinline__ float k5_rel_base(float mp) { return mp == -INFINITY 
 __device__ __forceinline__ float k5_scale(float mp, const K5Part& row) {
   return __fmul_rn(k5_exp_ftz(__fsub_rn(mp, row.m)), __frcp_rn(row.s));
 }
-// the register kernel's part: a thread's NV vectors (a.m: their max of x), e written over them, summed into a.s
-template <int NV>
-__device__ __forceinline__ void k5_exp_rel(float4 (&x)[NV], int64_t n, int tid, int nt, float temp, K5Part& a) {
+// the register kernel's part: a thread's NV vectors, each visited through `each` (k5_each) (a.m: their max of
+// x), e written over them, summed into a.s
+template <int NV, typename Each>
+__device__ __forceinline__ void k5_exp_rel(float4 (&x)[NV], float temp, K5Part& a, Each each) {
   const float mc = k5_rel_base(a.m);
+  each([&](int u, int) {
+    float* e = reinterpret_cast<float*>(&x[u]);
 #pragma unroll
-  for (int u = 0; u < NV; ++u) {
-    const int64_t i = ((int64_t)u * nt + tid) * 4;
-    if (i < n) {
-      float* e = reinterpret_cast<float*>(&x[u]);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), mc));
-        a.s = __fadd_rn(a.s, e[k]);
-      }
+    for (int k = 0; k < 4; ++k) {
+      e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), mc));
+      a.s = __fadd_rn(a.s, e[k]);
     }
-  }
+  });
 }
 
 // x / t with y = RN(1 / t): Markstein's correction RN(q + (x - q t) y) of q = RN(x y), the remainder exact by FMA. It
@@ -1394,10 +1384,10 @@ __device__ __forceinline__ bool k5_div_rcp_ok(float t, float lo, float hi) {
 // k5_div_rcp (one reciprocal a thread instead of one IEEE division an entry) and the exp as k5_exp_ftz; elsewhere
 // (a zero, an infinity, an entry out of range) k5_exp_rel itself. Each vector through `each` (k5_each).
 template <int NV, typename Each>
-__device__ __forceinline__ void k5_exp_rel_rcp(float4 (&x)[NV], int64_t n, int tid, int nt, float temp, float lo,
-                                               float hi, K5Part& a, Each each) {
+__device__ __forceinline__ void k5_exp_rel_rcp(float4 (&x)[NV], float temp, float lo, float hi, K5Part& a,
+                                               Each each) {
   if (!k5_div_rcp_ok(temp, lo, hi)) {
-    k5_exp_rel<NV>(x, n, tid, nt, temp, a);
+    k5_exp_rel<NV>(x, temp, a, each);
     return;
   }
   const float y = __frcp_rn(temp), mc = k5_rel_base(a.m);
@@ -1751,41 +1741,44 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
   const float* row = logits + r * V + v0;
   const bool need_exp = wp && !gr;
 
+  // x[u]: the thread's vector u of the slice, where k5_each visits it (every pass below goes through k5_each, so a
+  // vector past the slice is never read)
   float4 x[NV];
+  const int ni = (int)n;  // n <= chunk <= 8192 * 16
+  auto each = [&](auto f) { k5_each<NV>(ni, tid, nt, f); };
   if constexpr (PF) {
     const uint64_t normal = l2_policy_evict_normal();
-#pragma unroll
-    for (int u = 0; u < NV; ++u) {
-      const int64_t i = ((int64_t)u * nt + tid) * 4;
-      x[u] = i < n ? ld_f4_l2_policy(row + i, normal) : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+    each([&](int u, int i) { x[u] = ld_f4_l2_policy(row + i, normal); });
     if (tid == 0 && n > 0 && r >= pf_from && r + pf < (int64_t)gridDim.y)
       l2_prefetch_evict_last(row + pf * V, (uint32_t)(n * 4));
   } else {
-#pragma unroll
-    for (int u = 0; u < NV; ++u) {
-      const int64_t i = ((int64_t)u * nt + tid) * 4;
-      x[u] = i < n ? __ldcs(reinterpret_cast<const float4*>(row + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+    each([&](int u, int i) { x[u] = __ldcs(reinterpret_cast<const float4*>(row + i)); });
   }
   // The thread's argmax of the raw logits (its value divided by temp is its max of x, see k5_kernel), two passes
   // over its registers with no branch an entry: its max with NaN propagating (max.NaN), then, from the last entry
   // to the first, the first equal to that max, or, when the max is NaN, the first NaN (a NaN max means the thread
-  // holds one, so `v == mx || v != v` picks exactly those); ties go to the lowest index (§5.4 step 1). The first
-  // pass also takes the least and largest |logit| (NaN ignored) for k5_exp_rel_rcp. av: the max itself (equal to
-  // the entry under ==, NaN when it is NaN: all a merge compares).
+  // holds one, so `v == mx || v != v` picks exactly those); ties go to the lowest index (§5.4 step 1). On a
+  // sampling row the first pass also takes the least and largest |logit| (NaN ignored) for k5_exp_rel_rcp, which
+  // only such rows call (a greedy row skips those two min / max an entry). av: the max itself (equal to the entry
+  // under ==, NaN when it is NaN: all a merge compares).
   float mx = -INFINITY, lo = INFINITY, hi = 0.0f;
-  const int ni = (int)n;  // n <= chunk <= 8192 * 16
-  auto each = [&](auto f) { k5_each<NV>(ni, tid, nt, f); };
-  each([&](int u, int) {
-    const float* e = reinterpret_cast<const float*>(&x[u]);
+  if (need_exp) {
+    each([&](int u, int) {
+      const float* e = reinterpret_cast<const float*>(&x[u]);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      asm("max.NaN.f32 %0, %0, %1;" : "+f"(mx) : "f"(e[k]));
-      lo = fminf(lo, fabsf(e[k]));
-      hi = fmaxf(hi, fabsf(e[k]));
-    }
-  });
+      for (int k = 0; k < 4; ++k) {
+        asm("max.NaN.f32 %0, %0, %1;" : "+f"(mx) : "f"(e[k]));
+        lo = fminf(lo, fabsf(e[k]));
+        hi = fmaxf(hi, fabsf(e[k]));
+      }
+    });
+  } else {
+    each([&](int u, int) {
+      const float* e = reinterpret_cast<const float*>(&x[u]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) asm("max.NaN.f32 %0, %0, %1;" : "+f"(mx) : "f"(e[k]));
+    });
+  }
   int li = INT_MAX;
   k5_each<NV, true>(ni, tid, nt, [&](int u, int i) {
     const float* e = reinterpret_cast<const float*>(&x[u]);
@@ -1801,7 +1794,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
     // this thread's max of x (its argmax value / temp, as for the row) and its exp-sum against it; the
     // registers keep e = exp(x - that max) from here (sampling rows), so the output pass only rescales
     K5Part a{need_exp ? __fdiv_rn(av, temp) : -INFINITY, 0.0f, av, ai == LLONG_MAX ? INT_MAX : (int)ai};
-    if (need_exp) k5_exp_rel_rcp<NV>(x, n, tid, nt, temp, lo, hi, a, each);
+    if (need_exp) k5_exp_rel_rcp<NV>(x, temp, lo, hi, a, each);
     tm = a.m;
     __shared__ K5Part ws1[8], xs1[16];  // the warps' and the cluster's partials
     one = k5_reduce_one(CS, rank, a, ws1, xs1);
@@ -1814,18 +1807,14 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
     float part = 0.0f;  // the two-round form: one partial sum per thread, >= 32 partial sums per row
     if constexpr (!ONE) {
       const float gm = __fdiv_rn(s_m, temp);
+      each([&](int u, int) {
+        float* e = reinterpret_cast<float*>(&x[u]);
 #pragma unroll
-      for (int u = 0; u < NV; ++u) {
-        const int64_t i = ((int64_t)u * nt + tid) * 4;
-        if (i < n) {
-          float* e = reinterpret_cast<float*>(&x[u]);
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), gm));
-            part = __fadd_rn(part, e[k]);
-          }
+        for (int k = 0; k < 4; ++k) {
+          e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), gm));
+          part = __fadd_rn(part, e[k]);
         }
-      }
+      });
     }
     // e_v * (1 / s): see k5_kernel (TOL, within 2 ulp of e_v / s); the one-round form's e are relative to
     // the thread's max, so its factor also carries exp(that max - the row's) (k5_scale)
@@ -1844,16 +1833,11 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
   }
   if (!need_exp && wp) {  // greedy row: one-hot at the argmax
     const long long am = ONE ? one.ai : s_ai;
-#pragma unroll
-    for (int u = 0; u < NV; ++u) {
-      const int64_t i = ((int64_t)u * nt + tid) * 4;
-      if (i < n) {
-        const long long g = v0 + i;
-        __stcs(reinterpret_cast<float4*>(out + i),
-               make_float4(g == am ? 1.f : 0.f, g + 1 == am ? 1.f : 0.f, g + 2 == am ? 1.f : 0.f,
-                           g + 3 == am ? 1.f : 0.f));
-      }
-    }
+    each([&](int, int i) {
+      const long long g = v0 + i;
+      __stcs(reinterpret_cast<float4*>(out + i), make_float4(g == am ? 1.f : 0.f, g + 1 == am ? 1.f : 0.f,
+                                                            g + 2 == am ? 1.f : 0.f, g + 3 == am ? 1.f : 0.f));
+    });
   }
   if (!ONE && CS > 1) cluster_wait();  // no block leaves while another may still read its shared memory
 }
