@@ -1741,44 +1741,44 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
   const float* row = logits + r * V + v0;
   const bool need_exp = wp && !gr;
 
-  // x[u]: the thread's vector u of the slice, where k5_each visits it (every pass below goes through k5_each, so a
-  // vector past the slice is never read)
+  // The loads (and below, the greedy one-hot and the two-round exp) keep their per-vector bounds tests: through
+  // k5_each, as the other passes go, the one-round kernels measured up to 1.11x slower at 64 rows of 32768
+  // (reports/kernel_before_after/k5_nits/)
   float4 x[NV];
-  const int ni = (int)n;  // n <= chunk <= 8192 * 16
-  auto each = [&](auto f) { k5_each<NV>(ni, tid, nt, f); };
   if constexpr (PF) {
     const uint64_t normal = l2_policy_evict_normal();
-    each([&](int u, int i) { x[u] = ld_f4_l2_policy(row + i, normal); });
+#pragma unroll
+    for (int u = 0; u < NV; ++u) {
+      const int64_t i = ((int64_t)u * nt + tid) * 4;
+      x[u] = i < n ? ld_f4_l2_policy(row + i, normal) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
     if (tid == 0 && n > 0 && r >= pf_from && r + pf < (int64_t)gridDim.y)
       l2_prefetch_evict_last(row + pf * V, (uint32_t)(n * 4));
   } else {
-    each([&](int u, int i) { x[u] = __ldcs(reinterpret_cast<const float4*>(row + i)); });
+#pragma unroll
+    for (int u = 0; u < NV; ++u) {
+      const int64_t i = ((int64_t)u * nt + tid) * 4;
+      x[u] = i < n ? __ldcs(reinterpret_cast<const float4*>(row + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
   }
   // The thread's argmax of the raw logits (its value divided by temp is its max of x, see k5_kernel), two passes
   // over its registers with no branch an entry: its max with NaN propagating (max.NaN), then, from the last entry
   // to the first, the first equal to that max, or, when the max is NaN, the first NaN (a NaN max means the thread
-  // holds one, so `v == mx || v != v` picks exactly those); ties go to the lowest index (§5.4 step 1). On a
-  // sampling row the first pass also takes the least and largest |logit| (NaN ignored) for k5_exp_rel_rcp, which
-  // only such rows call (a greedy row skips those two min / max an entry). av: the max itself (equal to the entry
-  // under ==, NaN when it is NaN: all a merge compares).
+  // holds one, so `v == mx || v != v` picks exactly those); ties go to the lowest index (§5.4 step 1). The first
+  // pass also takes the least and largest |logit| (NaN ignored) for k5_exp_rel_rcp. av: the max itself (equal to
+  // the entry under ==, NaN when it is NaN: all a merge compares).
   float mx = -INFINITY, lo = INFINITY, hi = 0.0f;
-  if (need_exp) {
-    each([&](int u, int) {
-      const float* e = reinterpret_cast<const float*>(&x[u]);
+  const int ni = (int)n;  // n <= chunk <= 8192 * 16
+  auto each = [&](auto f) { k5_each<NV>(ni, tid, nt, f); };
+  each([&](int u, int) {
+    const float* e = reinterpret_cast<const float*>(&x[u]);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        asm("max.NaN.f32 %0, %0, %1;" : "+f"(mx) : "f"(e[k]));
-        lo = fminf(lo, fabsf(e[k]));
-        hi = fmaxf(hi, fabsf(e[k]));
-      }
-    });
-  } else {
-    each([&](int u, int) {
-      const float* e = reinterpret_cast<const float*>(&x[u]);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) asm("max.NaN.f32 %0, %0, %1;" : "+f"(mx) : "f"(e[k]));
-    });
-  }
+    for (int k = 0; k < 4; ++k) {
+      asm("max.NaN.f32 %0, %0, %1;" : "+f"(mx) : "f"(e[k]));
+      lo = fminf(lo, fabsf(e[k]));
+      hi = fmaxf(hi, fabsf(e[k]));
+    }
+  });
   int li = INT_MAX;
   k5_each<NV, true>(ni, tid, nt, [&](int u, int i) {
     const float* e = reinterpret_cast<const float*>(&x[u]);
@@ -1807,14 +1807,18 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
     float part = 0.0f;  // the two-round form: one partial sum per thread, >= 32 partial sums per row
     if constexpr (!ONE) {
       const float gm = __fdiv_rn(s_m, temp);
-      each([&](int u, int) {
-        float* e = reinterpret_cast<float*>(&x[u]);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), gm));
-          part = __fadd_rn(part, e[k]);
+      for (int u = 0; u < NV; ++u) {
+        const int64_t i = ((int64_t)u * nt + tid) * 4;
+        if (i < n) {
+          float* e = reinterpret_cast<float*>(&x[u]);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            e[k] = k5_exp(__fsub_rn(__fdiv_rn(e[k], temp), gm));
+            part = __fadd_rn(part, e[k]);
+          }
         }
-      });
+      }
     }
     // e_v * (1 / s): see k5_kernel (TOL, within 2 ulp of e_v / s); the one-round form's e are relative to
     // the thread's max, so its factor also carries exp(that max - the row's) (k5_scale)
@@ -1833,11 +1837,16 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
   }
   if (!need_exp && wp) {  // greedy row: one-hot at the argmax
     const long long am = ONE ? one.ai : s_ai;
-    each([&](int, int i) {
-      const long long g = v0 + i;
-      __stcs(reinterpret_cast<float4*>(out + i), make_float4(g == am ? 1.f : 0.f, g + 1 == am ? 1.f : 0.f,
-                                                            g + 2 == am ? 1.f : 0.f, g + 3 == am ? 1.f : 0.f));
-    });
+#pragma unroll
+    for (int u = 0; u < NV; ++u) {
+      const int64_t i = ((int64_t)u * nt + tid) * 4;
+      if (i < n) {
+        const long long g = v0 + i;
+        __stcs(reinterpret_cast<float4*>(out + i),
+               make_float4(g == am ? 1.f : 0.f, g + 1 == am ? 1.f : 0.f, g + 2 == am ? 1.f : 0.f,
+                           g + 3 == am ? 1.f : 0.f));
+      }
+    }
   }
   if (!ONE && CS > 1) cluster_wait();  // no block leaves while another may still read its shared memory
 }
