@@ -1323,23 +1323,34 @@ __device__ __forceinline__ K5Part k5_merge_n(const K5Part* p, int n) {
   return a;
 }
 
-// The row's merged partials in every thread: warps, the block's warps (every warp merges them, one block
-// barrier), then (CS > 1) the cluster's blocks: warp 0 pushes the block's partial into every block's
-// xs[rank] (DSMEM stores), one cluster barrier, and every warp merges xs[0..CS) from its own shared
-// memory, so no block reads another's after the barrier. The caller has arrived (relaxed) at a cluster
-// barrier at its start; the wait here makes sure every block of the cluster runs before the stores.
-__device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a, K5Part* ws, K5Part* xs) {
+// The row's merged partials in every thread: warps, the block's warps (one block barrier), then (CS > 1) the
+// cluster's blocks: warp 0 pushes the block's partial into every block's xs[rank] (DSMEM stores), one cluster
+// barrier, and xs[0..CS) is merged from the block's own shared memory, so no block reads another's after the
+// barrier. The caller has arrived (relaxed) at a cluster barrier at its start; the wait here makes sure every
+// block of the cluster runs before the stores. w0: only warp 0 merges the warps' and the blocks' partials and
+// hands the result to the others through shared memory (one block barrier more on the path, the other warps'
+// merges off the SM's issue slots: where the launch has more blocks than the GPU has SMs, k5r_launch); else
+// every warp merges them itself. Both give every thread the same bits (the same merges in the same order).
+__device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a, K5Part* ws, K5Part* xs,
+                                                bool w0 = false) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
+  __shared__ K5Part res;
+  const bool merges = !w0 || wid == 0;
   k5_warp_merge(a);
   if (lane == 0) ws[wid] = a;
   __syncthreads();
-  a = k5_merge_n(ws, nw);
+  if (merges) a = k5_merge_n(ws, nw);
   if (CS > 1) {
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
     if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xs[rank], lane) = a;
     cluster_arrive_warp0_release();
     cluster_wait();
-    a = k5_merge_n(xs, CS);
+    if (merges) a = k5_merge_n(xs, CS);
+  }
+  if (w0) {
+    if (threadIdx.x == 0) res = a;
+    __syncthreads();
+    a = res;
   }
   return a;
 }
@@ -1716,7 +1727,7 @@ template <int NV, bool ONE, bool PF = false>
 __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const float* __restrict__ temps, int64_t V,
                                          int G, bool wp, float* __restrict__ probas, int64_t* __restrict__ argmax,
                                          uint8_t* __restrict__ greedy, int64_t chunk, int64_t pf = 0,
-                                         int64_t pf_from = 0) {
+                                         int64_t pf_from = 0, bool w0 = false) {
   pdl_begin();
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -1797,7 +1808,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
     if (need_exp) k5_exp_rel_rcp<NV>(x, temp, lo, hi, a, each);
     tm = a.m;
     __shared__ K5Part ws1[8], xs1[16];  // the warps' and the cluster's partials
-    one = k5_reduce_one(CS, rank, a, ws1, xs1);
+    one = k5_reduce_one(CS, rank, a, ws1, xs1, w0);
   } else {
     k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
   }
@@ -1854,7 +1865,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
 #define E4_K5R_ARGS                                                                                            \
   const float *__restrict__ logits, const float *__restrict__ temps, int64_t V, int G, bool wp,               \
       float *__restrict__ probas, int64_t *__restrict__ argmax, uint8_t *__restrict__ greedy, int64_t chunk,  \
-      int64_t pf, int64_t pf_from
+      int64_t pf, int64_t pf_from, bool w0
 template <int NV>
 __global__ void __launch_bounds__(256) k5r_kernel(E4_K5R_ARGS) {
   k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
@@ -1862,7 +1873,7 @@ __global__ void __launch_bounds__(256) k5r_kernel(E4_K5R_ARGS) {
 // The one-round form (k5_reduce_one) of the same kernel.
 template <int NV>
 __global__ void __launch_bounds__(256) k5r1_kernel(E4_K5R_ARGS) {
-  k5r_body<NV, true>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
+  k5r_body<NV, true>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, 0, 0, w0);
 }
 // The same kernel held to 64 registers a thread, so that 4 blocks of 256 threads share an SM instead of
 // 3 (NV = 8 takes 74-80 registers unbounded): with many rows the fourth block's loads overlap the others'
@@ -1874,7 +1885,7 @@ __global__ void __launch_bounds__(256, 4) k5r4_kernel(E4_K5R_ARGS) {
 }
 template <int NV, bool PF = false>
 __global__ void __launch_bounds__(256, 4) k5r14_kernel(E4_K5R_ARGS) {
-  k5r_body<NV, true, PF>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, pf, pf_from);
+  k5r_body<NV, true, PF>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, pf, pf_from, w0);
 }
 #undef E4_K5R_ARGS
 
@@ -2013,9 +2024,16 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
         kern = pfkern;
       }
     }
+    // w0 (k5_reduce_one): one warp merges where blocks share SMs and so their issue slots; with fewer blocks than
+    // SMs only its block barrier would show. Measured on the H100 (kernel_bench compare-src, one process,
+    // reports/kernel_before_after/k5_warp0/): 0.89 / 0.91x at the draft points of B = 8 (32 rows of 16384, 64 of
+    // 32768), 0.95x at the default verify B = 8, 0.98-0.99x at its B = 1 and 4 verify points, within 0.6% at
+    // deployment-8b's points of B >= 32; 1.016-1.017x at the draft points of B = 1 (64 blocks), which take the
+    // every-warp form
+    const bool w0 = (int64_t)c * R > sm_count();
     launch_ex(kern, dim3((unsigned)c, (unsigned)R), dim3(nt), 0, c, stream, (const float*)ptr<float>(logits),
                    (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
-                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk, pf, pf_from);
+                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk, pf, pf_from, w0);
     return true;
   };
   // the build held to 4 blocks an SM (64 registers): the two-round form's where a thread holds 8 vectors and
