@@ -1327,27 +1327,26 @@ __device__ __forceinline__ K5Part k5_merge_n(const K5Part* p, int n) {
 // cluster's blocks: warp 0 pushes the block's partial into every block's xs[rank] (DSMEM stores), one cluster
 // barrier, and xs[0..CS) is merged from the block's own shared memory, so no block reads another's after the
 // barrier. The caller has arrived (relaxed) at a cluster barrier at its start; the wait here makes sure every
-// block of the cluster runs before the stores. w0: only warp 0 merges the warps' and the blocks' partials and
+// block of the cluster runs before the stores. W0: only warp 0 merges the warps' and the blocks' partials and
 // hands the result to the others through shared memory (one block barrier more on the path, the other warps'
-// merges off the SM's issue slots: where the launch has more blocks than the GPU has SMs, k5r_launch); else
-// every warp merges them itself. Both give every thread the same bits (the same merges in the same order).
-__device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a, K5Part* ws, K5Part* xs,
-                                                bool w0 = false) {
+// merges off the SM's issue slots; k5r_launch says where); else every warp merges them itself. Both give every
+// thread the same bits (the same merges in the same order).
+template <bool W0 = false>
+__device__ __forceinline__ K5Part k5_reduce_one(int CS, int rank, K5Part a, K5Part* ws, K5Part* xs) {
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
-  __shared__ K5Part res;
-  const bool merges = !w0 || wid == 0;
   k5_warp_merge(a);
   if (lane == 0) ws[wid] = a;
   __syncthreads();
-  if (merges) a = k5_merge_n(ws, nw);
+  if (!W0 || wid == 0) a = k5_merge_n(ws, nw);
   if (CS > 1) {
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
     if (wid == 0 && lane < CS) *cg::this_cluster().map_shared_rank(&xs[rank], lane) = a;
     cluster_arrive_warp0_release();
     cluster_wait();
-    if (merges) a = k5_merge_n(xs, CS);
+    if (!W0 || wid == 0) a = k5_merge_n(xs, CS);
   }
-  if (w0) {
+  if constexpr (W0) {
+    __shared__ K5Part res;
     if (threadIdx.x == 0) res = a;
     __syncthreads();
     a = res;
@@ -1723,11 +1722,11 @@ __device__ __forceinline__ void k5_each(int n, int tid, int nt, F f) {
 // left marked stayed in L2 through later kernels). Rows before pf_from do not prefetch: the GPU's first wave
 // holds rows 0 .. pf_from + pf - 1 at once, and a prefetch landing after its row's own load would leave the
 // mark on; from there on the row pf rows on starts only after pf more rows have ended.
-template <int NV, bool ONE, bool PF = false>
+template <int NV, bool ONE, bool PF = false, bool W0 = false>
 __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const float* __restrict__ temps, int64_t V,
                                          int G, bool wp, float* __restrict__ probas, int64_t* __restrict__ argmax,
                                          uint8_t* __restrict__ greedy, int64_t chunk, int64_t pf = 0,
-                                         int64_t pf_from = 0, bool w0 = false) {
+                                         int64_t pf_from = 0) {
   pdl_begin();
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -1808,7 +1807,7 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
     if (need_exp) k5_exp_rel_rcp<NV>(x, temp, lo, hi, a, each);
     tm = a.m;
     __shared__ K5Part ws1[8], xs1[16];  // the warps' and the cluster's partials
-    one = k5_reduce_one(CS, rank, a, ws1, xs1, w0);
+    one = k5_reduce_one<W0>(CS, rank, a, ws1, xs1);
   } else {
     k5_reduce_stats(cluster, CS, av, av, ai, rf, rv, ri, st, s_m, s_ai);
   }
@@ -1865,15 +1864,15 @@ __device__ __forceinline__ void k5r_body(const float* __restrict__ logits, const
 #define E4_K5R_ARGS                                                                                            \
   const float *__restrict__ logits, const float *__restrict__ temps, int64_t V, int G, bool wp,               \
       float *__restrict__ probas, int64_t *__restrict__ argmax, uint8_t *__restrict__ greedy, int64_t chunk,  \
-      int64_t pf, int64_t pf_from, bool w0
+      int64_t pf, int64_t pf_from
 template <int NV>
 __global__ void __launch_bounds__(256) k5r_kernel(E4_K5R_ARGS) {
   k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
 }
-// The one-round form (k5_reduce_one) of the same kernel.
-template <int NV>
+// The one-round form (k5_reduce_one; W0: its merges by warp 0 only) of the same kernel.
+template <int NV, bool W0 = false>
 __global__ void __launch_bounds__(256) k5r1_kernel(E4_K5R_ARGS) {
-  k5r_body<NV, true>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, 0, 0, w0);
+  k5r_body<NV, true, false, W0>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
 }
 // The same kernel held to 64 registers a thread, so that 4 blocks of 256 threads share an SM instead of
 // 3 (NV = 8 takes 74-80 registers unbounded): with many rows the fourth block's loads overlap the others'
@@ -1883,9 +1882,9 @@ template <int NV>
 __global__ void __launch_bounds__(256, 4) k5r4_kernel(E4_K5R_ARGS) {
   k5r_body<NV, false>(logits, temps, V, G, wp, probas, argmax, greedy, chunk);
 }
-template <int NV, bool PF = false>
+template <int NV, bool PF = false, bool W0 = false>
 __global__ void __launch_bounds__(256, 4) k5r14_kernel(E4_K5R_ARGS) {
-  k5r_body<NV, true, PF>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, pf, pf_from, w0);
+  k5r_body<NV, true, PF, W0>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, pf, pf_from);
 }
 #undef E4_K5R_ARGS
 
@@ -2005,7 +2004,14 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   // (8192 / 2048 / 512 rows of 128256), 0.94x at its draft B = 128 (1024 rows of 32768), 0.97 / 0.96x at its
   // verify B = 1 and draft B = 32 (64 rows of 128256, 256 of 32768: two waves); 50% ahead within 1% of 25% at
   // the many-wave points and 0.5-1% slower at the two-wave ones, 100% slower everywhere
-  auto go = [&](auto kern, decltype(kern) pfkern = nullptr) {
+  // kw / pfkw: the same builds with K5's one-round merges by warp 0 only (k5_reduce_one's W0), taken where the
+  // launch has more blocks than the GPU has SMs: blocks share SMs and so their issue slots there, and with fewer
+  // blocks only W0's block barrier would show. Measured on the H100 with W0 at every point (kernel_bench
+  // compare-src, one process, reports/kernel_before_after/k5_warp0/): 0.89 / 0.91x at the draft points of B = 8
+  // (256 / 512 blocks), 0.95x at the default verify B = 8 (384), 0.98x at its verify B = 4 (256), within 0.6% at
+  // deployment-8b's verify B = 1 and points of B >= 32 (1024 blocks and more); 0.99x at 128 blocks (the default verify
+  // B = 1, draft B = 4) and 1.016-1.017x at 64 (the draft points of B = 1)
+  auto go = [&](auto kern, decltype(kern) kw, decltype(kern) pfkern = nullptr, decltype(kern) pfkw = nullptr) {
     int c = (int)cs;
     if (c > 8) {
       c = usable_cluster(kern, c, dim3(nt), 0);
@@ -2022,18 +2028,13 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
         pf = std::max<int64_t>(1, std::min<int64_t>(held, held * (g_k5_pf > 0 ? g_k5_pf : 25) / 100));
         pf_from = held - pf;
         kern = pfkern;
+        kw = pfkw;
       }
     }
-    // w0 (k5_reduce_one): one warp merges where blocks share SMs and so their issue slots; with fewer blocks than
-    // SMs only its block barrier would show. Measured on the H100 (kernel_bench compare-src, one process,
-    // reports/kernel_before_after/k5_warp0/): 0.89 / 0.91x at the draft points of B = 8 (32 rows of 16384, 64 of
-    // 32768), 0.95x at the default verify B = 8, 0.98-0.99x at its B = 1 and 4 verify points, within 0.6% at
-    // deployment-8b's points of B >= 32; 1.016-1.017x at the draft points of B = 1 (64 blocks), which take the
-    // every-warp form
-    const bool w0 = (int64_t)c * R > sm_count();
+    if ((int64_t)c * R > sm_count()) kern = kw;
     launch_ex(kern, dim3((unsigned)c, (unsigned)R), dim3(nt), 0, c, stream, (const float*)ptr<float>(logits),
                    (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
-                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk, pf, pf_from, w0);
+                   ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk, pf, pf_from);
     return true;
   };
   // the build held to 4 blocks an SM (64 registers): the two-round form's where a thread holds 8 vectors and
@@ -2043,33 +2044,35 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   const bool bounded = g_k5_minb == 4 || (g_k5_minb == 0 && (one ? R <= 32 || many : nv == 8 && many));
   if (one && bounded) {
     switch (nv) {
-      case 1: return go(k5r14_kernel<1>);
-      case 2: return go(k5r14_kernel<2>);
-      case 4: return go(k5r14_kernel<4>);
-      default: return go(k5r14_kernel<8>, k5r14_kernel<8, true>);
+      case 1: return go(k5r14_kernel<1>, k5r14_kernel<1, false, true>);
+      case 2: return go(k5r14_kernel<2>, k5r14_kernel<2, false, true>);
+      case 4: return go(k5r14_kernel<4>, k5r14_kernel<4, false, true>);
+      default: return go(k5r14_kernel<8>, k5r14_kernel<8, false, true>, k5r14_kernel<8, true>,
+                         k5r14_kernel<8, true, true>);
     }
   }
   if (one) {
     switch (nv) {
-      case 1: return go(k5r1_kernel<1>);
-      case 2: return go(k5r1_kernel<2>);
-      case 4: return go(k5r1_kernel<4>);
-      default: return go(k5r1_kernel<8>);
+      case 1: return go(k5r1_kernel<1>, k5r1_kernel<1, true>);
+      case 2: return go(k5r1_kernel<2>, k5r1_kernel<2, true>);
+      case 4: return go(k5r1_kernel<4>, k5r1_kernel<4, true>);
+      default: return go(k5r1_kernel<8>, k5r1_kernel<8, true>);
     }
   }
+  // the two-round form (the sweep's hook only) has no W0 build
   if (bounded) {
     switch (nv) {
-      case 1: return go(k5r4_kernel<1>);
-      case 2: return go(k5r4_kernel<2>);
-      case 4: return go(k5r4_kernel<4>);
-      default: return go(k5r4_kernel<8>);
+      case 1: return go(k5r4_kernel<1>, k5r4_kernel<1>);
+      case 2: return go(k5r4_kernel<2>, k5r4_kernel<2>);
+      case 4: return go(k5r4_kernel<4>, k5r4_kernel<4>);
+      default: return go(k5r4_kernel<8>, k5r4_kernel<8>);
     }
   }
   switch (nv) {
-    case 1: return go(k5r_kernel<1>);
-    case 2: return go(k5r_kernel<2>);
-    case 4: return go(k5r_kernel<4>);
-    default: return go(k5r_kernel<8>);
+    case 1: return go(k5r_kernel<1>, k5r_kernel<1>);
+    case 2: return go(k5r_kernel<2>, k5r_kernel<2>);
+    case 4: return go(k5r_kernel<4>, k5r_kernel<4>);
+    default: return go(k5r_kernel<8>, k5r_kernel<8>);
   }
 }
 
