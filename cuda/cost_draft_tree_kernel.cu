@@ -152,10 +152,11 @@ struct CheckOnly {
 };
 
 // Every kernel launch of this file: cudaLaunchKernelEx with programmatic stream serialization
-// (pdl_begin) and, for cs >= 1, a thread-block cluster of cs blocks along x.
+// (pdl_begin) and, for cs >= 1, a thread-block cluster of cs blocks along x; coop: a cooperative launch (every
+// block of the grid resident at once, or the launch fails), for kernels whose blocks wait on each other.
 template <typename KernelT, typename... Args>
-static void launch_ex(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs, cudaStream_t stream,
-                      Args... args) {
+static void launch_cfg(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs, bool coop, cudaStream_t stream,
+                       Args... args) {
   if (smem > 48 * 1024)
     E4_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   if (cs > 8) E4_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -164,8 +165,13 @@ static void launch_ex(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
+  cudaLaunchAttribute attr[3];
   unsigned n = 0;
+  if (coop) {
+    attr[n].id = cudaLaunchAttributeCooperative;
+    attr[n].val.cooperative = 1;
+    ++n;
+  }
   if (cs >= 1) {
     attr[n].id = cudaLaunchAttributeClusterDimension;
     attr[n].val.clusterDim.x = cs;
@@ -181,6 +187,11 @@ static void launch_ex(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs
   cfg.attrs = attr;
   cfg.numAttrs = n;
   E4_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+template <typename KernelT, typename... Args>
+static void launch_ex(KernelT kernel, dim3 grid, dim3 block, size_t smem, int cs, cudaStream_t stream,
+                      Args... args) {
+  launch_cfg(kernel, grid, block, smem, cs, false, stream, args...);
 }
 
 // The current device's SM count (read once).
@@ -2233,6 +2244,69 @@ __device__ __forceinline__ void k6_exchange_argmax(float& av, long long& ai, int
     if (amax_better(xav[k], xai[k], av, ai)) { av = xav[k]; ai = xai[k]; }
 }
 
+// The register form's exchange through global memory (GX), for rows spread over more blocks than a cluster holds
+// (at most K6G_MAX_CS blocks a request, K6G_MAX_B requests; a cooperative launch, so every block runs at once).
+// Each block publishes its total as four 64-bit words, 16 bits of it each under a 48-bit tag in the high bits,
+// stored relaxed at GPU scope; every block reads the CS blocks' words until each carries this launch's tag. A
+// word is one single-copy-atomic access that carries its own tag, so nothing else needs ordering: no fence, no
+// barrier between blocks. The tag is request b's launch count (g_k6_ep[b] + 1, written back by block 0 once it
+// has read every block's words, so every block has read the old count by then; the next launch reads it after
+// its griddepcontrol.wait). Words and counts are one set per device: two K6 launches must not run concurrently
+// on two streams (as with the draft step's arrival counter).
+constexpr int K6G_MAX_B = 64, K6G_MAX_CS = 64;
+__device__ unsigned long long g_k6_ep[K6G_MAX_B];
+__device__ unsigned long long g_k6_slot[K6G_MAX_B * K6G_MAX_CS * 4];
+__device__ __forceinline__ void st_relaxed_gpu(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_relaxed_gpu(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+// this launch's tag for request b (1 .. 2^48 - 1; the words start as 0, which no tag matches)
+__device__ __forceinline__ unsigned long long k6g_tag(int64_t b) {
+  const unsigned long long t = (ld_relaxed_gpu(&g_k6_ep[b]) + 1) & ((1ull << 48) - 1);
+  return t ? t : 1ull;
+}
+// Block totals -> (R_q, this block's base), as k6_exchange_totals. xpc: 4 * K6G_MAX_CS words of shared memory.
+// A wait that outlasts about a second (a block that never runs: impossible under a cooperative launch) traps.
+__device__ __forceinline__ void k6g_exchange_totals(unsigned long long btotal, int rank, int CS, int64_t b,
+                                                    unsigned long long tag, unsigned* xpc, unsigned long long& Rq,
+                                                    unsigned long long& base) {
+  unsigned long long* slot = g_k6_slot + b * (K6G_MAX_CS * 4);
+  const int tid = threadIdx.x, lane = tid & 31;
+  const unsigned long long tg = tag << 16;
+  if (tid < 4) st_relaxed_gpu(slot + rank * 4 + tid, tg | ((btotal >> (16 * tid)) & 0xffffull));
+  if (tid < 4 * CS) {
+    unsigned long long v;
+    if ((tid >> 2) == rank) {
+      v = (btotal >> (16 * (tid & 3))) & 0xffffull;
+    } else {
+      unsigned n = 0;
+      while (((v = ld_relaxed_gpu(slot + tid)) & ~0xffffull) != tg)
+        if (++n == (1u << 21)) __trap();
+    }
+    xpc[tid] = (unsigned)(v & 0xffffull);
+  }
+  __syncthreads();
+  if (rank == 0 && tid == 0) st_relaxed_gpu(&g_k6_ep[b], tag);
+  unsigned long long r = 0ull, bs = 0ull;  // every warp: the totals of blocks lane and lane + 32
+  for (int k = lane; k < CS; k += 32) {
+    const unsigned long long t = (unsigned long long)xpc[4 * k] | (unsigned long long)xpc[4 * k + 1] << 16 |
+                                 (unsigned long long)xpc[4 * k + 2] << 32 | (unsigned long long)xpc[4 * k + 3] << 48;
+    r += t;
+    bs += k < rank ? t : 0ull;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    r += __shfl_xor_sync(FULL, r, o);
+    bs += __shfl_xor_sync(FULL, bs, o);
+  }
+  Rq = r;
+  base = bs;
+}
+
 // K6's acceptance test coin <= RN(pacc / t) as pacc >= P, P the least float that passes, found without
 // a division (t finite, > 0: the host makes t >= 1e-9). RN(y) >= coin exactly when y lies above the
 // midpoint m of coin and the float under it, or on m with coin's last bit even (a tie rounds to the
@@ -2600,8 +2674,10 @@ __global__ void __launch_bounds__(512) k6_kernel(
 // B/C take one block scan (warp shuffles, one __syncthreads), one exchange of block totals (each block
 // pushes its total and argmax into every block's shared memory, then one cluster barrier) and the
 // owning thread's scan of its own registers: no tile sums, no reload of the sampled tile. CS = 1 (the whole row in one block) launches without a cluster. Same integers,
-// same sample as k6_kernel.
-template <int NV, bool VEC4>
+// same sample as k6_kernel. GX: the same kernel without a cluster (up to K6G_MAX_CS blocks a row, a cooperative
+// launch): the block totals go through global memory (k6g_exchange_totals), and where R_q = 0 block 0 alone takes
+// the row's argmax (the others return).
+template <int NV, bool VEC4, bool GX = false>
 __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     const int64_t* __restrict__ cand, const int64_t* __restrict__ ridx, const int64_t* __restrict__ rnext,
     const int64_t* __restrict__ rsib, const float* __restrict__ probs, const int64_t* __restrict__ tpred,
@@ -2613,11 +2689,13 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   const int CS = (int)gridDim.x, rank = (int)blockIdx.x;  // the cluster spans the grid's x
   // a block's shared memory may take DSMEM stores only once every block of the cluster runs: arrive
   // now, wait right before the stores (by then long satisfied)
-  if (CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  if (!GX && CS > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   E4_T(0);
   const int64_t b = blockIdx.y;
   const float fcoin = fcoins[b];  // loaded now: the sample needs it last, after the exchange
   const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+  __shared__ unsigned long long s_tag;  // GX: this launch's tag (read now, published by k6_walk's barriers)
+  if (GX && CS > 1 && tid == 0) s_tag = k6g_tag(b);
   constexpr int NW = 512 / 32;
   const int64_t BQ = (int64_t)gridDim.y * Q;
   extern __shared__ unsigned long long k6r_sm[];
@@ -2634,7 +2712,7 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   const long long last = w.last;
   const bool last_ok = last >= 0 && last < BQ;
   if (gr) {
-    if (CS > 1) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // leave no arrival pending
+    if (!GX && CS > 1) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // leave no arrival pending
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)w.tpred_row;
     return;  // the whole cluster takes this branch (greedy is per request)
   }
@@ -2691,8 +2769,25 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     btotal += t;
   }
   unsigned long long Rq = btotal, base = 0ull;
-  if (CS > 1) k6_exchange_totals(btotal, rank, CS, xtot, Rq, base);
+  if (CS > 1) {
+    if constexpr (GX) {
+      __shared__ unsigned xpc[4 * K6G_MAX_CS];
+      k6g_exchange_totals(btotal, rank, CS, b, s_tag, xpc, Rq, base);
+    } else {
+      k6_exchange_totals(btotal, rank, CS, xtot, Rq, base);
+    }
+  }
   E4_T(5);
+  if (GX && CS > 1 && Rq == 0ull) {  // the fallback (rare): block 0 takes the argmax of the whole row itself
+    if (rank != 0) return;
+    float av = -INFINITY;
+    long long ai = LLONG_MAX;
+    for (int64_t v = tid; v < V; v += 512)
+      if (amax_better(rowp[v], v, av, ai)) { av = rowp[v]; ai = v; }
+    k6_block_argmax(av, ai, wav, wai);
+    if (tid == 0 && last_ok) predicts[last] = (int32_t)ai;
+    return;
+  }
   if (Rq == 0ull) {  // (every block of the cluster) the fallback: argmax of the row, Rej ignored
     float av = -INFINITY;
     long long ai = LLONG_MAX;
@@ -2737,7 +2832,8 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
 }
 
 // Tuning hook (the bench's sweep only): 0 automatic; 1 the register form with `arg` float4 loads a thread
-// (clusters of V / (2048 arg) blocks, however many waves); 2 the tiled kernel with clusters of `arg` blocks
+// (clusters of V / (2048 arg) blocks, however many waves); 2 the tiled kernel with clusters of `arg` blocks; 3 the
+// register form without clusters (GX) with `arg` float4 loads a thread
 static int g_k6_form = 0;
 static int64_t g_k6_arg = 0;
 void k6_form(int64_t form, int64_t arg) { g_k6_form = (int)form; g_k6_arg = arg; }
@@ -2771,33 +2867,78 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   auto stream = c10::cuda::getCurrentCUDAStream();
   const dim3 block(512);
   const bool vec = V % 4 == 0 && reinterpret_cast<uintptr_t>(target_probs.data_ptr()) % 16 == 0;
-  auto run = [&](auto kern, dim3 grid, size_t smem, int cs, auto... tail) {
-    launch_ex(kern, grid, block, smem, cs, stream, (const int64_t*)ptr<int64_t>(candidates),
+  auto run = [&](auto kern, dim3 grid, size_t smem, int cs, bool coop, auto... tail) {
+    launch_cfg(kern, grid, block, smem, cs, coop, stream, (const int64_t*)ptr<int64_t>(candidates),
               (const int64_t*)ptr<int64_t>(retrive_index), (const int64_t*)ptr<int64_t>(retrive_next_token),
               (const int64_t*)ptr<int64_t>(retrive_next_sibling), (const float*)ptr<float>(target_probs),
               (const int64_t*)ptr<int64_t>(target_predict), (const uint8_t*)ptr<uint8_t>(is_greedy),
               (const float*)ptr<float>(coins), (const float*)ptr<float>(final_coins), ts, ta, (int)Q, (int)S, V,
               ptr<int32_t>(predicts), ptr<int32_t>(accept_index), ptr<int32_t>(accept_length), tail...);
   };
-  // the register form: the smallest NV (>= E4_K6R_MIN_NV) whose clusters of <= 16 blocks hold the row,
-  // all B clusters in one wave of resident blocks; otherwise the tiled kernel below
+  // The register form, in clusters (k6_exchange_totals): the smallest NV (>= E4_K6R_MIN_NV) whose clusters of
+  // <= 16 blocks hold the row, all B clusters in one wave of resident blocks. Without clusters (GX,
+  // k6g_exchange_totals; 16-byte aligned rows, V % 4 == 0): the smallest NV whose B x (blocks a row <= 64) blocks
+  // are all resident at once (a cooperative launch), taken where that NV is smaller than the cluster form's: a
+  // block's share of the final row is then smaller than a cluster allows. Measured on the H100 (kernel_bench
+  // compare-src, one process, reports/kernel_before_after/k6_gx/): deployment-8b's B = 1 (63 blocks of 2048
+  // entries instead of 16 clusters' blocks of 8192) 5.59 -> 4.97 us, B = 8 (NV 2: 256 blocks instead of clusters
+  // of NV 4) 7.45 -> 6.08; with the same NV as the cluster form (the default contract's V = 16384, 8 blocks) GX
+  // took 1.03-1.05x the cluster form's time, so equal NV keeps the clusters. Otherwise the tiled kernel below.
   const size_t smem_r = k6_tree_bytes(Q);
-  auto try_r = [&](auto kern, int nv) -> bool {
-    const int64_t cs = (V + 2048 * nv - 1) / (2048 * nv);
-    if (g_k6_form == 2 || (g_k6_form == 1 && nv != g_k6_arg)) return false;
+  auto blocks_of = [&](int nv) { return (V + 2048 * nv - 1) / (2048 * nv); };
+  auto fits_r = [&](auto kern, int nv) -> bool {
+    const int64_t cs = blocks_of(nv);
+    if (g_k6_form >= 2 || (g_k6_form == 1 && nv != g_k6_arg)) return false;
     if (nv < E4_K6R_MIN_NV || cs > 16 || smem_r > 200 * 1024) return false;
     if (cs > 8 && usable_cluster(kern, (int)cs, block, smem_r) < cs) return false;
     // all B clusters in one wave: a cluster's blocks share a GPC, so fewer clusters fit than blocks / cs
     const int64_t fit = cs > 1 ? resident(kern, (int)cs, (int)block.x, smem_r) : resident_blocks(kern, (int)block.x, smem_r);
-    if (g_k6_form != 1 && B > fit) return false;
-    run(kern, dim3((unsigned)cs, (unsigned)B), smem_r, cs > 1 ? (int)cs : 0);
-    return true;
+    return g_k6_form == 1 || B <= fit;
   };
-  if (vec ? (try_r(k6r_kernel<1, true>, 1) || try_r(k6r_kernel<2, true>, 2) || try_r(k6r_kernel<4, true>, 4) ||
-             try_r(k6r_kernel<8, true>, 8))
-          : (try_r(k6r_kernel<1, false>, 1) || try_r(k6r_kernel<2, false>, 2) || try_r(k6r_kernel<4, false>, 4) ||
-             try_r(k6r_kernel<8, false>, 8)))
-    return;
+  auto fits_g = [&](auto kern, int nv) -> bool {
+    const int64_t cs = blocks_of(nv);
+    if (!vec || g_k6_form == 1 || g_k6_form == 2 || (g_k6_form == 3 && nv != g_k6_arg)) return false;
+    if (cs < 2 || cs > K6G_MAX_CS || B > K6G_MAX_B || smem_r > 200 * 1024) return false;
+    return B * cs <= resident_blocks(kern, (int)block.x, smem_r);
+  };
+  int nr = 0, ng = 0;  // the NV each register form takes here (0: it does not apply)
+  for (int nv : {1, 2, 4, 8}) {
+    const bool f = vec ? (nv == 1 ? fits_r(k6r_kernel<1, true>, 1) : nv == 2 ? fits_r(k6r_kernel<2, true>, 2)
+                          : nv == 4 ? fits_r(k6r_kernel<4, true>, 4) : fits_r(k6r_kernel<8, true>, 8))
+                       : (nv == 1 ? fits_r(k6r_kernel<1, false>, 1) : nv == 2 ? fits_r(k6r_kernel<2, false>, 2)
+                          : nv == 4 ? fits_r(k6r_kernel<4, false>, 4) : fits_r(k6r_kernel<8, false>, 8));
+    if (f) { nr = nv; break; }
+  }
+  for (int nv : {1, 2, 4}) {
+    const bool f = nv == 1 ? fits_g(k6r_kernel<1, true, true>, 1) : nv == 2 ? fits_g(k6r_kernel<2, true, true>, 2)
+                                                                      : fits_g(k6r_kernel<4, true, true>, 4);
+    if (f) { ng = nv; break; }
+  }
+  if (ng && (nr == 0 || ng < nr)) {
+    const dim3 grid((unsigned)blocks_of(ng), (unsigned)B);
+    switch (ng) {
+      case 1: run(k6r_kernel<1, true, true>, grid, smem_r, 0, true); return;
+      case 2: run(k6r_kernel<2, true, true>, grid, smem_r, 0, true); return;
+      default: run(k6r_kernel<4, true, true>, grid, smem_r, 0, true); return;
+    }
+  }
+  if (nr) {
+    const int64_t cs = blocks_of(nr);
+    const dim3 grid((unsigned)cs, (unsigned)B);
+    const int c = cs > 1 ? (int)cs : 0;
+    switch (nr * (vec ? 1 : -1)) {
+      case 1: run(k6r_kernel<1, true>, grid, smem_r, c, false); return;
+      case 2: run(k6r_kernel<2, true>, grid, smem_r, c, false); return;
+      case 4: run(k6r_kernel<4, true>, grid, smem_r, c, false); return;
+      case 8: run(k6r_kernel<8, true>, grid, smem_r, c, false); return;
+      case -1: run(k6r_kernel<1, false>, grid, smem_r, c, false); return;
+      case -2: run(k6r_kernel<2, false>, grid, smem_r, c, false); return;
+      case -4: run(k6r_kernel<4, false>, grid, smem_r, c, false); return;
+      default: run(k6r_kernel<8, false>, grid, smem_r, c, false); return;
+    }
+  }
+  TORCH_CHECK(g_k6_form != 3, "draft_tree_reject_sample: the register form without clusters with ", g_k6_arg,
+              " float4 loads a thread does not fit B = ", B, ", V = ", V);
   TORCH_CHECK(g_k6_form != 1, "draft_tree_reject_sample: the register form with ", g_k6_arg,
               " float4 loads a thread does not fit V = ", V);
   auto k = vec ? k6_kernel<true> : k6_kernel<false>;
@@ -2820,7 +2961,7 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   cs = (int)((V + chunk - 1) / chunk);
   const size_t smem = smem_of(chunk);
   TORCH_CHECK(smem <= 227 * 1024, "draft_tree_reject_sample: Q/V too large for shared memory");
-  run(k, dim3((unsigned)cs, (unsigned)B), smem, cs, chunk);
+  run(k, dim3((unsigned)cs, (unsigned)B), smem, cs, false, chunk);
 }
 
 // ==========================================================================================

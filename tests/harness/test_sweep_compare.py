@@ -105,6 +105,12 @@ def test_k6_sweep_skips_register_forms_that_cannot_hold_the_row():
     assert _k6_unfit(big, (1, 4)) is None and _k6_unfit(big, (1, 8)) is None  # 16 and 8 blocks
     assert _k6_unfit(big, (2, 1)) is None and _k6_unfit(big, (0, 0)) is None  # the tiled kernel, automatic
     assert all(_k6_unfit(small, (1, nv)) is None for nv in (1, 2, 4, 8))
+    # the form without clusters: up to 64 blocks a row and 64 requests
+    assert _k6_unfit(big, (3, 1)) is None and _k6_unfit(big, (3, 2)) is None  # 63 and 32 blocks
+    wide = Point("reject_sample", "K6", dict(B=1, Q=8, V=152064, S=6))
+    assert _k6_unfit(wide, (3, 1)) == "75 blocks a row, B = 1: over 64" and _k6_unfit(wide, (3, 2)) is None
+    many = Point("reject_sample", "K6", dict(B=128, Q=64, V=128256, S=7))
+    assert _k6_unfit(many, (3, 4)) == "16 blocks a row, B = 128: over 64"
 
 
 def test_a_choice_is_not_run_where_unfit_and_an_op_refusal_is_reported():

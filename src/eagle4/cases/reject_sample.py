@@ -410,6 +410,49 @@ def edge_cases() -> list[Case]:
     return out
 
 
+def multiblock_cases() -> list[Case]:
+    """The edge cases again at V = 8192, where the CUDA kernel spreads the final row over several blocks and
+    combines their sums (2048 or 4096 entries a block): the R_q = 0 fallback, an entry >= 1 (the exact q), and
+    rejected tokens on both sides of a block boundary and in different blocks."""
+    out = []
+    V = 8192
+    spread = [6000, 2048, 2047, 300, 4096, 8191, 4095, 6144, 10, 5000, 7000, 1024, 3000, 8000, 2049]
+
+    # R_q = 0: the rejected children hold all the mass; the two largest tie across blocks (lower index wins).
+    a, p = batch(42, 3, 16, 4, V, tree="star")
+    a["candidates"][:, 1:] = spread
+    a["coins"][:, 0] = COIN_MAX
+    a["target_probs"][:, 0, :] = 0.0
+    for b in range(3):
+        _set_probs_for_children(a, b, 0, [0.25, 0.25, 0.0625, 0.0])
+    out.append(_case("multiblock_residual_zero_fallback", 42, a, p, ("edge", "tie"),
+                     "V = 8192: the mass on rejected tokens in several blocks, R_q = 0, argmax tie across blocks"))
+
+    # R_q = 0 on zeros and NaNs: the row's first NaN (the NaN child's token) lies in block 1, later NaNs beyond.
+    a, p = batch(43, 3, 16, 4, V, tree="star")
+    a["candidates"][:, 1:] = spread
+    a["coins"][:, 0] = 0.25
+    a["target_probs"][:, 0, :] = 0.0
+    a["target_probs"][:, 0, [4100, 7001]] = np.nan
+    for b in range(3):
+        _set_probs_for_children(a, b, 0, [0.0, np.nan, 0.0])
+    out.append(_case("multiblock_residual_zero_first_nan", 43, a, p, ("edge", "nan"),
+                     "V = 8192: zeros and NaNs only, fallback = the row's first NaN, not in its first block"))
+
+    # The exact q: entries of 1.0 in two blocks of the final row, rejected tokens around block boundaries.
+    a, p = batch(44, 3, 16, 4, V, tree="star")
+    a["candidates"][:, 1:] = spread
+    a["coins"][:] = COIN_MAX
+    for b in range(3):
+        _set_probs_for_children(a, b, 0, [2.0**-10])
+    a["target_probs"][:, 0, 4097] = np.float32(1.0)
+    a["target_probs"][:, 0, 6001] = np.float32(1.0)
+    a["final_coins"][:] = np.array([0.0, 0.5, COIN_MAX], np.float32)
+    out.append(_case("multiblock_exact_q", 44, a, p, ("edge",),
+                     "V = 8192: q_v = 2^32 in two blocks of the final row, Rej across blocks, final coins 0, 0.5, max"))
+    return out
+
+
 def large_cases() -> list[Case]:
     out = []
     a, p = batch(40, 1, 64, 9, 128256, tree="eagle", scale=4.0)
@@ -420,4 +463,4 @@ def large_cases() -> list[Case]:
 
 
 def cases() -> list[Case]:
-    return matrix_cases() + edge_cases() + large_cases()
+    return matrix_cases() + edge_cases() + multiblock_cases() + large_cases()

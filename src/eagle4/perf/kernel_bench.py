@@ -209,8 +209,10 @@ K5_SWEEP = ((0, 0, 0, 0, 0, 0), (1, 0, 0, 0, 0, 2), (1, 0, 0, 0, 0, 1), (2, 0, 0
             (0, 0, 0, 0, 0, 0, -1), (0, 0, 0, 0, 0, 0, 25), (0, 0, 0, 0, 0, 0, 50), (0, 0, 0, 0, 0, 0, 100))
 # K4's blocks per request (0 = automatic)
 K4_SWEEP = (0, 8, 16, 32, 64, 132)
-# K6's (form, arg): automatic; the register form with 1-8 float4 loads a thread; the tiled kernel in clusters of 1-16
-K6_SWEEP = ((0, 0), (1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (2, 8), (2, 16))
+# K6's (form, arg): automatic; the register form with 1-8 float4 loads a thread; the tiled kernel in clusters of 1-16;
+# the register form without clusters (GX) with 1-4 float4 loads a thread
+K6_SWEEP = ((0, 0), (1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (2, 8), (2, 16), (3, 1), (3, 2), (3, 4))
+K6_LABELS = ("auto", "r", "t", "g")
 
 
 def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0, pf=0) -> None:
@@ -227,12 +229,20 @@ def _k5_label(c) -> str:
 
 
 def _k6_unfit(p, c) -> str | None:
-    """Why K6's register form with c = (1, NV) cannot hold point p's row (more than 16 blocks a cluster), else None.
-    The op refuses such a choice itself, but on the H100 its refusal crashed the process (a segmentation fault while
-    raising, at deployment-8b's V = 128256 with NV = 1; not understood), so the sweep does not ask for it."""
+    """Why K6's register form with c = (1, NV) cannot hold point p's row (more than 16 blocks a cluster), or its
+    form without clusters, c = (3, NV), cannot (more than 64 blocks a row or 64 requests), else None. The op refuses
+    such a choice itself, but on the H100 its refusal crashed the process (a segmentation fault while raising, at
+    deployment-8b's V = 128256 with NV = 1; not understood), so the sweep does not ask for it. (A GX choice whose
+    blocks are not all resident at once is refused by the op.)"""
     form, nv = c
-    blocks = -(-int(p.params["V"]) // (2048 * nv)) if form == 1 else 0
-    return f"{blocks} blocks a cluster > 16" if blocks > 16 else None
+    if form not in (1, 3):
+        return None
+    blocks = -(-int(p.params["V"]) // (2048 * nv))
+    if form == 1:
+        return f"{blocks} blocks a cluster > 16" if blocks > 16 else None
+    if blocks > 64 or int(p.params["B"]) > 64:
+        return f"{blocks} blocks a row, B = {p.params['B']}: over 64"
+    return None
 
 
 # kernel -> (settings, apply(mod, setting), label(setting)); the outputs compared and their rules come from
@@ -241,7 +251,7 @@ UNFIT = {"reject_sample": _k6_unfit}
 SWEEPS = {
     "logits_to_probas": (K5_SWEEP, lambda mod, c: _k5_set(mod, *c), _k5_label),
     "tree_mask": (K4_SWEEP, lambda mod, y: mod._k4_blocks(y), lambda y: f"y{y}"),
-    "reject_sample": (K6_SWEEP, lambda mod, c: mod._k6_form(*c), lambda c: ("auto", "r", "t")[c[0]] + f"{c[1]}"),
+    "reject_sample": (K6_SWEEP, lambda mod, c: mod._k6_form(*c), lambda c: K6_LABELS[c[0]] + f"{c[1]}"),
 }
 
 
