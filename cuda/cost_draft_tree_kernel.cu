@@ -2246,55 +2246,73 @@ __device__ __forceinline__ void k6_exchange_argmax(float& av, long long& ai, int
 
 // The register form's exchange through global memory (GX), for rows spread over more blocks than a cluster holds
 // (at most K6G_MAX_CS blocks a request, K6G_MAX_B requests; a cooperative launch, so every block runs at once).
-// Each block publishes its total as four 64-bit words, 16 bits of it each under a 48-bit tag in the high bits,
-// stored relaxed at GPU scope; every block reads the CS blocks' words until each carries this launch's tag. A
-// word is one single-copy-atomic access that carries its own tag, so nothing else needs ordering: no fence, no
-// barrier between blocks. The tag is request b's launch count (g_k6_ep[b] + 1, written back by block 0 once it
-// has read every block's words, so every block has read the old count by then; the next launch reads it after
-// its griddepcontrol.wait). Words and counts are one set per device: two K6 launches must not run concurrently
-// on two streams (as with the draft step's arrival counter).
-constexpr int K6G_MAX_B = 64, K6G_MAX_CS = 64;
+// Each block publishes its total as two 64-bit words, 32 bits of it each under a 32-bit tag in the high bits, by one
+// relaxed 16-byte store at GPU scope; one thread per block of the row reads that block's words until both carry this
+// launch's tag. Each word is one single-copy-atomic access that carries its own tag, so nothing else needs ordering:
+// no fence, no barrier between blocks. Every block's words sit in their own 128-byte line, so the row's blocks
+// polling them spread over L2's slices (packed into a few lines, the polls queued there: 3150 cycles of exchange at
+// deployment-8b's B = 1 against about 1000 expected; reports/kernel_before_after/k6_gx/). The tag is request b's
+// launch count (g_k6_ep[b] + 1, 0 skipped), written back by block 0 once it has read every block's words, so every
+// block has read the old count by then; the next launch reads it after its griddepcontrol.wait. When the count
+// wraps (tag 1), block 0 clears the slots this launch does not use, so no word older than the wrap can match a
+// later tag. Words and counts are one set per device: two K6 launches must not run concurrently on two streams
+// (as with the draft step's arrival counter).
+constexpr int K6G_MAX_B = 64, K6G_MAX_CS = 64, K6G_LINE = 16;  // K6G_LINE: 64-bit words a block's slot spans
 __device__ unsigned long long g_k6_ep[K6G_MAX_B];
-__device__ unsigned long long g_k6_slot[K6G_MAX_B * K6G_MAX_CS * 4];
-__device__ __forceinline__ void st_relaxed_gpu(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
+__device__ __align__(128) unsigned long long g_k6_slot[K6G_MAX_B * K6G_MAX_CS * K6G_LINE];
 __device__ __forceinline__ unsigned long long ld_relaxed_gpu(const unsigned long long* p) {
   unsigned long long v;
   asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-// this launch's tag for request b (1 .. 2^48 - 1; the words start as 0, which no tag matches)
-__device__ __forceinline__ unsigned long long k6g_tag(int64_t b) {
-  const unsigned long long t = (ld_relaxed_gpu(&g_k6_ep[b]) + 1) & ((1ull << 48) - 1);
+__device__ __forceinline__ void st_relaxed_gpu(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void st2_relaxed_gpu(unsigned long long* p, unsigned long long a, unsigned long long c) {
+  asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(c) : "memory");
+}
+__device__ __forceinline__ void ld2_relaxed_gpu(const unsigned long long* p, unsigned long long& a,
+                                                unsigned long long& c) {
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(c) : "l"(p) : "memory");
+}
+// this launch's tag for request b (1 .. 2^32 - 1; the words start as 0, which no tag matches) from the count read by
+// ld_relaxed_gpu(&g_k6_ep[b]) (issued early: its latency overlaps phase A)
+__device__ __forceinline__ unsigned long long k6g_tag(unsigned long long ep) {
+  const unsigned long long t = (ep + 1) & 0xffffffffull;
   return t ? t : 1ull;
 }
-// Block totals -> (R_q, this block's base), as k6_exchange_totals. xpc: 4 * K6G_MAX_CS words of shared memory.
+// Block totals -> (R_q, this block's base), as k6_exchange_totals. xt: K6G_MAX_CS words of shared memory.
 // A wait that outlasts about a second (a block that never runs: impossible under a cooperative launch) traps.
 __device__ __forceinline__ void k6g_exchange_totals(unsigned long long btotal, int rank, int CS, int64_t b,
-                                                    unsigned long long tag, unsigned* xpc, unsigned long long& Rq,
-                                                    unsigned long long& base) {
-  unsigned long long* slot = g_k6_slot + b * (K6G_MAX_CS * 4);
+                                                    unsigned long long tag, unsigned long long* xt,
+                                                    unsigned long long& Rq, unsigned long long& base) {
+  unsigned long long* slot = g_k6_slot + b * (K6G_MAX_CS * K6G_LINE);
   const int tid = threadIdx.x, lane = tid & 31;
-  const unsigned long long tg = tag << 16;
-  if (tid < 4) st_relaxed_gpu(slot + rank * 4 + tid, tg | ((btotal >> (16 * tid)) & 0xffffull));
-  if (tid < 4 * CS) {
-    unsigned long long v;
-    if ((tid >> 2) == rank) {
-      v = (btotal >> (16 * (tid & 3))) & 0xffffull;
-    } else {
+  const unsigned long long tg = tag << 32;
+  if (tid == 0) st2_relaxed_gpu(slot + rank * K6G_LINE, tg | (btotal & 0xffffffffull), tg | (btotal >> 32));
+  if (tid < CS) {
+    unsigned long long t = btotal;
+    if (tid != rank) {
+      unsigned long long lo, hi;
       unsigned n = 0;
-      while (((v = ld_relaxed_gpu(slot + tid)) & ~0xffffull) != tg)
+      for (;;) {
+        ld2_relaxed_gpu(slot + tid * K6G_LINE, lo, hi);
+        if ((lo & ~0xffffffffull) == tg && (hi & ~0xffffffffull) == tg) break;
         if (++n == (1u << 21)) __trap();
+      }
+      t = (lo & 0xffffffffull) | (hi << 32);
     }
-    xpc[tid] = (unsigned)(v & 0xffffull);
+    xt[tid] = t;
   }
   __syncthreads();
-  if (rank == 0 && tid == 0) st_relaxed_gpu(&g_k6_ep[b], tag);
+  if (rank == 0 && tid == 0) {
+    if (tag == 1ull)  // the count wrapped (or the first launch): no word of a slot unused now may keep an old tag
+      for (int k = CS; k < K6G_MAX_CS; ++k) st2_relaxed_gpu(slot + k * K6G_LINE, 0ull, 0ull);
+    st_relaxed_gpu(&g_k6_ep[b], tag);
+  }
   unsigned long long r = 0ull, bs = 0ull;  // every warp: the totals of blocks lane and lane + 32
   for (int k = lane; k < CS; k += 32) {
-    const unsigned long long t = (unsigned long long)xpc[4 * k] | (unsigned long long)xpc[4 * k + 1] << 16 |
-                                 (unsigned long long)xpc[4 * k + 2] << 32 | (unsigned long long)xpc[4 * k + 3] << 48;
+    const unsigned long long t = xt[k];
     r += t;
     bs += k < rank ? t : 0ull;
   }
@@ -2694,8 +2712,9 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   const int64_t b = blockIdx.y;
   const float fcoin = fcoins[b];  // loaded now: the sample needs it last, after the exchange
   const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
-  __shared__ unsigned long long s_tag;  // GX: this launch's tag (read now, published by k6_walk's barriers)
-  if (GX && CS > 1 && tid == 0) s_tag = k6g_tag(b);
+  __shared__ unsigned long long s_tag;  // GX: this launch's tag, stored by thread 0 before the block scan's barrier
+  // GX: the launch count, loaded now and used only after phase A (a thread waits for a load only at its first use)
+  const unsigned long long ep = (GX && CS > 1 && tid == 0) ? ld_relaxed_gpu(&g_k6_ep[b]) : 0ull;
   constexpr int NW = 512 / 32;
   const int64_t BQ = (int64_t)gridDim.y * Q;
   extern __shared__ unsigned long long k6r_sm[];
@@ -2759,6 +2778,7 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
     if (lane >= o) incl += y;
   }
   if (lane == 31) wsum[wid] = incl;
+  if (GX && CS > 1 && tid == 0) s_tag = k6g_tag(ep);
   __syncthreads();
   E4_T(4);
   unsigned long long below_w = 0ull, btotal = 0ull;
@@ -2771,8 +2791,8 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   unsigned long long Rq = btotal, base = 0ull;
   if (CS > 1) {
     if constexpr (GX) {
-      __shared__ unsigned xpc[4 * K6G_MAX_CS];
-      k6g_exchange_totals(btotal, rank, CS, b, s_tag, xpc, Rq, base);
+      __shared__ unsigned long long xt[K6G_MAX_CS];
+      k6g_exchange_totals(btotal, rank, CS, b, s_tag, xt, Rq, base);
     } else {
       k6_exchange_totals(btotal, rank, CS, xtot, Rq, base);
     }

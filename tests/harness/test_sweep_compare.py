@@ -111,6 +111,8 @@ def test_k6_sweep_skips_register_forms_that_cannot_hold_the_row():
     assert _k6_unfit(wide, (3, 1)) == "75 blocks a row, B = 1: over 64" and _k6_unfit(wide, (3, 2)) is None
     many = Point("reject_sample", "K6", dict(B=128, Q=64, V=128256, S=7))
     assert _k6_unfit(many, (3, 4)) == "16 blocks a row, B = 128: over 64"
+    b8 = Point("reject_sample", "K6", dict(B=8, Q=64, V=128256, S=7))  # on a GPU of 132 SMs: 264 blocks at once
+    assert _k6_unfit(b8, (3, 1), sms=132) == "504 blocks > 264 resident" and _k6_unfit(b8, (3, 2), sms=132) is None
 
 
 def test_a_choice_is_not_run_where_unfit_and_an_op_refusal_is_reported():

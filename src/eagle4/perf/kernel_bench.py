@@ -228,21 +228,36 @@ def _k5_label(c) -> str:
     return label + (f"/pf{c[6]}" if len(c) > 6 else "")
 
 
-def _k6_unfit(p, c) -> str | None:
+def _k6_unfit(p, c, sms: int | None = None) -> str | None:
     """Why K6's register form with c = (1, NV) cannot hold point p's row (more than 16 blocks a cluster), or its
-    form without clusters, c = (3, NV), cannot (more than 64 blocks a row or 64 requests), else None. The op refuses
-    such a choice itself, but on the H100 its refusal crashed the process (a segmentation fault while raising, at
-    deployment-8b's V = 128256 with NV = 1; not understood), so the sweep does not ask for it. (A GX choice whose
-    blocks are not all resident at once is refused by the op.)"""
+    form without clusters, c = (3, NV), cannot (more than 64 blocks a row or 64 requests, or, on a GPU of ``sms``
+    SMs, more blocks than it holds at once: 2 an SM, the kernel's launch bounds for NV < 8), else None. The op refuses
+    such choices itself, but on the H100 its refusals crashed the process (a segmentation fault while raising: r1 at
+    deployment-8b's V = 128256, g1 at its B = 8; not understood), so the sweep does not ask for them. ``sms``: None
+    asks the current CUDA device, where there is one."""
     form, nv = c
     if form not in (1, 3):
         return None
     blocks = -(-int(p.params["V"]) // (2048 * nv))
     if form == 1:
         return f"{blocks} blocks a cluster > 16" if blocks > 16 else None
-    if blocks > 64 or int(p.params["B"]) > 64:
-        return f"{blocks} blocks a row, B = {p.params['B']}: over 64"
+    B = int(p.params.get("B", 1))
+    if blocks > 64 or B > 64:
+        return f"{blocks} blocks a row, B = {B}: over 64"
+    if sms is None:
+        sms = _device_sms()
+    if sms and B * blocks > 2 * sms:
+        return f"{B * blocks} blocks > {2 * sms} resident"
     return None
+
+
+def _device_sms() -> int | None:
+    """The current CUDA device's SM count, None without one."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else None
 
 
 # kernel -> (settings, apply(mod, setting), label(setting)); the outputs compared and their rules come from
