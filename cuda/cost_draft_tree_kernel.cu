@@ -2819,7 +2819,7 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
       }
     }
     k6_block_argmax(av, ai, wav, wai);
-    if (CS > 1) k6_exchange_argmax(av, ai, rank, CS, xav, xai);
+    if (!GX && CS > 1) k6_exchange_argmax(av, ai, rank, CS, xav, xai);
     if (rank == 0 && tid == 0 && last_ok) predicts[last] = (int32_t)ai;
     return;
   }
