@@ -77,7 +77,8 @@ def test_catalog_is_deterministic_named_and_fast(mod):
     assert time.perf_counter() - t0 < 6.0  # budget ~3 s; slack for a loaded machine
     small = [c for c in a if "large" not in c.tags]
     if mod is k6_cases:
-        assert all(c.params["V"] <= 4096 for c in small)
+        # the multiblock cases' rows span more blocks than a cluster holds (the CUDA kernel's form without clusters)
+        assert all(c.params["V"] <= (40960 if "multiblock" in c.tags else 4096) for c in small)
         assert {c.params["B"] for c in a} >= {1, 7, 128} and max(c.params["Q"] for c in a) == 128
     else:
         assert {c.params["B"] for c in a} >= {1, 7, 128} and max(c.params["Q"] for c in a) == 128

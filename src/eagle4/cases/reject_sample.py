@@ -411,12 +411,13 @@ def edge_cases() -> list[Case]:
 
 
 def multiblock_cases() -> list[Case]:
-    """The edge cases again at V = 8192, where the CUDA kernel spreads the final row over several blocks and
-    combines their sums (2048 or 4096 entries a block): the R_q = 0 fallback, an entry >= 1 (the exact q), and
-    rejected tokens on both sides of a block boundary and in different blocks."""
+    """The edge cases again at V = 40960, where the CUDA kernel spreads the final row over 20 blocks of 2048 entries
+    without a cluster (more than a cluster's 16: its form without clusters, k6g_exchange_totals) and combines their
+    sums: the R_q = 0 fallback, an entry >= 1 (the exact q), and rejected tokens on both sides of a block boundary and
+    in different blocks. Tagged ``multiblock``: larger rows than the other edge cases, on purpose."""
     out = []
-    V = 8192
-    spread = [6000, 2048, 2047, 300, 4096, 8191, 4095, 6144, 10, 5000, 7000, 1024, 3000, 8000, 2049]
+    V = 40960
+    spread = [30000, 2048, 2047, 300, 4096, 40959, 4095, 6144, 10, 20000, 35000, 1024, 3000, 8000, 2049]
 
     # R_q = 0: the rejected children hold all the mass; the two largest tie across blocks (lower index wins).
     a, p = batch(42, 3, 16, 4, V, tree="star")
@@ -425,19 +426,19 @@ def multiblock_cases() -> list[Case]:
     a["target_probs"][:, 0, :] = 0.0
     for b in range(3):
         _set_probs_for_children(a, b, 0, [0.25, 0.25, 0.0625, 0.0])
-    out.append(_case("multiblock_residual_zero_fallback", 42, a, p, ("edge", "tie"),
-                     "V = 8192: the mass on rejected tokens in several blocks, R_q = 0, argmax tie across blocks"))
+    out.append(_case("multiblock_residual_zero_fallback", 42, a, p, ("edge", "tie", "multiblock"),
+                     "V = 40960: the mass on rejected tokens in several blocks, R_q = 0, argmax tie across blocks"))
 
     # R_q = 0 on zeros and NaNs: the row's first NaN (the NaN child's token) lies in block 1, later NaNs beyond.
     a, p = batch(43, 3, 16, 4, V, tree="star")
     a["candidates"][:, 1:] = spread
     a["coins"][:, 0] = 0.25
     a["target_probs"][:, 0, :] = 0.0
-    a["target_probs"][:, 0, [4100, 7001]] = np.nan
+    a["target_probs"][:, 0, [20500, 37001]] = np.nan
     for b in range(3):
         _set_probs_for_children(a, b, 0, [0.0, np.nan, 0.0])
-    out.append(_case("multiblock_residual_zero_first_nan", 43, a, p, ("edge", "nan"),
-                     "V = 8192: zeros and NaNs only, fallback = the row's first NaN, not in its first block"))
+    out.append(_case("multiblock_residual_zero_first_nan", 43, a, p, ("edge", "nan", "multiblock"),
+                     "V = 40960: zeros and NaNs only, fallback = the row's first NaN, not in its first block"))
 
     # The exact q: entries of 1.0 in two blocks of the final row, rejected tokens around block boundaries.
     a, p = batch(44, 3, 16, 4, V, tree="star")
@@ -445,11 +446,11 @@ def multiblock_cases() -> list[Case]:
     a["coins"][:] = COIN_MAX
     for b in range(3):
         _set_probs_for_children(a, b, 0, [2.0**-10])
-    a["target_probs"][:, 0, 4097] = np.float32(1.0)
-    a["target_probs"][:, 0, 6001] = np.float32(1.0)
+    a["target_probs"][:, 0, 20481] = np.float32(1.0)
+    a["target_probs"][:, 0, 30001] = np.float32(1.0)
     a["final_coins"][:] = np.array([0.0, 0.5, COIN_MAX], np.float32)
-    out.append(_case("multiblock_exact_q", 44, a, p, ("edge",),
-                     "V = 8192: q_v = 2^32 in two blocks of the final row, Rej across blocks, final coins 0, 0.5, max"))
+    out.append(_case("multiblock_exact_q", 44, a, p, ("edge", "multiblock"),
+                     "V = 40960: q_v = 2^32 in two blocks of the final row, Rej across blocks, final coins 0, 0.5, max"))
     return out
 
 
