@@ -233,8 +233,9 @@ def _k6_unfit(p, c, sms: int | None = None) -> str | None:
     form without clusters, c = (3, NV), cannot (more than 64 blocks a row or 64 requests, or, on a GPU of ``sms``
     SMs, more blocks than it holds at once: 2 an SM, the kernel's launch bounds for NV < 8), else None. The op refuses
     such choices itself, but on the H100 its refusals crashed the process (a segmentation fault while raising: r1 at
-    deployment-8b's V = 128256, g1 at its B = 8; not understood), so the sweep does not ask for them. ``sms``: None
-    asks the current CUDA device, where there is one."""
+    deployment-8b's V = 128256, g1 at its B = 8: a c10::Error thrown there kills it, a standard exception does not,
+    reports/kernel_before_after/k6_gx/refusal_crash/), so the sweep does not ask for them. ``sms``: None asks the
+    current CUDA device, where there is one."""
     form, nv = c
     if form not in (1, 3):
         return None
