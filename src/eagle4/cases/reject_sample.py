@@ -417,11 +417,16 @@ def multiblock_cases() -> list[Case]:
     in different blocks. Tagged ``multiblock``: larger rows than the other edge cases, on purpose."""
     out = []
     V = 40960
-    spread = [30000, 2048, 2047, 300, 4096, 40959, 4095, 6144, 10, 20000, 35000, 1024, 3000, 8000, 2049]
+
+    def star(seed: int):
+        """Three requests, a star of 15 root children whose tokens spread over the row's blocks and their edges."""
+        a, p = batch(seed, 3, 16, 4, V, tree="star")
+        a["candidates"][:, 1:] = [30000, 2048, 2047, 300, 4096, 40959, 4095, 6144, 10, 20000, 35000, 1024, 3000,
+                                  8000, 2049]
+        return a, p
 
     # R_q = 0: the rejected children hold all the mass; the two largest tie across blocks (lower index wins).
-    a, p = batch(42, 3, 16, 4, V, tree="star")
-    a["candidates"][:, 1:] = spread
+    a, p = star(42)
     a["coins"][:, 0] = COIN_MAX
     a["target_probs"][:, 0, :] = 0.0
     for b in range(3):
@@ -430,8 +435,7 @@ def multiblock_cases() -> list[Case]:
                      "V = 40960: the mass on rejected tokens in several blocks, R_q = 0, argmax tie across blocks"))
 
     # R_q = 0 on zeros and NaNs: the row's first NaN (the NaN child's token) lies in block 1, later NaNs beyond.
-    a, p = batch(43, 3, 16, 4, V, tree="star")
-    a["candidates"][:, 1:] = spread
+    a, p = star(43)
     a["coins"][:, 0] = 0.25
     a["target_probs"][:, 0, :] = 0.0
     a["target_probs"][:, 0, [20500, 37001]] = np.nan
@@ -441,8 +445,7 @@ def multiblock_cases() -> list[Case]:
                      "V = 40960: zeros and NaNs only, fallback = the row's first NaN, not in its first block"))
 
     # The exact q: entries of 1.0 in two blocks of the final row, rejected tokens around block boundaries.
-    a, p = batch(44, 3, 16, 4, V, tree="star")
-    a["candidates"][:, 1:] = spread
+    a, p = star(44)
     a["coins"][:] = COIN_MAX
     for b in range(3):
         _set_probs_for_children(a, b, 0, [2.0**-10])
