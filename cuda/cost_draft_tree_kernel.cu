@@ -18,15 +18,33 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 
 namespace cg = cooperative_groups;
 
-#define E4_PRE(cond, ...) TORCH_CHECK_VALUE((cond), "precondition: ", __VA_ARGS__)
-#define E4_CUDA_CHECK(expr)                                                                   \
-  do {                                                                                        \
-    cudaError_t _e = (expr);                                                                  \
-    TORCH_CHECK(_e == cudaSuccess, "CUDA error: ", cudaGetErrorString(_e), " at ", #expr);    \
+// Every refusal of this file throws a standard exception, which pybind11 turns into a Python exception:
+// std::invalid_argument -> ValueError (bad arguments, violated preconditions), std::runtime_error ->
+// RuntimeError (limits, CUDA errors). Not c10::Error (TORCH_CHECK*): one thrown at K6's forced-form check, after
+// the op's CUDAGuard, killed the process with a segmentation fault where these raised
+// (reports/kernel_before_after/k6_gx/refusal_crash/).
+template <typename E, typename... A>
+[[noreturn]] static void e4_throw(const A&... a) {
+  throw E(c10::str(a...));
+}
+#define E4_VALUE(cond, ...)                                      \
+  do {                                                           \
+    if (!(cond)) e4_throw<std::invalid_argument>(__VA_ARGS__);   \
+  } while (0)
+#define E4_CHECK(cond, ...)                                      \
+  do {                                                           \
+    if (!(cond)) e4_throw<std::runtime_error>(__VA_ARGS__);      \
+  } while (0)
+#define E4_PRE(cond, ...) E4_VALUE((cond), "precondition: ", __VA_ARGS__)
+#define E4_CUDA_CHECK(expr)                                                              \
+  do {                                                                                   \
+    cudaError_t _e = (expr);                                                             \
+    E4_CHECK(_e == cudaSuccess, "CUDA error: ", cudaGetErrorString(_e), " at ", #expr);  \
   } while (0)
 
 static constexpr unsigned FULL = 0xffffffffu;
@@ -103,28 +121,23 @@ __device__ __forceinline__ void l2_prefetch_evict_last(const float* p, uint32_t 
 // host-side tensor checks
 static void check_tensor(const at::Tensor& t, const char* name, at::ScalarType st,
                          std::initializer_list<int64_t> shape) {
-  TORCH_CHECK_VALUE(t.is_cuda(), name, " must be a CUDA tensor");
-  TORCH_CHECK_VALUE(t.is_contiguous(), name, " must be contiguous");
-  TORCH_CHECK_VALUE(t.scalar_type() == st, name, " must have dtype ", c10::toString(st), ", got ",
-                    c10::toString(t.scalar_type()));
-  TORCH_CHECK_VALUE((int64_t)shape.size() == t.dim(), name, " must have ", shape.size(),
-                    " dimension(s), got shape ", t.sizes());
+  E4_VALUE(t.is_cuda(), name, " must be a CUDA tensor");
+  E4_VALUE(t.is_contiguous(), name, " must be contiguous");
+  E4_VALUE(t.scalar_type() == st, name, " must have dtype ", c10::toString(st), ", got ",
+           c10::toString(t.scalar_type()));
+  E4_VALUE((int64_t)shape.size() == t.dim(), name, " must have ", shape.size(),
+           " dimension(s), got shape ", t.sizes());
   int i = 0;
   for (int64_t s : shape) {
-    TORCH_CHECK_VALUE(s < 0 || t.size(i) == s, name, " dimension ", i, " must be ", s, ", got shape ",
-                      t.sizes());
+    E4_VALUE(s < 0 || t.size(i) == s, name, " dimension ", i, " must be ", s, ", got shape ",
+             t.sizes());
     ++i;
   }
 }
-static void check_min_numel(const at::Tensor& t, const char* name, at::ScalarType st, int64_t n) {
-  TORCH_CHECK_VALUE(t.is_cuda() && t.is_contiguous(), name, " must be a contiguous CUDA tensor");
-  TORCH_CHECK_VALUE(t.scalar_type() == st, name, " must have dtype ", c10::toString(st));
-  TORCH_CHECK_VALUE(t.numel() >= n, name, " must hold at least ", n, " elements, got ", t.numel());
-}
 static void check_hidden_dtype(const at::Tensor& t, const char* name) {
   auto st = t.scalar_type();
-  TORCH_CHECK_VALUE(st == at::kHalf || st == at::kBFloat16 || st == at::kFloat, name,
-                    " must be float16/bfloat16/float32, got ", c10::toString(st));
+  E4_VALUE(st == at::kHalf || st == at::kBFloat16 || st == at::kFloat, name,
+           " must be float16/bfloat16/float32, got ", c10::toString(st));
 }
 template <typename T>
 static T* ptr(const at::Tensor& t) { return reinterpret_cast<T*>(t.data_ptr()); }
@@ -634,7 +647,7 @@ void update_cumu_draft_state(
   const int64_t Vn = std::min(std::max(verify_num, (int64_t)1), M);
   const int64_t n0 = std::min(Vn, cc), n1 = std::min(Vn, cc + C);
   const size_t smem = (size_t)(n0 + C + n1) * sizeof(float);
-  TORCH_CHECK(smem <= 48 * 1024, "update_cumu_draft_state: max_verify_num too large for shared memory");
+  E4_CHECK(smem <= 48 * 1024, "update_cumu_draft_state: max_verify_num too large for shared memory");
   if (g_check_only) return;
   const c10::cuda::CUDAGuard guard(topk_probas.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
@@ -708,7 +721,7 @@ void calculate_work_deltas(at::Tensor work_scores, int64_t batch_size, int64_t n
   check_tensor(work_deltas, "work_deltas", at::kFloat, {K + 1});
   if (has(per_req_deltas)) check_tensor(*per_req_deltas, "per_req_deltas", at::kFloat, {B, K + 1});
   const size_t smem = (size_t)std::max<int64_t>(B, 1) * (K + 1) * sizeof(float);
-  TORCH_CHECK(smem <= 48 * 1024, "calculate_work_deltas: batch too large for shared memory");
+  E4_CHECK(smem <= 48 * 1024, "calculate_work_deltas: batch too large for shared memory");
   if (g_check_only) return;
   const c10::cuda::CUDAGuard guard(work_scores.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
@@ -1140,7 +1153,7 @@ void fused_tree_mask_operator(at::Tensor seq_lens, at::Tensor req_pool_indices, 
   E4_PRE(S_max >= 0, "S_max must be >= 0");
   check_tensor(seq_lens, "seq_lens", at::kLong, {B});
   check_tensor(req_pool_indices, "req_pool_indices", at::kLong, {B});
-  TORCH_CHECK_VALUE(req_to_token.dim() == 2, "req_to_token must be [P, S_max]");
+  E4_VALUE(req_to_token.dim() == 2, "req_to_token must be [P, S_max]");
   check_tensor(req_to_token, "req_to_token", at::kInt, {-1, S_max});
   check_tensor(tree_cache_locs, "tree_cache_locs", at::kLong, {B, T});
   check_tensor(tree_parent, "tree_parent", at::kLong, {B, T});
@@ -1157,7 +1170,7 @@ void fused_tree_mask_operator(at::Tensor seq_lens, at::Tensor req_pool_indices, 
   }
   const int64_t words = (T + 31) / 32;
   const size_t smem = (size_t)(3 * (B + 1) + T + 33) * 8 + (size_t)Q * words * 4;
-  TORCH_CHECK(smem <= 200 * 1024, "fused_tree_mask_operator: B/T/Q too large for shared memory");
+  E4_CHECK(smem <= 200 * 1024, "fused_tree_mask_operator: B/T/Q too large for shared memory");
   const c10::cuda::CUDAGuard guard(seq_lens.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
   if (B == 0) {  // only the indptrs' single entry
@@ -2022,7 +2035,7 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   // (256 / 512 blocks), 0.95x at the default verify B = 8 (384), 0.98x at its verify B = 4 (256), within 0.6% at
   // deployment-8b's verify B = 1 and points of B >= 32 (1024 blocks and more); 0.99x at 128 blocks (the default verify
   // B = 1, draft B = 4) and 1.016-1.017x at 64 (the draft points of B = 1)
-  auto go = [&](auto kern, decltype(kern) kw, decltype(kern) pfkern = nullptr, decltype(kern) pfkw = nullptr) {
+  auto go = [&](auto kern, decltype(kern) kw = nullptr, decltype(kern) pfkern = nullptr, decltype(kern) pfkw = nullptr) {
     int c = (int)cs;
     if (c > 8) {
       c = usable_cluster(kern, c, dim3(nt), 0);
@@ -2042,7 +2055,7 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
         kw = pfkw;
       }
     }
-    if ((int64_t)c * R > sm_count()) kern = kw;
+    if (kw && (int64_t)c * R > sm_count()) kern = kw;
     launch_ex(kern, dim3((unsigned)c, (unsigned)R), dim3(nt), 0, c, stream, (const float*)ptr<float>(logits),
                    (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
                    ptr<int64_t>(argmax_ids), ptr<uint8_t>(is_greedy), chunk, pf, pf_from);
@@ -2073,17 +2086,17 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   // the two-round form (the sweep's hook only) has no W0 build
   if (bounded) {
     switch (nv) {
-      case 1: return go(k5r4_kernel<1>, k5r4_kernel<1>);
-      case 2: return go(k5r4_kernel<2>, k5r4_kernel<2>);
-      case 4: return go(k5r4_kernel<4>, k5r4_kernel<4>);
-      default: return go(k5r4_kernel<8>, k5r4_kernel<8>);
+      case 1: return go(k5r4_kernel<1>);
+      case 2: return go(k5r4_kernel<2>);
+      case 4: return go(k5r4_kernel<4>);
+      default: return go(k5r4_kernel<8>);
     }
   }
   switch (nv) {
-    case 1: return go(k5r_kernel<1>, k5r_kernel<1>);
-    case 2: return go(k5r_kernel<2>, k5r_kernel<2>);
-    case 4: return go(k5r_kernel<4>, k5r_kernel<4>);
-    default: return go(k5r_kernel<8>, k5r_kernel<8>);
+    case 1: return go(k5r_kernel<1>);
+    case 2: return go(k5r_kernel<2>);
+    case 4: return go(k5r_kernel<4>);
+    default: return go(k5r_kernel<8>);
   }
 }
 
@@ -2091,10 +2104,10 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
                               at::Tensor probas, at::Tensor argmax_ids, at::Tensor is_greedy) {
   const int64_t G = rows_per_req;
   E4_PRE(G >= 1, "rows_per_req must be >= 1, got ", G);
-  TORCH_CHECK_VALUE(logits.dim() == 2, "logits must be [R, V]");
+  E4_VALUE(logits.dim() == 2, "logits must be [R, V]");
   const auto lt = logits.scalar_type();
-  TORCH_CHECK_VALUE(lt == at::kFloat || lt == at::kHalf || lt == at::kBFloat16,
-                    "logits must be float32/float16/bfloat16");
+  E4_VALUE(lt == at::kFloat || lt == at::kHalf || lt == at::kBFloat16,
+           "logits must be float32/float16/bfloat16");
   const int64_t R = logits.size(0), V = logits.size(1);
   check_tensor(logits, "logits", lt, {R, V});
   const int64_t B = temperatures.dim() == 1 ? temperatures.size(0) : -1;
@@ -2105,7 +2118,7 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
   check_tensor(is_greedy, "is_greedy", at::kByte, {B});
   E4_PRE(V >= 1, "V must be >= 1");
   if (R == 0) return;
-  TORCH_CHECK(R <= 65535, "convert_logits_to_probas: more than 65535 rows per launch is not supported");
+  E4_CHECK(R <= 65535, "convert_logits_to_probas: more than 65535 rows per launch is not supported");
   const c10::cuda::CUDAGuard guard(logits.device());
   auto stream = c10::cuda::getCurrentCUDAStream();
   if (lt == at::kFloat && k5r_launch(logits, temperatures, G, write_probas, probas, argmax_ids, is_greedy, R, V,
@@ -2134,7 +2147,7 @@ void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_
     const int64_t chunk = chunk_of(cs);
     const size_t smem = smem_of(cs, use1);
     cs = (int)((V + chunk - 1) / chunk);
-    TORCH_CHECK(smem <= 227 * 1024, "convert_logits_to_probas: V too large");
+    E4_CHECK(smem <= 227 * 1024, "convert_logits_to_probas: V too large");
     auto launch = [&](auto kern) {
       launch_ex(kern, dim3((unsigned)cs, (unsigned)R), block, smem, cs, stream, lp,
                 (const float*)ptr<float>(temperatures), V, (int)G, write_probas, ptr<float>(probas),
@@ -2879,7 +2892,7 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   check_tensor(predicts, "predicts", at::kInt, {B * Q});
   check_tensor(accept_index, "accept_index", at::kInt, {B, S});
   check_tensor(accept_length, "accept_length", at::kInt, {B});
-  TORCH_CHECK(B <= 65535, "draft_tree_reject_sample: B > 65535 not supported");
+  E4_CHECK(B <= 65535, "draft_tree_reject_sample: B > 65535 not supported");
   const float ts = (float)threshold_single;
   const float ta_in = (float)threshold_acc;
   const float ta = ta_in > 1e-9f ? ta_in : 1e-9f;  // max(f32(threshold_acc), f32(1e-9))
@@ -2921,46 +2934,30 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
     if (cs < 2 || cs > K6G_MAX_CS || B > K6G_MAX_B || smem_r > 200 * 1024) return false;
     return B * cs <= resident_blocks(kern, (int)block.x, smem_r);
   };
-  int nr = 0, ng = 0;  // the NV each register form takes here (0: it does not apply)
-  for (int nv : {1, 2, 4, 8}) {
-    const bool f = vec ? (nv == 1 ? fits_r(k6r_kernel<1, true>, 1) : nv == 2 ? fits_r(k6r_kernel<2, true>, 2)
-                          : nv == 4 ? fits_r(k6r_kernel<4, true>, 4) : fits_r(k6r_kernel<8, true>, 8))
-                       : (nv == 1 ? fits_r(k6r_kernel<1, false>, 1) : nv == 2 ? fits_r(k6r_kernel<2, false>, 2)
-                          : nv == 4 ? fits_r(k6r_kernel<4, false>, 4) : fits_r(k6r_kernel<8, false>, 8));
-    if (f) { nr = nv; break; }
+  // each form's builds by NV = 1 << index (one kernel type: every build takes the same arguments)
+  using K6R = decltype(&k6r_kernel<1, true>);
+  const K6R reg_vec[] = {k6r_kernel<1, true>, k6r_kernel<2, true>, k6r_kernel<4, true>, k6r_kernel<8, true>};
+  const K6R reg_any[] = {k6r_kernel<1, false>, k6r_kernel<2, false>, k6r_kernel<4, false>, k6r_kernel<8, false>};
+  const K6R gx[] = {k6r_kernel<1, true, true>, k6r_kernel<2, true, true>, k6r_kernel<4, true, true>};
+  const K6R* reg = vec ? reg_vec : reg_any;
+  int ir = -1, ig = -1;  // the index each register form takes here (-1: it does not apply)
+  for (int i = 0; i < 4 && ir < 0; ++i)
+    if (fits_r(reg[i], 1 << i)) ir = i;
+  for (int i = 0; i < 3 && ig < 0; ++i)
+    if (fits_g(gx[i], 1 << i)) ig = i;
+  if (ig >= 0 && (ir < 0 || ig < ir)) {
+    run(gx[ig], dim3((unsigned)blocks_of(1 << ig), (unsigned)B), smem_r, 0, true);
+    return;
   }
-  for (int nv : {1, 2, 4}) {
-    const bool f = nv == 1 ? fits_g(k6r_kernel<1, true, true>, 1) : nv == 2 ? fits_g(k6r_kernel<2, true, true>, 2)
-                                                                      : fits_g(k6r_kernel<4, true, true>, 4);
-    if (f) { ng = nv; break; }
+  if (ir >= 0) {
+    const int64_t cs = blocks_of(1 << ir);
+    run(reg[ir], dim3((unsigned)cs, (unsigned)B), smem_r, cs > 1 ? (int)cs : 0, false);
+    return;
   }
-  if (ng && (nr == 0 || ng < nr)) {
-    const dim3 grid((unsigned)blocks_of(ng), (unsigned)B);
-    switch (ng) {
-      case 1: run(k6r_kernel<1, true, true>, grid, smem_r, 0, true); return;
-      case 2: run(k6r_kernel<2, true, true>, grid, smem_r, 0, true); return;
-      default: run(k6r_kernel<4, true, true>, grid, smem_r, 0, true); return;
-    }
-  }
-  if (nr) {
-    const int64_t cs = blocks_of(nr);
-    const dim3 grid((unsigned)cs, (unsigned)B);
-    const int c = cs > 1 ? (int)cs : 0;
-    switch (nr * (vec ? 1 : -1)) {
-      case 1: run(k6r_kernel<1, true>, grid, smem_r, c, false); return;
-      case 2: run(k6r_kernel<2, true>, grid, smem_r, c, false); return;
-      case 4: run(k6r_kernel<4, true>, grid, smem_r, c, false); return;
-      case 8: run(k6r_kernel<8, true>, grid, smem_r, c, false); return;
-      case -1: run(k6r_kernel<1, false>, grid, smem_r, c, false); return;
-      case -2: run(k6r_kernel<2, false>, grid, smem_r, c, false); return;
-      case -4: run(k6r_kernel<4, false>, grid, smem_r, c, false); return;
-      default: run(k6r_kernel<8, false>, grid, smem_r, c, false); return;
-    }
-  }
-  TORCH_CHECK(g_k6_form != 3, "draft_tree_reject_sample: the register form without clusters with ", g_k6_arg,
-              " float4 loads a thread does not fit B = ", B, ", V = ", V);
-  TORCH_CHECK(g_k6_form != 1, "draft_tree_reject_sample: the register form with ", g_k6_arg,
-              " float4 loads a thread does not fit V = ", V);
+  E4_CHECK(g_k6_form != 3, "draft_tree_reject_sample: the register form without clusters with ", g_k6_arg,
+           " float4 loads a thread does not fit B = ", B, ", V = ", V);
+  E4_CHECK(g_k6_form != 1, "draft_tree_reject_sample: the register form with ", g_k6_arg,
+           " float4 loads a thread does not fit V = ", V);
   auto k = vec ? k6_kernel<true> : k6_kernel<false>;
   auto smem_of = [&](int64_t chunk) {
     return (size_t)(chunk / K6_TILE + 1 + 33) * 8 + k6_tree_bytes(Q);
@@ -2980,7 +2977,7 @@ void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, a
   const int64_t chunk = chunk_of(cs);
   cs = (int)((V + chunk - 1) / chunk);
   const size_t smem = smem_of(chunk);
-  TORCH_CHECK(smem <= 227 * 1024, "draft_tree_reject_sample: Q/V too large for shared memory");
+  E4_CHECK(smem <= 227 * 1024, "draft_tree_reject_sample: Q/V too large for shared memory");
   run(k, dim3((unsigned)cs, (unsigned)B), smem, cs, false, chunk);
 }
 
@@ -3243,7 +3240,7 @@ void update_verify_result(
   check_tensor(finish_pos, "finish_pos", at::kInt, {B});
   check_tensor(seq_lens, "seq_lens", at::kLong, {B});
   check_tensor(req_pool_indices, "req_pool_indices", at::kLong, {B});
-  TORCH_CHECK_VALUE(req_to_token.dim() == 2, "req_to_token must be [P, S_max]");
+  E4_VALUE(req_to_token.dim() == 2, "req_to_token must be [P, S_max]");
   check_tensor(req_to_token, "req_to_token", at::kInt, {-1, S_max});
   check_tensor(out_cache_loc, "out_cache_loc", at::kLong, {B * Q});
   check_hidden_dtype(hidden_states, "hidden_states");
@@ -3279,8 +3276,8 @@ void update_verify_result(
   const int64_t BS = B * S, BQ = B * Q;
   const size_t smem = (size_t)(33 + 3 * (B + 1) + 2 * B) * 8 + (size_t)BS * 8 + 4 + (size_t)BS * 20 +
                      (size_t)((BQ + 31) / 32) * 4;
-  TORCH_CHECK(smem <= 200 * 1024, "update_verify_result: B*S / B*Q too large for shared memory");
-  TORCH_CHECK(BS < (1ll << 21), "update_verify_result: B*S >= 2^21 not supported");
+  E4_CHECK(smem <= 200 * 1024, "update_verify_result: B*S / B*Q too large for shared memory");
+  E4_CHECK(BS < (1ll << 21), "update_verify_result: B*S >= 2^21 not supported");
   const unsigned nblk = 1 + (unsigned)std::max<int64_t>(1, std::min<int64_t>(BS, 2048));  // bookkeeping + copies
   K7Out o;
   o.acc_out = ptr<int32_t>(accept_index_out); o.acc_len_out = ptr<int32_t>(accept_length_out);

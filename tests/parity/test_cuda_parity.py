@@ -6,6 +6,8 @@
   instead of ours.
 * The user-source path itself is tested by a second build of our source copied to another folder
   (a different build key), and by a source missing ops (the backend must name the absent ops).
+* The op's own refusals past its argument checks (limits, the sweep's forced forms) raise a Python
+  exception in a process that lives on (a child process: a crash there fails the test, not the session).
 Needs ``--hw=cuda`` (deselected otherwise); with --hw=cuda and no GPU or no nvcc it FAILS.
 """
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -85,6 +89,54 @@ def test_user_kernel_src_second_build():
     for case in cases:
         verdict = judge(case, reference_outcome(case), run_case(user, case))
         assert verdict.ok, verdict.report
+
+
+# K6 refusals after the op's CUDAGuard, where a c10::Error killed the process
+# (reports/kernel_before_after/k6_gx/refusal_crash/): zero inputs, refused before any launch
+_K6_REFUSALS = r"""
+import sys, torch
+from eagle4.backends.cuda import CudaBackend
+b = CudaBackend(kernel_src=sys.argv[1] or None)
+b.require()
+mod, dev = b._mod, torch.device("cuda", 0)
+def k6(B, Q, V, S=4):
+    z = lambda dt, *s: torch.zeros(*s, dtype=dt, device=dev)
+    L, F, I = torch.long, torch.float32, torch.int32
+    return (z(L, B, Q), z(L, B, Q), z(L, B, Q), z(L, B, Q), z(F, B, Q, V), z(L, B, Q), z(torch.uint8, B),
+            z(F, B, Q), z(F, B), 1.0, 1.0, B, Q, S, V, z(I, B * Q), z(I, B, S), z(I, B))
+for name, form, args in [("automatic form, Q = 4096", (0, 0), k6(1, 4096, 4)),
+                         ("forced GX NV 1, B = 8, V = 128256", (3, 1), k6(8, 64, 128256)),
+                         ("forced register NV 1, V = 128256", (1, 1), k6(1, 64, 128256))]:
+    mod._k6_form(*form)
+    try:
+        mod.draft_tree_reject_sample(*args)
+        torch.cuda.synchronize()
+        print(name, "| ran", flush=True)
+    except Exception as e:
+        print(name, "|", type(e).__name__, "|", str(e).splitlines()[0], flush=True)
+    finally:
+        mod._k6_form(0, 0)
+print("alive", flush=True)
+"""
+
+
+@pytest.mark.parity
+@pytest.mark.cuda
+def test_cuda_reject_sample_refusals_raise(pytestconfig):
+    """Shapes no K6 form takes raise RuntimeError naming the limit, and the process goes on."""
+    src = pytestconfig.getoption("--kernel-src")
+    _backend(src)  # built here (its failure is this test's), loaded from the build cache by the child
+    try:
+        r = subprocess.run([sys.executable, "-c", _K6_REFUSALS, str(src or "")], capture_output=True,
+                           text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the refusal calls did not finish in 600 s", pytrace=False)
+    log = f"exit {r.returncode}\n{r.stdout}{r.stderr[-3000:]}"
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("alive"), log
+    rows = [line.split(" | ") for line in r.stdout.splitlines() if " | " in line]
+    assert len(rows) == 3, log
+    assert all(kind == "RuntimeError" for _, kind, *_ in rows), log
+    assert "shared memory" in rows[0][2] and all("does not fit" in row[2] for row in rows[1:]), log
 
 
 @pytest.mark.cpu

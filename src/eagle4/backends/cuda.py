@@ -288,7 +288,7 @@ class CudaBackend(Backend):
         args = [(_scalar(a, params[a.name]) if a.role == "scalar" else all_t.get(a.name)) for a in spec.args if a.abi]
         try:
             fn(*args)
-        except ValueError as e:  # the op's own checks (TORCH_CHECK_VALUE): preconditions and ABI mismatches
+        except ValueError as e:  # the op's own checks (std::invalid_argument): preconditions and ABI mismatches
             raise PreconditionError(f"{spec.op}: {e}") from e
         except RuntimeError as e:
             if "precondition" in str(e):
