@@ -19,18 +19,35 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 #include <tuple>
 
 namespace cg = cooperative_groups;
 
 // Every refusal of this file throws a standard exception, which pybind11 turns into a Python exception:
 // std::invalid_argument -> ValueError (bad arguments, violated preconditions), std::runtime_error ->
-// RuntimeError (limits, CUDA errors). Not c10::Error (TORCH_CHECK*): one thrown at K6's forced-form check, after
-// the op's CUDAGuard, killed the process with a segmentation fault where these raised
-// (reports/kernel_before_after/k6_gx/refusal_crash/).
+// RuntimeError (limits, CUDA errors). Messages are joined from std::to_string and plain strings, never
+// through an iostream: on the H100 machine a number formatted by std::ostream inside this extension (c10::str,
+// TORCH_CHECK's message) killed the process with a segmentation fault in std::ostream::_M_insert<long>, while
+// literal messages raised (reports/kernel_before_after/refusal_crash/).
+static std::string e4_part(const char* s) { return s; }
+static std::string e4_part(const std::string& s) { return s; }
+static std::string e4_part(at::ScalarType st) { return c10::toString(st); }
+static std::string e4_part(at::IntArrayRef a) {
+  std::string out = "[";
+  for (size_t i = 0; i < a.size(); ++i) out += (i ? ", " : "") + std::to_string(a[i]);
+  return out + "]";
+}
+template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+static std::string e4_part(T v) {
+  return std::to_string(v);
+}
 template <typename E, typename... A>
 [[noreturn]] static void e4_throw(const A&... a) {
-  throw E(c10::str(a...));
+  std::string msg;
+  ((msg += e4_part(a)), ...);
+  throw E(msg);
 }
 #define E4_VALUE(cond, ...)                                      \
   do {                                                           \
@@ -123,8 +140,7 @@ static void check_tensor(const at::Tensor& t, const char* name, at::ScalarType s
                          std::initializer_list<int64_t> shape) {
   E4_VALUE(t.is_cuda(), name, " must be a CUDA tensor");
   E4_VALUE(t.is_contiguous(), name, " must be contiguous");
-  E4_VALUE(t.scalar_type() == st, name, " must have dtype ", c10::toString(st), ", got ",
-           c10::toString(t.scalar_type()));
+  E4_VALUE(t.scalar_type() == st, name, " must have dtype ", st, ", got ", t.scalar_type());
   E4_VALUE((int64_t)shape.size() == t.dim(), name, " must have ", shape.size(),
            " dimension(s), got shape ", t.sizes());
   int i = 0;
@@ -137,7 +153,7 @@ static void check_tensor(const at::Tensor& t, const char* name, at::ScalarType s
 static void check_hidden_dtype(const at::Tensor& t, const char* name) {
   auto st = t.scalar_type();
   E4_VALUE(st == at::kHalf || st == at::kBFloat16 || st == at::kFloat, name,
-           " must be float16/bfloat16/float32, got ", c10::toString(st));
+           " must be float16/bfloat16/float32, got ", st);
 }
 template <typename T>
 static T* ptr(const at::Tensor& t) { return reinterpret_cast<T*>(t.data_ptr()); }

@@ -91,20 +91,23 @@ def test_user_kernel_src_second_build():
         assert verdict.ok, verdict.report
 
 
-# K6 refusals after the op's CUDAGuard, where a c10::Error killed the process
-# (reports/kernel_before_after/k6_gx/refusal_crash/): zero inputs, refused before any launch
+# K6's refusals, each with numbers in its message: a number formatted through std::ostream inside the extension
+# killed the process (reports/kernel_before_after/refusal_crash/). Zero inputs, refused before any launch; the
+# raw op, so no Python-side validation comes first.
 _K6_REFUSALS = r"""
 import sys, torch
 from eagle4.backends.cuda import CudaBackend
 b = CudaBackend(kernel_src=sys.argv[1] or None)
 b.require()
 mod, dev = b._mod, torch.device("cuda", 0)
-def k6(B, Q, V, S=4):
+def k6(B, Q, V, S=4, cand_q=None):
     z = lambda dt, *s: torch.zeros(*s, dtype=dt, device=dev)
     L, F, I = torch.long, torch.float32, torch.int32
-    return (z(L, B, Q), z(L, B, Q), z(L, B, Q), z(L, B, Q), z(F, B, Q, V), z(L, B, Q), z(torch.uint8, B),
+    return (z(L, B, cand_q or Q), z(L, B, Q), z(L, B, Q), z(L, B, Q), z(F, B, Q, V), z(L, B, Q), z(torch.uint8, B),
             z(F, B, Q), z(F, B), 1.0, 1.0, B, Q, S, V, z(I, B * Q), z(I, B, S), z(I, B))
-for name, form, args in [("automatic form, Q = 4096", (0, 0), k6(1, 4096, 4)),
+for name, form, args in [("precondition B = 0", (0, 0), k6(0, 4, 4)),
+                         ("candidates of 3 columns for Q = 4", (0, 0), k6(1, 4, 4, cand_q=3)),
+                         ("automatic form, Q = 4096", (0, 0), k6(1, 4096, 4)),
                          ("forced GX NV 1, B = 8, V = 128256", (3, 1), k6(8, 64, 128256)),
                          ("forced register NV 1, V = 128256", (1, 1), k6(1, 64, 128256))]:
     mod._k6_form(*form)
@@ -118,12 +121,18 @@ for name, form, args in [("automatic form, Q = 4096", (0, 0), k6(1, 4096, 4)),
         mod._k6_form(0, 0)
 print("alive", flush=True)
 """
+_K6_REFUSED = [("ValueError", "precondition: B must be >= 1, got 0"),
+               ("ValueError", "candidates dimension 1 must be 4, got shape [1, 3]"),
+               ("RuntimeError", "Q/V too large for shared memory"),
+               ("RuntimeError", "with 1 float4 loads a thread does not fit B = 8, V = 128256"),
+               ("RuntimeError", "with 1 float4 loads a thread does not fit V = 128256")]
 
 
 @pytest.mark.parity
 @pytest.mark.cuda
 def test_cuda_reject_sample_refusals_raise(pytestconfig):
-    """Shapes no K6 form takes raise RuntimeError naming the limit, and the process goes on."""
+    """Arguments or shapes K6 refuses raise ValueError / RuntimeError with the numbers in the message, and the
+    process goes on."""
     src = pytestconfig.getoption("--kernel-src")
     _backend(src)  # built here (its failure is this test's), loaded from the build cache by the child
     try:
@@ -134,9 +143,9 @@ def test_cuda_reject_sample_refusals_raise(pytestconfig):
     log = f"exit {r.returncode}\n{r.stdout}{r.stderr[-3000:]}"
     assert r.returncode == 0 and r.stdout.rstrip().endswith("alive"), log
     rows = [line.split(" | ") for line in r.stdout.splitlines() if " | " in line]
-    assert len(rows) == 3, log
-    assert all(kind == "RuntimeError" for _, kind, *_ in rows), log
-    assert "shared memory" in rows[0][2] and all("does not fit" in row[2] for row in rows[1:]), log
+    assert len(rows) == len(_K6_REFUSED), log
+    for row, (kind, want) in zip(rows, _K6_REFUSED, strict=True):
+        assert row[1] == kind and want in row[-1], f"{row[0]}: expected {kind} saying '{want}'\n{log}"
 
 
 @pytest.mark.cpu
