@@ -91,7 +91,10 @@ run_tests() {
   tail -3 "$log"
   grep -q "^exit 0$" "$log"
 }
+# the parity step's share of 540 s: the whole catalog (about 1150 tests) took 121 s and then more than 147 s on
+# nvidia-h100-x1 (reports/h100_parity/8cf903a/), a few kernels' cases 15-30 s
 PARITY_WANT=150
+[ -z "$KERNELS" ] && PARITY_WANT=210
 parity() {  # $1: log file
   run_tests "$1" tests/parity/test_backend_parity.py tests/parity/test_cuda_parity.py \
     tests/parity/test_h100_dump_replay.py tests/parity/test_cuda_goldens.py
