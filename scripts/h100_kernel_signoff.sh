@@ -91,8 +91,8 @@ run_tests() {
   tail -3 "$log"
   grep -q "^exit 0$" "$log"
 }
-# the parity step's share of 540 s: the whole catalog (about 1150 tests) took 121 s and then more than 147 s on
-# nvidia-h100-x1 (reports/h100_parity/8cf903a/), a few kernels' cases 15-30 s
+# the parity step's share of 540 s: the whole catalog (about 1150 tests) took 121 s, then ran past a 147 s box, then
+# took 129 s on nvidia-h100-x1 (reports/kernel_before_after/refusal_crash/, reports/h100_parity/30b6090/)
 PARITY_WANT=150
 [ -z "$KERNELS" ] && PARITY_WANT=210
 parity() {  # $1: log file
