@@ -96,39 +96,16 @@ def test_phase_summary_counts_blocks_from_their_own_start_and_skips_unreached_po
     assert med[2:] == [-1] * 5 and mx[2:] == [-1] * 5
 
 
-def test_k6_sweep_skips_register_forms_that_cannot_hold_the_row():
-    from eagle4.perf.kernel_bench import _k6_unfit
-    from eagle4.perf.points import Point
-
-    big, small = Point("reject_sample", "K6", dict(B=1, Q=64, V=128256, S=7)), Point("reject_sample", "K6", dict(V=16384))
-    assert _k6_unfit(big, (1, 1)) == "63 blocks a cluster > 16" and _k6_unfit(big, (1, 2))
-    assert _k6_unfit(big, (1, 4)) is None and _k6_unfit(big, (1, 8)) is None  # 16 and 8 blocks
-    assert _k6_unfit(big, (2, 1)) is None and _k6_unfit(big, (0, 0)) is None  # the tiled kernel, automatic
-    assert all(_k6_unfit(small, (1, nv)) is None for nv in (1, 2, 4, 8))
-    # the form without clusters: up to 64 blocks a row and 64 requests
-    assert _k6_unfit(big, (3, 1)) is None and _k6_unfit(big, (3, 2)) is None  # 63 and 32 blocks
-    wide = Point("reject_sample", "K6", dict(B=1, Q=8, V=152064, S=6))
-    assert _k6_unfit(wide, (3, 1)) == "75 blocks a row, B = 1: over 64" and _k6_unfit(wide, (3, 2)) is None
-    many = Point("reject_sample", "K6", dict(B=128, Q=64, V=128256, S=7))
-    assert _k6_unfit(many, (3, 4)) == "16 blocks a row, B = 128: over 64"
-    b8 = Point("reject_sample", "K6", dict(B=8, Q=64, V=128256, S=7))  # on a GPU of 132 SMs: 264 blocks at once
-    assert _k6_unfit(b8, (3, 1), sms=132) == "504 blocks > 264 resident" and _k6_unfit(b8, (3, 2), sms=132) is None
-
-
-def test_a_choice_is_not_run_where_unfit_and_an_op_refusal_is_reported():
+def test_an_op_refusal_is_reported_and_a_fitting_choice_runs():
     from eagle4.perf.kernel_bench import _try_choice
-    from eagle4.perf.points import Point
-
-    big = Point("reject_sample", "K6", dict(V=128256))
-    calls = []
-    assert _try_choice("reject_sample", big, (1, 1), calls.append) == (None, "63 blocks a cluster > 16")
-    assert calls == []  # not asked of the op
 
     def refuse(c):
-        raise RuntimeError("draft_tree_reject_sample: no\nbacktrace")
+        raise RuntimeError("draft_tree_reject_sample: the register form with 1 float4 loads a thread does not fit"
+                           " V = 128256\nmore")
 
-    assert _try_choice("reject_sample", big, (1, 8), refuse) == (None, "draft_tree_reject_sample: no")
-    assert _try_choice("tree_mask", big, 8, lambda y: f"outs y{y}") == ("outs y8", None)  # no UNFIT rule for K4
+    assert _try_choice(refuse, (1, 1)) == (
+        None, "the register form with 1 float4 loads a thread does not fit V = 128256")
+    assert _try_choice(lambda y: f"outs y{y}", 8) == ("outs y8", None)
 
 
 def test_ncu_probe_takes_only_the_named_kernels_and_refuses_an_unknown_one(monkeypatch):

@@ -228,42 +228,9 @@ def _k5_label(c) -> str:
     return label + (f"/pf{c[6]}" if len(c) > 6 else "")
 
 
-def _k6_unfit(p, c, sms: int | None = None) -> str | None:
-    """Why K6's register form with c = (1, NV) cannot hold point p's row (more than 16 blocks a cluster), or its
-    form without clusters, c = (3, NV), cannot (more than 64 blocks a row or 64 requests, or, on a GPU of ``sms``
-    SMs, more blocks than it holds at once: 2 an SM, the kernel's launch bounds for NV < 8), else None. The op refuses
-    such choices itself, but on the H100 its refusals crashed the process (a segmentation fault while raising: r1 at
-    deployment-8b's V = 128256, g1 at its B = 8: a c10::Error thrown there kills it, a standard exception does not,
-    reports/kernel_before_after/k6_gx/refusal_crash/), so the sweep does not ask for them. ``sms``: None asks the
-    current CUDA device, where there is one."""
-    form, nv = c
-    if form not in (1, 3):
-        return None
-    blocks = -(-int(p.params["V"]) // (2048 * nv))
-    if form == 1:
-        return f"{blocks} blocks a cluster > 16" if blocks > 16 else None
-    B = int(p.params.get("B", 1))
-    if blocks > 64 or B > 64:
-        return f"{blocks} blocks a row, B = {B}: over 64"
-    if sms is None:
-        sms = _device_sms()
-    if sms and B * blocks > 2 * sms:
-        return f"{B * blocks} blocks > {2 * sms} resident"
-    return None
-
-
-def _device_sms() -> int | None:
-    """The current CUDA device's SM count, None without one."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else None
-
-
 # kernel -> (settings, apply(mod, setting), label(setting)); the outputs compared and their rules come from
-# the kernel's spec (_spec_outputs, _same_by_spec); UNFIT[kernel](point, setting): why a setting is not tried there
-UNFIT = {"reject_sample": _k6_unfit}
+# the kernel's spec (_spec_outputs, _same_by_spec). Whether a setting fits a point is the op's to say: it refuses
+# one that does not (a RuntimeError naming the limit)
 SWEEPS = {
     "logits_to_probas": (K5_SWEEP, lambda mod, c: _k5_set(mod, *c), _k5_label),
     "tree_mask": (K4_SWEEP, lambda mod, y: mod._k4_blocks(y), lambda y: f"y{y}"),
@@ -271,16 +238,17 @@ SWEEPS = {
 }
 
 
-def _try_choice(kernel: str, p, c, run):
-    """(run(c), None) for launch choice c at point p, or (None, why it is not run there): UNFIT's reason, not asked
-    of the op, or the first line of the op's own refusal (a RuntimeError)."""
-    why = UNFIT[kernel](p, c) if kernel in UNFIT else None
-    if why:
-        return None, why
+def _try_choice(run, c):
+    """(run(c), None) for launch choice c, or (None, the op's refusal: its first line, without the op's name).
+
+    The op decides whether a choice fits a point, and refuses one that does not with a RuntimeError. Since 8cf903a its
+    refusals raise in a process that lives on. Before, the numbers in their messages were formatted through an
+    iostream inside the extension and crashed it (reports/kernel_before_after/refusal_crash/), so this sweep kept a
+    copy of K6's fit rules so as not to ask."""
     try:
         return run(c), None
     except RuntimeError as e:
-        return None, str(e).splitlines()[0][:60]
+        return None, str(e).splitlines()[0].split(": ", 1)[-1][:90]
 
 
 def _spec_outputs(kernel: str, tensors: dict) -> list:
@@ -349,7 +317,7 @@ def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all", copy_a
         run_with = _choice_runner(mod, apply, kernel, tensors, fn)
         want = [(a, t.clone()) for a, t in run_with(settings[0])]
         for c in settings:
-            outs, why = _try_choice(kernel, p, c, run_with)
+            outs, why = _try_choice(run_with, c)
             if why:
                 res.append(f"{label(c)}(n/a: {why})")
                 continue
@@ -426,7 +394,7 @@ def _trace_points(backend, mod, shape, kernel, log, points, launches, settings) 
         fn = _ours(p, backend, tensors, params)
         run_with = _choice_runner(mod, apply, kernel, tensors, fn)
         for c in settings:
-            _, why = _try_choice(kernel, p, c, run_with)
+            _, why = _try_choice(run_with, c)
             if why:
                 log(f"trace {shape_name(shape)} {p.pid:34s} {label(c):6s} n/a: {why}")
                 continue
