@@ -248,7 +248,7 @@ def _try_choice(run, c):
     try:
         return run(c), None
     except RuntimeError as e:
-        return None, str(e).splitlines()[0].split(": ", 1)[-1][:90]
+        return None, str(e).splitlines()[0].split(": ", 1)[-1][:120]
 
 
 def _spec_outputs(kernel: str, tensors: dict) -> list:
