@@ -17,11 +17,14 @@ POINTS = {("default", "k/B1"), ("default", "k/B8")}
 
 
 def _write(tmp_path, times: dict[str, tuple[float, float]], pytest_exit: int = 0, source_sha: str = NEW,
-           **fields) -> ss.Successor:
-    rows = ["contract,point,kernel_src,impl,form,median_us"]
+           digests: tuple[str, str] | None = None, **fields) -> ss.Successor:
+    """A record, its compare-src CSV (with the digest column where ``digests`` = (old, new) is given) and its
+    sign-off folder."""
+    d_old, d_new = (f",{d}" for d in digests) if digests else ("", "")
+    rows = ["contract,point,kernel_src" + (",kernel_src_sha256" if digests else "") + ",impl,form,median_us"]
     for point, (old, new) in times.items():
-        rows += [f"default,{point},.old/x.cu,cuda,,{old}", f"default,{point},{ss.NEW_SRC},cuda,,{new}",
-                 f"default,{point},.old/x.cu,torch_anchor,,{old * 9}"]  # anchors are not ours: ignored
+        rows += [f"default,{point},.old/x.cu{d_old},cuda,,{old}", f"default,{point},{ss.NEW_SRC}{d_new},cuda,,{new}",
+                 f"default,{point},{',' if digests else ''},torch_anchor,,{old * 9}"]  # anchors are not ours: ignored
     (tmp_path / "cmp.csv").write_text("\n".join(rows) + "\n")
     rec = tmp_path / "rec"
     rec.mkdir(exist_ok=True)
@@ -83,3 +86,12 @@ def test_a_bad_field_is_named_with_its_file(tmp_path):
     path.write_text("{")
     with pytest.raises(ValueError, match="not JSON"):
         ss.load(path)
+
+
+def test_the_csv_digests_must_be_the_record_sources(tmp_path):
+    times = {"k/B1": (10.0, 10.0), "k/B8": (20.0, 20.0)}
+    rec = _write(tmp_path, times, digests=(OLD, NEW))
+    assert ss.problems(rec, OLD, NEW, POINTS, tmp_path) == []
+    rec = _write(tmp_path, times, digests=("d" * 64, NEW))  # the old side built from another source
+    (bad,) = ss.problems(rec, OLD, NEW, POINTS, tmp_path)
+    assert ".old/x.cu is dddddddddddd, the record says aaaaaaaaaaaa" in bad

@@ -26,6 +26,7 @@ blocks, from a copy of the source built with E4_TRACE), ``compare-src`` (before/
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 from datetime import datetime, timezone
@@ -413,7 +414,9 @@ def _trace_points(backend, mod, shape, kernel, log, points, launches, settings) 
         torch.cuda.empty_cache()
 
 
-COMPARE_FIELDS = ["contract", "point", "kernel_src", "impl", "form", "median_us"]
+# kernel_src_sha256: the digest of the source each row of ours was built from (empty for an anchor), so that a
+# before/after names its sources by content, not only by path (eagle4.perf.source_successor checks it)
+COMPARE_FIELDS = ["contract", "point", "kernel_src", "kernel_src_sha256", "impl", "form", "median_us"]
 
 
 def _step_form(backend, one_launch: bool | None) -> str:
@@ -443,6 +446,7 @@ def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", 
     backends = [CudaBackend(kernel_src=src) for src in sources]
     for b in backends:
         b.require()
+    digest = {src: hashlib.sha256(Path(src).read_bytes()).hexdigest() for src in sources}
     dev = torch.device("cuda", 0)
     rows = []
     for p in select(operating_points(shape, points), kernels):
@@ -471,8 +475,8 @@ def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", 
                 meds[i].append(stats.median(timing.graph_times(fn, g, n)))
         res = [stats.median(m) for m in meds]
         for (src, impl, form, _fn), m in zip(impls, res, strict=True):
-            rows.append({"contract": shape_name(shape), "point": p.pid, "kernel_src": src, "impl": impl, "form": form,
-                         "median_us": f"{m:.4f}"})
+            rows.append({"contract": shape_name(shape), "point": p.pid, "kernel_src": src,
+                         "kernel_src_sha256": digest.get(src, ""), "impl": impl, "form": form, "median_us": f"{m:.4f}"})
         first = [m for (_s, impl, form, _fn), m in zip(impls, res, strict=True)
                  if impl == "cuda" and form in ("", _step_form(backends[0], None))]
         log(f"compare {shape_name(shape):14s} {p.pid:44s} " +

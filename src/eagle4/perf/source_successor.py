@@ -10,7 +10,8 @@ recorded in ``reports/h100_rows_successor.json`` (``SUCCESSOR``):
   to recompute them.
 * **Before/after.** A before/after of both sources in one process on the H100 (``kernel_bench compare-src``
   CSVs). It must cover every point of the committed rows, and at each one the new source must take within
-  ``TOLERANCE`` of the old one's time.
+  ``TOLERANCE`` of the old one's time. Where the CSV records each source's digest (its ``kernel_src_sha256`` column),
+  those digests must be the record's two sources. Older CSVs name the sources only by path.
 * **Sign-off record.** The successor's own sign-off record, whose ``bench_source.txt`` names the successor's
   sha256, with parity passed and every step clean (``signoff_record``).
 
@@ -61,10 +62,10 @@ def load(path: Path) -> Successor:
         raise ValueError(f"{path}: field {'.'.join(map(str, err['loc'])) or '(top)'}: {err['msg']}") from e
 
 
-def _ratios(path: Path) -> dict[tuple[str, str, str], float]:
+def _ratios(rows: list[dict]) -> dict[tuple[str, str, str], float]:
     """new/old of our ops at each (contract, point, form) of one compare-src CSV: the old source is the other one."""
     times: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
-    for r in read_csv(path):
+    for r in rows:
         if r["impl"] == "cuda":
             times[(r["contract"], r["point"], r["form"])][r["kernel_src"]] = float(r["median_us"])
     out = {}
@@ -73,6 +74,16 @@ def _ratios(path: Path) -> dict[tuple[str, str, str], float]:
         if NEW_SRC in by_src and len(old) == 1:
             out[key] = by_src[NEW_SRC] / old[0]
     return out
+
+
+def _digest_problems(name: str, rows: list[dict], rec: Successor) -> list[str]:
+    """Where a compare-src CSV's own digests (its ``kernel_src_sha256`` column) disagree with the record's sources.
+    A CSV written before that column names its old source by path only, and the record's word stands for it."""
+    want = {src: rec.kernel_src_sha256 if src == NEW_SRC else rec.rows_kernel_src_sha256
+            for src in {r["kernel_src"] for r in rows if r["impl"] == "cuda"}}
+    have = {r["kernel_src"]: r["kernel_src_sha256"] for r in rows if r["impl"] == "cuda" and r.get("kernel_src_sha256")}
+    return [f"{name}: {src} is {sha[:12]}, the record says {want[src][:12]}"
+            for src, sha in sorted(have.items()) if sha != want[src]]
 
 
 def problems(rec: Successor, rows_sha: str, current_sha: str, row_points: set[tuple[str, str]],
@@ -90,7 +101,9 @@ def problems(rec: Successor, rows_sha: str, current_sha: str, row_points: set[tu
         if not path.is_file():
             out.append(f"{name}: missing")
             continue
-        ratios = _ratios(path)
+        rows = read_csv(path)
+        ratios = _ratios(rows)
+        out += _digest_problems(name, rows, rec)
         missing = sorted(p for p in row_points if not any(k[:2] == p for k in ratios))
         if missing:
             out.append(f"{name}: no before/after at {len(missing)} point(s) of the rows, e.g. {missing[0]}")
