@@ -6,8 +6,9 @@
   instead of ours.
 * The user-source path itself is tested by a second build of our source copied to another folder
   (a different build key), and by a source missing ops (the backend must name the absent ops).
-* The op's own refusals past its argument checks (limits, the sweep's forced forms) raise a Python
-  exception in a process that lives on (a child process: a crash there fails the test, not the session).
+* The op's own refusals (a precondition, a shape check, a limit, the sweep's forced forms) raise a Python
+  exception with their numbers in the message, in a process that lives on (a child process: a crash there fails
+  the test, not the session).
 Needs ``--hw=cuda`` (deselected otherwise); with --hw=cuda and no GPU or no nvcc it FAILS.
 """
 
