@@ -26,7 +26,6 @@ blocks, from a copy of the source built with E4_TRACE), ``compare-src`` (before/
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 from datetime import datetime, timezone
@@ -439,6 +438,7 @@ def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", 
     import torch
 
     from eagle4.backends.cuda import CudaBackend
+    from eagle4.contract import sha256_file
     from eagle4.perf import timing
     from eagle4.perf.anchors import ANCHORS, COMPILED, DEVICE_CHECKED
     from eagle4.perf.inputs import make_call
@@ -446,7 +446,7 @@ def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", 
     backends = [CudaBackend(kernel_src=src) for src in sources]
     for b in backends:
         b.require()
-    digest = {src: hashlib.sha256(Path(src).read_bytes()).hexdigest() for src in sources}
+    digest = {src: sha256_file(b.kernel_src) for src, b in zip(sources, backends, strict=True)}  # the file each built
     dev = torch.device("cuda", 0)
     rows = []
     for p in select(operating_points(shape, points), kernels):
