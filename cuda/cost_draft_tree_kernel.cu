@@ -2281,11 +2281,14 @@ __device__ __forceinline__ void k6_exchange_argmax(float& av, long long& ai, int
 // no fence, no barrier between blocks. Every block's words sit in their own 128-byte line, so the row's blocks
 // polling them spread over L2's slices (packed into a few lines, the polls queued there: 3150 cycles of exchange at
 // deployment-8b's B = 1 against about 1000 expected; reports/kernel_before_after/k6_gx/). The tag is request b's
-// launch count (g_k6_ep[b] + 1, 0 skipped), written back by block 0 once it has read every block's words, so every
-// block has read the old count by then; the next launch reads it after its griddepcontrol.wait. When the count
-// wraps (tag 1), block 0 clears the slots this launch does not use, so no word older than the wrap can match a
-// later tag. Words and counts are one set per device: two K6 launches must not run concurrently on two streams
-// (as with the draft step's arrival counter).
+// launch count (the low 32 bits of g_k6_ep[b], + 1, 0 skipped), written back by block 0 once it has read every
+// block's words, so every block has read the old count by then; the next launch reads it after its
+// griddepcontrol.wait. Beside the count (the high 32 bits) block 0 records the launch's blocks a request, and it
+// clears the slots of blocks the previous launch had and this one has not: so after every launch each slot of the
+// request holds this launch's tag or zeros, and the next launch, whose tag differs, can match no word it did not
+// write, across the count's wrap too (clearing only at the wrap left a slot a later launch reads, but the ones in
+// between did not write, with the tag it had 2^32 launches before). Words and counts are one set per device: two K6
+// launches must not run concurrently on two streams (as with the draft step's arrival counter).
 constexpr int K6G_MAX_B = 64, K6G_MAX_CS = 64, K6G_LINE = 16;  // K6G_LINE: 64-bit words a block's slot spans
 __device__ unsigned long long g_k6_ep[K6G_MAX_B];
 __device__ __align__(128) unsigned long long g_k6_slot[K6G_MAX_B * K6G_MAX_CS * K6G_LINE];
@@ -2310,11 +2313,13 @@ __device__ __forceinline__ unsigned long long k6g_tag(unsigned long long ep) {
   const unsigned long long t = (ep + 1) & 0xffffffffull;
   return t ? t : 1ull;
 }
-// Block totals -> (R_q, this block's base), as k6_exchange_totals. xt: K6G_MAX_CS words of shared memory.
+// Block totals -> (R_q, this block's base), as k6_exchange_totals. xt: K6G_MAX_CS words of shared memory. ep:
+// g_k6_ep[b] as thread 0 read it (block 0's thread 0 uses it).
 // A wait that outlasts about a second (a block that never runs: impossible under a cooperative launch) traps.
 __device__ __forceinline__ void k6g_exchange_totals(unsigned long long btotal, int rank, int CS, int64_t b,
-                                                    unsigned long long tag, unsigned long long* xt,
-                                                    unsigned long long& Rq, unsigned long long& base) {
+                                                    unsigned long long tag, unsigned long long ep,
+                                                    unsigned long long* xt, unsigned long long& Rq,
+                                                    unsigned long long& base) {
   unsigned long long* slot = g_k6_slot + b * (K6G_MAX_CS * K6G_LINE);
   const int tid = threadIdx.x, lane = tid & 31;
   const unsigned long long tg = tag << 32;
@@ -2335,9 +2340,9 @@ __device__ __forceinline__ void k6g_exchange_totals(unsigned long long btotal, i
   }
   __syncthreads();
   if (rank == 0 && tid == 0) {
-    if (tag == 1ull)  // the count wrapped (or the first launch): no word of a slot unused now may keep an old tag
-      for (int k = CS; k < K6G_MAX_CS; ++k) st2_relaxed_gpu(slot + k * K6G_LINE, 0ull, 0ull);
-    st_relaxed_gpu(&g_k6_ep[b], tag);
+    const int prev = (int)(ep >> 32);  // the previous launch's blocks a request: its slots this launch leaves
+    for (int k = CS; k < prev; ++k) st2_relaxed_gpu(slot + k * K6G_LINE, 0ull, 0ull);
+    st_relaxed_gpu(&g_k6_ep[b], ((unsigned long long)CS << 32) | tag);
   }
   unsigned long long r = 0ull, bs = 0ull;  // every warp: the totals of blocks lane and lane + 32
   for (int k = lane; k < CS; k += 32) {
@@ -2821,7 +2826,7 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
   if (CS > 1) {
     if constexpr (GX) {
       __shared__ unsigned long long xt[K6G_MAX_CS];
-      k6g_exchange_totals(btotal, rank, CS, b, s_tag, xt, Rq, base);
+      k6g_exchange_totals(btotal, rank, CS, b, s_tag, ep, xt, Rq, base);
     } else {
       k6_exchange_totals(btotal, rank, CS, xtot, Rq, base);
     }
@@ -2886,6 +2891,16 @@ __global__ void __launch_bounds__(512, NV == 8 ? 1 : 2) k6r_kernel(
 static int g_k6_form = 0;
 static int64_t g_k6_arg = 0;
 void k6_form(int64_t form, int64_t arg) { g_k6_form = (int)form; g_k6_arg = arg; }
+// Test hook: every request's launch count of K6's form without clusters set to `count` (the low 32 bits of g_k6_ep;
+// the blocks a request beside it kept), so that a test takes the count across its wrap without 2^32 launches.
+void k6_gx_count(int64_t count) {
+  E4_CUDA_CHECK(cudaDeviceSynchronize());
+  unsigned long long ep[K6G_MAX_B];
+  E4_CUDA_CHECK(cudaMemcpyFromSymbol(ep, g_k6_ep, sizeof ep));
+  for (auto& e : ep) e = (e & ~0xffffffffull) | ((unsigned long long)count & 0xffffffffull);
+  E4_CUDA_CHECK(cudaMemcpyToSymbol(g_k6_ep, ep, sizeof ep));
+  E4_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 void draft_tree_reject_sample(at::Tensor candidates, at::Tensor retrive_index, at::Tensor retrive_next_token,
                               at::Tensor retrive_next_sibling, at::Tensor target_probs, at::Tensor target_predict,
@@ -3347,6 +3362,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_trace_dump", &trace_dump, "development probe: the E4_T clock stamps since the last call (then zeroed)");
 #endif
   m.def("_k6_form", &k6_form, "bench sweep hook: K6's form (0 automatic, 1 register with arg float4 loads a thread, 2 tiled with clusters of arg)");
+  m.def("_k6_gx_count", &k6_gx_count, "test hook: K6's GX launch count of every request (its low 32 bits)");
   m.def("_k4_blocks", &k4_blocks, "bench sweep hook: K4's blocks per request (0: automatic)");
   m.def("_k5_prefetch", &k5_prefetch,
         "bench sweep hook: the register K5's L2 prefetch (0 automatic, < 0 never, > 0 this percent of the rows held at "

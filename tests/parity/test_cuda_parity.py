@@ -6,6 +6,8 @@
   instead of ours.
 * The user-source path itself is tested by a second build of our source copied to another folder
   (a different build key), and by a source missing ops (the backend must name the absent ops).
+* K6's form without clusters across its launch count's wrap, where the blocks a request change (a test hook sets
+  the count).
 * The op's own refusals (a precondition, a shape check, a limit, the sweep's forced forms) raise a Python
   exception with their numbers in the message, in a process that lives on (a child process: a crash there fails
   the test, not the session).
@@ -147,6 +149,34 @@ def test_cuda_reject_sample_refusals_raise(pytestconfig):
     assert len(rows) == len(_K6_REFUSED), log
     for row, (kind, want) in zip(rows, _K6_REFUSED, strict=True):
         assert row[1] == kind and want in row[-1], f"{row[0]}: expected {kind} saying '{want}'\n{log}"
+
+
+# (count set first or None, K6's forced form (3 = GX, NV), catalog case): at V = 40960 NV 1 / 2 / 4 take 20 / 10 / 5
+# blocks a request. Each count of 0 makes the next launch's tag 1 again, as at the count's wrap, after a launch with
+# fewer blocks a request: an exchange that clears old slots only at the wrap leaves the tag-1 words of the launch two
+# steps before in the slots it reads; 2^32 - 2 takes the count through its last tag and the skipped 0.
+_GX_WRAP = [(0, (3, 1), 0), (None, (3, 4), 1), (0, (3, 1), 1), (2**32 - 2, (3, 2), 0), (None, (3, 1), 1)] * 4
+
+
+@pytest.mark.parity
+@pytest.mark.cuda
+def test_cuda_reject_sample_gx_count_wrap(pytestconfig):
+    """K6's form without clusters reads no block total an earlier launch left under the tag it takes, where its
+    launch count wraps and the blocks a request change (the count set by the op's test hook)."""
+    backend = _backend(pytestconfig.getoption("--kernel-src"))
+    mod = backend._mod
+    by_id = {c.case_id: c for c in all_cases() if c.kernel == "reject_sample" and "multiblock" in c.tags}
+    cases = [by_id["reject_sample/multiblock_exact_q"], by_id["reject_sample/multiblock_residual_zero_fallback"]]
+    assert all(c.params["V"] == 40960 for c in cases)
+    try:
+        for i, (count, form, k) in enumerate(_GX_WRAP):
+            if count is not None:
+                mod._k6_gx_count(count)
+            mod._k6_form(*form)
+            verdict = judge(cases[k], reference_outcome(cases[k]), run_case(backend, cases[k]))
+            assert verdict.ok, f"step {i} (count {count}, form {form}, {cases[k].case_id}): {verdict.report}"
+    finally:
+        mod._k6_form(0, 0)
 
 
 @pytest.mark.cpu
