@@ -36,6 +36,7 @@
 #    -> DIR/memcheck_points_log.txt, DIR/racecheck_points_log.txt.
 # 6. every step's log read back (python -m eagle4.perf.signoff_record DIR): a step stopped by its time box
 #    (exit 124) or a sanitizer that found something is named and the script exits 1.
+# Then `python -m eagle4.perf.install_rows DIR --log <this script's output>` files the bench as the committed rows.
 # Never changes the GPU's clocks or settings.
 set -uo pipefail
 cd "$(dirname "$0")/.."
