@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from eagle4.contract.archive import ARCHIVE_DIR, ARCHIVED, archived_contract_path
-from eagle4.perf import source_successor
+from eagle4.perf import h100_manifest, source_successor
 from eagle4.perf.kernel_report import BPT_FIELDS, SUMMARY_FIELDS
 from eagle4.perf.points import operating_points, roofline_us, shape_from_contract
 from eagle4.perf.rows import RAW_FIELDS, read_csv
@@ -376,13 +376,13 @@ def test_hotspots_and_manifest(shapes, which):
 
 
 # the manifest lines (written by scripts/bench_h100_kernels.sh) that say what the rows timed, and how
-KERNEL_SRC_LINE, TIMER_LINE = r"^kernel_src cost_draft_tree_kernel\.cu ([0-9a-f]{64})$", r"^timer: (.*)$"
+KERNEL_SRC_LINE, TIMER_LINE = h100_manifest.KERNEL_SRC, h100_manifest.TIMER
 
 
 def _manifest_field(path: Path, pattern: str, what: str) -> str:
-    m = re.search(pattern, _need(path).read_text(), re.M)
-    assert m, f"{path.relative_to(REPO)} names no {what} (written by scripts/bench_h100_kernels.sh)"
-    return m.group(1)
+    value = h100_manifest.field(_need(path), pattern)
+    assert value is not None, f"{path.relative_to(REPO)} names no {what} (written by scripts/bench_h100_kernels.sh)"
+    return value
 
 
 def test_current_rows_time_the_current_kernel_source():

@@ -23,23 +23,21 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle4.perf import h100_manifest
 from eagle4.perf.signoff_record import unclean_steps
 from eagle4.report.atomic import write_bytes
 
 KERNEL_SRC = "cuda/cost_draft_tree_kernel.cu"
-MANIFEST = "h100_env_manifest.txt"
+MANIFEST = h100_manifest.NAME
 BENCH_LOG = "h100_kernel_bench_log.txt"
 # the committed rows: what the bench measured and where (the other reports derive from them)
 ROW_FILES = ("cuda_kernel_times.csv", "cuda_kernel_times_raw.csv", "cuda_kernel_ncu_raw.csv", MANIFEST, BENCH_LOG)
 DERIVED = ("cuda_bytes_per_token.csv", "hotspots_ranked.md", "kernel_anchors.md")
 RECORD_FILES = ("bench_source.txt", "build_new.txt", "build_old.txt")  # beside every *_log.txt but compare_src's
-_COMMIT = re.compile(r"^git_commit: ([0-9a-f]{40})$", re.M)
-_SRC = re.compile(r"^kernel_src cost_draft_tree_kernel\.cu ([0-9a-f]{64})$", re.M)
 
 
 class InstallError(ValueError):
@@ -53,13 +51,13 @@ class Plan:
     copies: tuple[tuple[Path, Path], ...]  # (from, to), in order
 
 
-def _field(path: Path, rx: re.Pattern, what: str) -> str:
+def _field(path: Path, pattern: str, what: str) -> str:
     if not path.is_file():
         raise InstallError(f"{path}: missing")
-    m = rx.search(path.read_text(errors="replace"))
-    if not m:
+    value = h100_manifest.field(path, pattern)
+    if value is None:
         raise InstallError(f"{path}: names no {what}")
-    return m.group(1)
+    return value
 
 
 def plan(signoff: Path, repo: Path, log: Path | None = None) -> Plan:
@@ -76,11 +74,11 @@ def plan(signoff: Path, repo: Path, log: Path | None = None) -> Plan:
     if benched[:3] != [KERNEL_SRC, "sha256", have]:
         raise InstallError(f"{signoff / 'bench_source.txt'}: the bench measured {' '.join(benched[:3]) or 'nothing'}, "
                            f"not {KERNEL_SRC} as it is now (sha256 {have[:12]})")
-    src = _field(new / MANIFEST, _SRC, "kernel source")
+    src = _field(new / MANIFEST, h100_manifest.KERNEL_SRC, "kernel source")
     if src != have:
         raise InstallError(f"{new / MANIFEST}: kernel_src {src[:12]}, but {KERNEL_SRC} is {have[:12]}")
-    commit = _field(new / MANIFEST, _COMMIT, "git_commit")[:7]
-    old = _field(reports / MANIFEST, _COMMIT, "git_commit")[:7]
+    commit = _field(new / MANIFEST, h100_manifest.GIT_COMMIT, "git_commit")[:7]
+    old = _field(reports / MANIFEST, h100_manifest.GIT_COMMIT, "git_commit")[:7]
     if old == commit:
         raise InstallError(f"{reports / MANIFEST}: the committed rows are already {commit}'s")
     for d in (reports / "h100_parity" / old / "bench", reports / "h100_parity" / commit):
