@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle4.perf.install_rows import DERIVED, ROW_FILES, main
+from eagle4.perf.install_rows import BENCH_ROWS, DERIVED, ROW_FILES, main
 
 pytestmark = [pytest.mark.cpu]
 
@@ -33,7 +33,7 @@ def _setup(tmp_path: Path, **over) -> tuple[Path, Path]:
     for n in ROW_FILES + DERIVED:
         (rep / n).write_text(f"old {n}")
     (rep / "h100_env_manifest.txt").write_text(_manifest(OLD, "old source"))
-    files = {f"reports/{n}": f"new {n}" for n in ROW_FILES[:-1] + DERIVED}
+    files = {f"reports/{n}": f"new {n}" for n in BENCH_ROWS + DERIVED}
     files.update({"reports/h100_env_manifest.txt": _manifest(NEW, "new source"),
                   "bench_log.txt": "run 0 ...\nexit 0\n",
                   "bench_source.txt": f"cuda/cost_draft_tree_kernel.cu sha256 {_sha('new source')} EAGLE4_CUDA_PDL=1\n",
@@ -60,7 +60,7 @@ def test_install_files_everything_in_its_place(tmp_path, capsys):
     for n in ROW_FILES:  # the committed rows kept beside their record, the new ones in their place
         assert (rep / "h100_parity" / OLD[:7] / "bench" / n).read_text().startswith("old" if n != "h100_env_manifest.txt" else "#")
     assert (rep / "h100_parity" / OLD[:7] / "bench" / "h100_env_manifest.txt").read_text() == _manifest(OLD, "old source")
-    for n in ROW_FILES[:-1] + DERIVED:
+    for n in BENCH_ROWS + DERIVED:
         assert (rep / n).read_text() == (so / "reports" / n).read_text()
     assert (rep / "h100_kernel_bench_log.txt").read_text() == (so / "bench_log.txt").read_text()
     record = rep / "h100_parity" / NEW[:7]

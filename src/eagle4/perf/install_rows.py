@@ -22,11 +22,11 @@ and run it again. The READMEs and the statements in that test are the author's t
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle4.contract import sha256_file
 from eagle4.perf import h100_manifest
 from eagle4.perf.signoff_record import unclean_steps
 from eagle4.report.atomic import write_bytes
@@ -34,8 +34,10 @@ from eagle4.report.atomic import write_bytes
 KERNEL_SRC = "cuda/cost_draft_tree_kernel.cu"
 MANIFEST = h100_manifest.NAME
 BENCH_LOG = "h100_kernel_bench_log.txt"
-# the committed rows: what the bench measured and where (the other reports derive from them)
-ROW_FILES = ("cuda_kernel_times.csv", "cuda_kernel_times_raw.csv", "cuda_kernel_ncu_raw.csv", MANIFEST, BENCH_LOG)
+# the committed rows: what the bench measured and where (the other reports derive from them); the bench writes all
+# but the log into its reports/ folder (its log is the sign-off folder's bench_log.txt)
+BENCH_ROWS = ("cuda_kernel_times.csv", "cuda_kernel_times_raw.csv", "cuda_kernel_ncu_raw.csv", MANIFEST)
+ROW_FILES = (*BENCH_ROWS, BENCH_LOG)
 DERIVED = ("cuda_bytes_per_token.csv", "hotspots_ranked.md", "kernel_anchors.md")
 RECORD_FILES = ("bench_source.txt", "build_new.txt", "build_old.txt")  # beside every *_log.txt but compare_src's
 
@@ -69,7 +71,7 @@ def plan(signoff: Path, repo: Path, log: Path | None = None) -> Plan:
     bench_log = signoff / "bench_log.txt"
     if not bench_log.is_file() or not bench_log.read_text(errors="replace").rstrip().endswith("exit 0"):
         raise InstallError(f"{bench_log}: the bench did not finish (no closing 'exit 0')")
-    have = hashlib.sha256((repo / KERNEL_SRC).read_bytes()).hexdigest()
+    have = sha256_file(repo / KERNEL_SRC)
     benched = (signoff / "bench_source.txt").read_text().split() if (signoff / "bench_source.txt").is_file() else []
     if benched[:3] != [KERNEL_SRC, "sha256", have]:
         raise InstallError(f"{signoff / 'bench_source.txt'}: the bench measured {' '.join(benched[:3]) or 'nothing'}, "
@@ -84,14 +86,14 @@ def plan(signoff: Path, repo: Path, log: Path | None = None) -> Plan:
     for d in (reports / "h100_parity" / old / "bench", reports / "h100_parity" / commit):
         if d.exists():
             raise InstallError(f"{d}: exists already (an install ran before?)")
-    for name in ROW_FILES[:-1] + DERIVED:
+    for name in BENCH_ROWS + DERIVED:
         if not (new / name).is_file():
             raise InstallError(f"{new / name}: missing")
     if log is not None and not log.is_file():
         raise InstallError(f"{log}: missing")
     keep = reports / "h100_parity" / old / "bench"
     copies = [(reports / n, keep / n) for n in ROW_FILES if (reports / n).is_file()]
-    copies += [(new / n, reports / n) for n in ROW_FILES[:-1] + DERIVED] + [(bench_log, reports / BENCH_LOG)]
+    copies += [(new / n, reports / n) for n in BENCH_ROWS + DERIVED] + [(bench_log, reports / BENCH_LOG)]
     record = reports / "h100_parity" / commit
     steps = [p for p in sorted(signoff.glob("*_log.txt")) if not p.name.startswith("compare_src")]
     copies += [(p, record / p.name) for p in steps + [signoff / n for n in RECORD_FILES] if p.is_file()]
