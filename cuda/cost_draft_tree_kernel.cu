@@ -1926,6 +1926,14 @@ template <int NV, bool PF = false, bool W0 = false>
 __global__ void __launch_bounds__(256, 4) k5r14_kernel(E4_K5R_ARGS) {
   k5r_body<NV, true, PF, W0>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, pf, pf_from);
 }
+// The one-round form in narrow blocks: 64 threads of 32 vectors (128 registers of the row) a thread, 6 blocks an SM
+// (168 registers a thread). The registers a thread needs beside its entries are paid for a quarter as many threads,
+// so an SM holds 6 slices of 8192 entries instead of 4: 42 clusters of 16 blocks at once on the H100 instead of 28
+// (k5r_launch says where it is taken).
+template <int NV, bool PF = false, bool W0 = false>
+__global__ void __launch_bounds__(64, 6) k5rn_kernel(E4_K5R_ARGS) {
+  k5r_body<NV, true, PF, W0>(logits, temps, V, G, wp, probas, argmax, greedy, chunk, pf, pf_from);
+}
 #undef E4_K5R_ARGS
 
 // Tuning hook (the bench's sweep only): 0 = automatic, 1 = always the shared-memory kernel, 2 = the
@@ -1945,6 +1953,11 @@ void k5_one(int64_t mode) { g_k5_one = (int)mode; }
 // applies, this percentage of the rows the GPU holds at once ahead
 static int64_t g_k5_pf = 0;
 void k5_prefetch(int64_t pct) { g_k5_pf = pct; }
+// the narrow register build (k5rn_kernel): 0 automatic, < 0 never, > 0 wherever it applies
+static int g_k5_narrow = 0;
+void k5_narrow(int64_t mode) { g_k5_narrow = (int)mode; }
+// clusters of cs blocks the GPU holds at once, of the narrow build (narrow != 0) or of k5r14_kernel<8>
+int64_t k5_held(int64_t narrow, int64_t cs);
 
 // What the GPU holds at once of `kernel` with `threads`-thread blocks of `smem` dynamic bytes: cs == 0,
 // blocks; cs >= 1, clusters of cs blocks (0 when none fits; cs > 8 needs the non-portable attribute).
@@ -2037,7 +2050,7 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   if (chunk > kMaxPerBlock) return false;
   const int64_t vecs = chunk / 4;
   const int nv = vecs <= kMaxNT ? 1 : vecs <= 2 * kMaxNT ? 2 : vecs <= 4 * kMaxNT ? 4 : 8;
-  const int nt = (int)std::min<int64_t>(kMaxNT, std::max<int64_t>(32, ((vecs + nv - 1) / nv + 31) / 32 * 32));
+  int nt = (int)std::min<int64_t>(kMaxNT, std::max<int64_t>(32, ((vecs + nv - 1) / nv + 31) / 32 * 32));
   // pfkern: the same kernel's prefetching build (k5r_body's PF), taken where the launch has more rows than the
   // GPU holds at once, pf = 25% of those rows ahead. Measured on the H100 (kernel_bench sweep --copy-after,
   // reports/kernel_before_after/k5_l2_prefetch/): 0.91 / 0.91 / 0.92x at deployment-8b's verify B = 128 / 32 / 8
@@ -2080,6 +2093,18 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
   // the build held to 4 blocks an SM (64 registers): the two-round form's where a thread holds 8 vectors and
   // there are >= 256 rows or V > 65536; the one-round form's there (0.91x at 256 and 1024 rows of 32768) and
   // for <= 32 rows (0.98-1.00x, the same sweeps; 1.12x at 64 and 128 rows with 8 vectors a thread)
+  // the narrow build (k5rn_kernel) where a block holds 8 vectors a thread of a slice of <= 8192 entries and, in
+  // automatic mode, V > 65536 (16-block clusters) with >= 512 rows. Measured on the H100 (one build, one process,
+  // alternating rounds, reports/kernel_before_after/k5_narrow/): 0.979 / 0.972 / 0.967x at deployment-8b's verify
+  // B = 8 / 32 / 128 (512 / 2048 / 8192 rows of 128256; at 8192 rows as fast as one copy of the bytes), but 1.11x at
+  // its verify B = 1 (64 rows: 42 + 22 rows instead of 28 + 28 + 8, each wave's blocks longer), 1.13 / 1.04x at its
+  // draft B = 32 / 128 (256 / 1024 rows of 32768), 2.0x at the default verify B = 8 (128 rows of 16384); 65-511 rows
+  // at such V not measured
+  if (one && nv == 8 && chunk <= 64 * 32 * 4 &&
+      (g_k5_narrow > 0 || (g_k5_narrow == 0 && V > 8 * kMaxPerBlock && R >= 512))) {
+    nt = 64;
+    return go(k5rn_kernel<32>, k5rn_kernel<32, false, true>, k5rn_kernel<32, true>, k5rn_kernel<32, true, true>);
+  }
   const bool many = R >= 256 || V > 8 * kMaxPerBlock;
   const bool bounded = g_k5_minb == 4 || (g_k5_minb == 0 && (one ? R <= 32 || many : nv == 8 && many));
   if (one && bounded) {
@@ -2114,6 +2139,10 @@ static bool k5r_launch(const at::Tensor& logits, const at::Tensor& temperatures,
     case 4: return go(k5r_kernel<4>);
     default: return go(k5r_kernel<8>);
   }
+}
+
+int64_t k5_held(int64_t narrow, int64_t cs) {
+  return narrow ? resident(k5rn_kernel<32, true>, (int)cs, 64, 0) : resident(k5r14_kernel<8, true>, (int)cs, 256, 0);
 }
 
 void convert_logits_to_probas(at::Tensor logits, at::Tensor temperatures, int64_t rows_per_req, bool write_probas,
@@ -3364,6 +3393,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_k6_form", &k6_form, "bench sweep hook: K6's form (0 automatic, 1 register with arg float4 loads a thread, 2 tiled with clusters of arg)");
   m.def("_k6_gx_count", &k6_gx_count, "test hook: K6's GX launch count of every request (its low 32 bits)");
   m.def("_k4_blocks", &k4_blocks, "bench sweep hook: K4's blocks per request (0: automatic)");
+  m.def("_k5_narrow", &k5_narrow, "bench sweep hook: K5's narrow register build (0 automatic, < 0 never, > 0 wherever it applies)");
+  m.def("_k5_held", &k5_held, "bench sweep hook: clusters of cs blocks the GPU holds at once (the narrow build or k5r14_kernel<8>)");
   m.def("_k5_prefetch", &k5_prefetch,
         "bench sweep hook: the register K5's L2 prefetch (0 automatic, < 0 never, > 0 this percent of the rows held at "
         "once ahead wherever its build applies)");

@@ -51,7 +51,7 @@ def test_every_swept_kernel_names_spec_outputs():
         assert len({label(c) for c in settings}) == len(settings), kernel  # every choice has its own label
 
 
-def test_k5_sweep_sets_every_hook_and_resets_the_prefetch_for_settings_without_it():
+def test_k5_sweep_sets_every_hook_and_resets_the_prefetch_and_narrow_build_for_settings_without_them():
     from eagle4.perf.kernel_bench import K5_SWEEP, SWEEPS
 
     calls = []
@@ -67,8 +67,10 @@ def test_k5_sweep_sets_every_hook_and_resets_the_prefetch_for_settings_without_i
         got = dict(calls)
         # a setting of six fields runs the automatic prefetch (0), not the previous setting's
         assert got["_k5_prefetch"] == ((c[6] if len(c) > 6 else 0),), c
+        assert got["_k5_narrow"] == ((c[7] if len(c) > 7 else 0),), c  # likewise the narrow build
         assert got["_k5_tuning"] == tuple(c[:2]) and got["_k5_one"] == (c[5],), c
     assert label((0, 0, 0, 0, 0, 0, -1)).endswith("/pf-1") and "/pf" not in label(K5_SWEEP[0])
+    assert label((0, 0, 0, 0, 0, 0, 0, 1)).endswith("/pf0/n1")
 
 
 def test_sweep_cli_takes_copy_after(monkeypatch):

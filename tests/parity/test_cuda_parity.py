@@ -8,6 +8,8 @@
   (a different build key), and by a source missing ops (the backend must name the absent ops).
 * K6's form without clusters across its launch count's wrap, where the blocks a request change (a test hook sets
   the count).
+* K5's narrow register build, which the automatic choice takes only at >= 512 rows of V > 65536 (no catalog case
+  is that large), on every K5 case with it forced wherever it applies (the sweep's hook).
 * The op's own refusals (a precondition, a shape check, a limit, the sweep's forced forms) raise a Python
   exception with their numbers in the message, in a process that lives on (a child process: a crash there fails
   the test, not the session).
@@ -177,6 +179,29 @@ def test_cuda_reject_sample_gx_count_wrap(pytestconfig):
             assert verdict.ok, f"step {i} (count {count}, form {form}, {cases[k].case_id}): {verdict.report}"
     finally:
         mod._k6_form(0, 0)
+
+
+@pytest.mark.parity
+@pytest.mark.cuda
+def test_cuda_logits_to_probas_narrow_build(pytestconfig):
+    """Every K5 case with the narrow register build (64-thread blocks of 32 vectors) wherever it applies matches the
+    reference; on the 40-row case of V = 128256 (16-block clusters, which it applies to) its probas differ in bits from
+    the other register build's (the parts a thread sums are 4x larger), so the hook reached the build."""
+    backend = _backend(pytestconfig.getoption("--kernel-src"))
+    mod = backend._mod
+    cases = [c for c in all_cases() if c.kernel == "logits_to_probas"]
+    big = next(c for c in cases if c.case_id == "logits_to_probas/large/V128256_rows40_ties_nan")
+    try:
+        mod._k5_narrow(1)
+        for c in cases:
+            verdict = judge(c, reference_outcome(c), run_case(backend, c))
+            assert verdict.ok, f"{c.case_id} (narrow build forced): {verdict.report}"
+        narrow = run_case(backend, big).outputs["probas"]
+        mod._k5_narrow(-1)
+        other = run_case(backend, big).outputs["probas"]
+        assert narrow.tobytes() != other.tobytes(), "the narrow hook changed nothing on the 40-row case"
+    finally:
+        mod._k5_narrow(0)
 
 
 @pytest.mark.cpu

@@ -198,15 +198,17 @@ def shape_name(shape: BenchShape) -> str:
     return Path(shape.contract_path).stem
 
 
-# (mode, blocks, cluster cap, smallest cluster, register build, reduction[, L2 prefetch]) of the K5 sweep:
-# automatic, shared-memory (its one-round or two-round reduction), register (its largest and smallest cluster,
+# (mode, blocks, cluster cap, smallest cluster, register build, reduction[, L2 prefetch[, narrow build]]) of the K5
+# sweep: automatic, shared-memory (its one-round or two-round reduction), register (its largest and smallest cluster,
 # its unbounded or 4-blocks-per-SM build, a grid target, its two-round or one-round reduction), the automatic
 # choice without its L2 prefetch (-1) and with the prefetch wherever it applies, 25 / 50 / 100% of the rows held
-# at once ahead; 0 = the kernel's automatic choice
+# at once ahead, the automatic choice without the narrow register build (-1) and with it wherever it applies (1);
+# 0 = the kernel's automatic choice
 K5_SWEEP = ((0, 0, 0, 0, 0, 0), (1, 0, 0, 0, 0, 2), (1, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 2),
             (2, 0, 16, 0, 0, 2), (2, 0, 8, 0, 0, 2), (2, 0, 4, 0, 0, 2), (2, 0, 0, 8, 0, 2), (2, 0, 0, 0, 1, 2),
             (2, 0, 0, 0, 4, 2), (2, 0, 0, 0, 4, 1), (2, 0, 0, 8, 4, 1), (2, 528, 0, 0, 4, 2),
-            (0, 0, 0, 0, 0, 0, -1), (0, 0, 0, 0, 0, 0, 25), (0, 0, 0, 0, 0, 0, 50), (0, 0, 0, 0, 0, 0, 100))
+            (0, 0, 0, 0, 0, 0, -1), (0, 0, 0, 0, 0, 0, 25), (0, 0, 0, 0, 0, 0, 50), (0, 0, 0, 0, 0, 0, 100),
+            (0, 0, 0, 0, 0, 0, 0, -1), (0, 0, 0, 0, 0, 0, 0, 1))
 # K4's blocks per request (0 = automatic)
 K4_SWEEP = (0, 8, 16, 32, 64, 132)
 # K6's (form, arg): automatic; the register form with 1-8 float4 loads a thread; the tiled kernel in clusters of 1-16;
@@ -215,17 +217,18 @@ K6_SWEEP = ((0, 0), (1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (2, 
 K6_LABELS = ("auto", "r", "t", "g")
 
 
-def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0, pf=0) -> None:
+def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0, pf=0, narrow=0) -> None:
     mod._k5_tuning(mode, blocks)
     mod._k5_max_cluster(cap)
     mod._k5_reg(min_cs, minb)
     mod._k5_one(one)
     mod._k5_prefetch(pf)
+    mod._k5_narrow(narrow)
 
 
 def _k5_label(c) -> str:
     label = "m{}/b{}/cs{}/min{}/lb{}/r{}".format(*c[:6])
-    return label + (f"/pf{c[6]}" if len(c) > 6 else "")
+    return label + (f"/pf{c[6]}" if len(c) > 6 else "") + (f"/n{c[7]}" if len(c) > 7 else "")
 
 
 # kernel -> (settings, apply(mod, setting), label(setting)); the outputs compared and their rules come from
