@@ -10,6 +10,7 @@ NAME = "h100_env_manifest.txt"
 GIT_COMMIT = r"^git_commit: ([0-9a-f]{40})$"
 KERNEL_SRC = r"^kernel_src cost_draft_tree_kernel\.cu ([0-9a-f]{64})$"
 TIMER = r"^timer: (.*)$"
+CREATED = r"^created_utc: (\S+)$"
 
 
 def field(path: Path, pattern: str) -> str | None:

@@ -16,7 +16,8 @@ Then, per file, each write atomic (``eagle4.report.atomic``): the committed rows
 theirs; the step logs go to ``reports/h100_parity/<commit>/``; the before/after (``compare_src*``) to
 ``reports/kernel_before_after/compare_src_<commit>*``. An interrupted install can leave some rows old and some new,
 which ``tests/harness/test_committed_h100_results.py`` fails on (their commits differ): restore ``reports/`` from git
-and run it again. The READMEs and the statements in that test are the author's to update.
+and run it again. The READMEs and the statements in that test are the author's to update;
+``tests/harness/test_readme_figures.py`` then names every figure the READMEs quote that the new rows do not give.
 """
 
 from __future__ import annotations
