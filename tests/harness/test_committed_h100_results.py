@@ -36,7 +36,7 @@ from eagle4.contract.archive import ARCHIVE_DIR, ARCHIVED, archived_contract_pat
 from eagle4.perf import h100_manifest, source_successor
 from eagle4.perf.kernel_report import BPT_FIELDS, SUMMARY_FIELDS
 from eagle4.perf.points import operating_points, roofline_us, shape_from_contract
-from eagle4.perf.rows import RAW_FIELDS, read_csv
+from eagle4.perf.rows import RAW_FIELDS, ours_in_graph, read_csv
 from eagle4.spec import KERNEL_ORDER
 
 pytestmark = [pytest.mark.cpu]
@@ -202,10 +202,6 @@ def _groups(raw):
     return g
 
 
-def _ours(summary):
-    return {(s["contract"], s["point"]): s for s in summary if s["impl"] == "cuda" and s["mode"] == "graph"}
-
-
 def _check_raw(raw, shapes) -> None:
     assert set(RAW_FIELDS) <= set(raw[0]), f"missing columns: {set(RAW_FIELDS) - set(raw[0])}"
     for r in raw:
@@ -267,7 +263,7 @@ def test_ratios_recomputed(raw, summary, shapes):
     groups = _groups(raw)
     med = {k: float(np.median([float(r["median_us"]) for r in rs])) for k, rs in groups.items()}
     pts = {(n, p.pid): p for n, sh in shapes.items() for p in operating_points(sh)}
-    for (c, pid), s in _ours(summary).items():
+    for (c, pid), s in ours_in_graph(summary).items():
         ours = med[(c, pid, "cuda", "graph")]
         anchors = {k[2]: v for k, v in med.items() if k[0] == c and k[1] == pid and k[2] != "cuda"
                    and k[3] == "graph" and groups[k][0]["same_computation"] == "true"}
@@ -287,7 +283,7 @@ def test_ratios_recomputed(raw, summary, shapes):
 
 def test_no_point_slower_than_its_anchor(summary, which):
     KNOWN_SLOWER, _ = _known(which)
-    ours = _ours(summary)
+    ours = ours_in_graph(summary)
     slower = {k: s for k, s in ours.items() if float(s["ours_over_anchor"]) > 1.0}
     unexplained = [f"{c} {p}: ours {float(s['median_us']):.2f} us vs {s['anchor_impl']} {float(s['anchor_us']):.2f} us"
                    for (c, p), s in slower.items() if (c, p) not in KNOWN_SLOWER]
@@ -301,7 +297,7 @@ def test_a_ratio_on_an_anchor_row_outside_the_run_rule_holds_run_for_run(summary
     # "ours is faster" is kept only where every run of ours beats every run of that anchor
     rows = {(s["contract"], s["point"], s["impl"]): s for s in summary if s["mode"] == "graph"}
     shaky = []
-    for (c, p), s in _ours(summary).items():
+    for (c, p), s in ours_in_graph(summary).items():
         a = rows.get((c, p, s.get("anchor_impl", "")))
         if a is not None and a["valid"] != "true" and not float(s["max_run_us"]) < float(a["min_run_us"]):
             shaky.append(f"{c} {p}: ours up to {float(s['max_run_us']):.2f} us, {a['impl']} from {float(a['min_run_us']):.2f}")
@@ -310,7 +306,7 @@ def test_a_ratio_on_an_anchor_row_outside_the_run_rule_holds_run_for_run(summary
 
 def _bar_misses(summary, shapes):
     misses = {}
-    for (c, pid), s in _ours(summary).items():
+    for (c, pid), s in ours_in_graph(summary).items():
         us = float(s["median_us"])
         if s["kernel"] == "logits_to_probas" and int(s["bytes_model"]) >= K5_MIN_BYTES and \
                 float(s["ours_over_roofline"]) > K5_ROOFLINE_MAX:
@@ -340,7 +336,7 @@ def test_issue14_bars(summary, shapes, which):
 def test_summary_schema_and_anchor_table(summary, which):
     assert set(SUMMARY_FIELDS) - ARCHIVED_BEFORE_FIELDS.get(which, set()) <= set(summary[0])
     md = _need(_dir(which) / "kernel_anchors.md").read_text()
-    for (c, pid), s in _ours(summary).items():
+    for (c, pid), s in ours_in_graph(summary).items():
         # a draft-step row names its form after the point, e.g. "(one launch)", as its label does
         form = re.search(r"\(([^)]*)\)$", s.get("label", ""))
         cell = f"{pid} ({form.group(1)})" if pid.startswith("draft_step/") and form else pid
@@ -440,7 +436,7 @@ def test_the_two_timers_benches_of_one_kernel_source_agree():
     for r in old_raw:
         if r["impl"] == "cuda" and r["mode"] == "graph":
             ours[(r["contract"], r["point"])].append(float(r["median_us"]))
-    committed = _ours(read_csv(IN_GRAPH_BENCH / "cuda_kernel_times.csv"))
+    committed = ours_in_graph(read_csv(IN_GRAPH_BENCH / "cuda_kernel_times.csv"))
     assert set(ours) == set(committed)
     far = {k: round(float(np.median(v)) / float(committed[k]["median_us"]), 4) for k, v in ours.items()
            if abs(float(np.median(v)) / float(committed[k]["median_us"]) - 1) > 0.02}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from eagle4.perf import h100_manifest
-from eagle4.perf.rows import read_csv
+from eagle4.perf.rows import ours_in_graph, read_csv
 
 pytestmark = [pytest.mark.cpu]
 
@@ -27,12 +27,7 @@ K5V = "logits_to_probas/verify/B{}/Q64/V128256"
 K5D = "logits_to_probas/draft/B{}/Q8/V32768"
 
 
-def _ours() -> dict[tuple[str, str], dict]:
-    rows = read_csv(REPORTS / "cuda_kernel_times.csv")
-    return {(r["contract"], r["point"]): r for r in rows if r["impl"] == "cuda" and r["mode"] == "graph"}
-
-
-OURS = _ours()
+OURS = ours_in_graph(read_csv(REPORTS / "cuda_kernel_times.csv"))
 
 
 def _f(contract: str, point: str, field: str, fmt: str) -> str:

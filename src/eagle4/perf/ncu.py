@@ -20,9 +20,9 @@ from eagle4.perf.points import BenchShape, Point
 
 # our kernels' names (k5r_kernel, k6r_kernel: register forms; k5r4_kernel: K5's register form held to
 # 4 blocks per SM; k5r1_kernel, k5r14_kernel: its one-round form, unbounded and held; k5rn_kernel: the one-round
-# form in narrow blocks; k5s1_kernel: the shared-memory K5 in one round): the ncu filter of scripts/bench_h100_kernels.sh and the parser read this
-# one pattern, so a new kernel form cannot be profiled and then dropped (tests/harness/test_ncu_parse.py
-# checks it against every kernel of cuda/cost_draft_tree_kernel.cu)
+# form in narrow blocks; k5s1_kernel: the shared-memory K5 in one round): the ncu filter of
+# scripts/bench_h100_kernels.sh and the parser read this one pattern, so a new kernel form cannot be profiled and
+# then dropped (tests/harness/test_ncu_parse.py checks it against every kernel of cuda/cost_draft_tree_kernel.cu)
 KERNEL_REGEX = r"k[1-7][rs]?[1n]?4?_kernel"
 # the one-launch draft step's kernel: not an ncu point (probed)
 NOT_PROBED = {"step_kernel"}

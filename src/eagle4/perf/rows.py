@@ -26,3 +26,8 @@ def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
 def read_csv(path) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def ours_in_graph(summary: list[dict]) -> dict[tuple[str, str], dict]:
+    """Our kernels' graph-mode rows of a summary (``cuda_kernel_times.csv``), by (contract, point)."""
+    return {(s["contract"], s["point"]): s for s in summary if s["impl"] == "cuda" and s["mode"] == "graph"}
