@@ -10,8 +10,8 @@ are upcast exactly to f32 first.
   ``torch.argmax``'s rule; it is written out explicitly here so that it does not depend on a
   library's tie behaviour.
 * Only when ``write_probas``: greedy rows are one-hot at ``argmax_ids[r]``; sampling rows are
-  ``x = logits / temp`` (IEEE division), ``m = max x``, ``e = exp(x - m)``, ``s = sum e`` in the
-  order below, ``probas = e / s`` (IEEE division). IEEE propagation is kept: a NaN, a ``+inf`` or
+  ``x = logits / temp`` (IEEE division), ``m = max x``, ``e = exp(x - m)`` (the f32 subtraction, then
+  exp correctly rounded to f32), ``s = sum e`` in the order below, ``probas = e / s`` (IEEE division). IEEE propagation is kept: a NaN, a ``+inf`` or
   an all-``-inf`` row gives a NaN row. When ``write_probas`` is false, ``probas`` is not touched.
 
 Summation order of ``s`` (pinned here; the CUDA and HLS versions are TOL-compared to it):
@@ -113,7 +113,10 @@ def convert_logits_to_probas(logits, temperatures, rows_per_req, write_probas, p
         temp_rows = temperatures.repeat_interleave(G)[sampling].unsqueeze(1)
         xs = x_raw[sampling] / temp_rows
         m = xs.amax(dim=1, keepdim=True)  # NaN propagates, as the spec's IEEE rule requires
-        e = torch.exp(xs - m)
+        # exp correctly rounded to f32 (evaluated in f64, rounded once): torch's f32 exp is within an ulp but not
+        # correctly rounded, and its bits differ by CPU (an AMD EPYC and the Intel machine of earlier runs disagreed
+        # on ~1% of entries), which moved every chained case fed by these probas; the f64 route is the same everywhere
+        e = torch.exp((xs - m).to(torch.float64)).to(torch.float32)
         s = pinned_row_sum(e).unsqueeze(1)
         out[sampling] = e / s
     probas.copy_(out)
