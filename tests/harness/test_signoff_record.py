@@ -59,3 +59,21 @@ def test_the_committed_rows_sign_off_record_is_clean():
     record = REPORTS / "h100_parity" / commits.pop()[:7]
     assert record.is_dir(), f"{record}: the committed rows' sign-off record is missing"
     assert unclean_steps(record) == [], f"{record}: steps not clean (redo one in a second call, <step>_second_call_log.txt)"
+
+
+@pytest.mark.parametrize("log, says", [
+    ("$ python3 -m pytest tests/parity/test_cuda_draft_step.py\nexit 124\n", "did not finish inside its time box"),
+    ("1 failed, 40 passed\nexit 1\n", "failed (a mismatch or an error: see step_log.txt)"),
+])
+def test_the_sign_off_script_never_calls_a_time_out_a_mismatch(tmp_path, log, says):
+    """scripts/h100_kernel_signoff.sh says why a parity step failed with its own ``failed_why`` (run here in bash as the
+    script defines it): on nvidia-h200 a draft-step parity stopped by its 6 s box was once logged as "did not match"."""
+    import subprocess
+
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "h100_kernel_signoff.sh").read_text()
+    fn = next(ln for ln in script.splitlines() if ln.startswith("failed_why() {"))
+    (tmp_path / "step_log.txt").write_text(log)
+    out = subprocess.run(["bash", "-c", f'{fn}\nfailed_why "$1"', "_", str(tmp_path / "step_log.txt")],
+                         capture_output=True, text=True, check=True).stdout
+    assert says in out and ("match" not in out or "mismatch or an error" in out)
+    assert "did not match" not in script, "a failed step is described by failed_why, never as a mismatch outright"
