@@ -12,6 +12,8 @@
 # CUDA graphs (events around replays; --eager: ours also launched eagerly). Then Nsight Compute's DRAM bytes of one
 # launch per point (--ncu-points, default B1), the summaries (ours, anchor, roofline, both ratios; run rule of each contract)
 # into reports/ (or --out), and reports/h100_env_manifest.txt.
+# The roofline is the HBM peak of the card that ran (eagle4.perf.card); into reports/ (the default --out) only the
+# baseline card's rows go, so on any other card pass --out DIR.
 # Never change the GPU's clocks or settings here: the card is measured as found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +45,10 @@ RAW="${EAGLE4_BENCH_RAW:-$OUT/.raw}"; rm -rf "$RAW"; mkdir -p "$RAW"
 # the profile after all the runs)
 [ "$NCU" = 1 ] && python3 -c 'import os; from eagle4.backends.cuda import DEFAULT_SRC; from eagle4.perf.ncu import check_source; check_source(os.environ.get("EAGLE4_KERNEL_SRC") or DEFAULT_SRC)'
 python3 -c "from eagle4.backends.cuda import CudaBackend; b=CudaBackend(); ok,why=b.available(); print('cuda backend:', ok, why); raise SystemExit(0 if ok else 1)"
+# the roofline is the card's (eagle4.perf.card): refuse a card without a declared HBM peak before any run, and any
+# card but the baseline (H100 SXM) when writing into reports/, which holds the baseline's rows alone
+CARD_ARGS=(); [ "$(cd "$OUT" && pwd -P)" = "$(cd reports && pwd -P)" ] && CARD_ARGS=(--require-baseline)
+python3 -m eagle4.perf.card "${CARD_ARGS[@]}" || exit 2
 # pin every run process to the same core so runs differ by the GPU, not by core migration
 PIN=()
 command -v taskset >/dev/null && [ "$(nproc)" -ge 4 ] && PIN=(taskset -c 2)

@@ -3,7 +3,8 @@
 A repeated measurement is valid when: it has at least the contract's number of independent runs,
 the CoV of the per-run values is within the contract's limit, every run lasted the contract's
 minimum duration (when rows say how long), every row was produced under the expected contract
-hash, and every row says its provenance. Its provenance is the weakest of its rows
+hash, every row says its provenance, and the rows that name a device name one: runs from two cards
+are two measurements, never one (a median over an H100 and an H200 describes neither). Its provenance is the weakest of its rows
 (:mod:`eagle4.provenance`). Reports and gates read :class:`PerformanceSummary`; none re-decides.
 
 The rule (:class:`RunRule`) comes from the contract's ``[runs]`` (``runs``, ``cov_max``,
@@ -91,6 +92,15 @@ def check_contract(rows: Sequence[Mapping], expected: str | None, *, require: bo
     return out
 
 
+def check_one_device(rows: Sequence[Mapping]) -> list[str]:
+    """Reasons ``rows`` are not from one device: more than one non-empty ``device`` among them (rows that name
+    none are not judged here)."""
+    devices = sorted({str(r.get("device")) for r in rows if r.get("device") not in (None, "")})
+    if len(devices) > 1:
+        return [f"rows from {len(devices)} devices ({', '.join(devices)}): one measurement is one card"]
+    return []
+
+
 def summarize_runs(rows: Sequence[Mapping], *, value: str, rule: RunRule, metric: str | None = None,
                    duration: str | None = None, contract_sha256: str | None = None,
                    require_hash: bool = True) -> PerformanceSummary:
@@ -122,6 +132,7 @@ def summarize_runs(rows: Sequence[Mapping], *, value: str, rule: RunRule, metric
         elif min_dur + 1e-9 < rule.min_duration_s:
             reasons.append(f"shortest run {min_dur:.3g} s is under the contract's minimum {rule.min_duration_s:g} s")
     reasons += check_contract(rows, contract_sha256, require=require_hash)
+    reasons += check_one_device(rows)
     provs: list[str] = []
     missing = 0
     for r in rows:

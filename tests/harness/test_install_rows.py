@@ -13,6 +13,7 @@ from eagle4.perf.install_rows import BENCH_ROWS, DERIVED, ROW_FILES, main
 pytestmark = [pytest.mark.cpu]
 
 OLD, NEW = "a" * 40, "b" * 40
+H100 = "NVIDIA H100 80GB HBM3"
 
 
 def _sha(text: str) -> str:
@@ -34,6 +35,7 @@ def _setup(tmp_path: Path, **over) -> tuple[Path, Path]:
         (rep / n).write_text(f"old {n}")
     (rep / "h100_env_manifest.txt").write_text(_manifest(OLD, "old source"))
     files = {f"reports/{n}": f"new {n}" for n in BENCH_ROWS + DERIVED}
+    files["reports/cuda_kernel_times.csv"] = f"point,device\nK5,{H100}\nK6,{H100}\n"  # the card is read from it
     files.update({"reports/h100_env_manifest.txt": _manifest(NEW, "new source"),
                   "bench_log.txt": "run 0 ...\nexit 0\n",
                   "bench_source.txt": f"cuda/cost_draft_tree_kernel.cu sha256 {_sha('new source')} EAGLE4_CUDA_PDL=1\n",
@@ -79,6 +81,12 @@ def test_install_files_everything_in_its_place(tmp_path, capsys):
     ({"reports/h100_env_manifest.txt": _manifest(NEW, "another source")}, "h100_env_manifest.txt: kernel_src"),
     ({"reports/h100_env_manifest.txt": _manifest(OLD, "new source")}, "the committed rows are already aaaaaaa's"),
     ({"reports/cuda_kernel_times.csv": None}, "cuda_kernel_times.csv: missing"),
+    # another card's bench never lands among the baseline's rows, nor does a bench pooled over cards
+    ({"reports/cuda_kernel_times.csv": "point,device\nK5,NVIDIA H200\n"},
+     "cuda_kernel_times.csv: device: the rows are the H200's, not the baseline card's (H100 SXM)"),
+    ({"reports/cuda_kernel_times.csv": f"point,device\nK5,{H100}\nK6,NVIDIA H200\n"},
+     "cuda_kernel_times.csv: device: bench rows from 2 devices"),
+    ({"reports/cuda_kernel_times.csv": "point,device\nK5,\n"}, "cuda_kernel_times.csv: device: bench rows name no device"),
 ])
 def test_a_failed_check_names_the_file_and_changes_nothing(tmp_path, capsys, over, says):
     repo, so = _setup(tmp_path, **over)

@@ -14,10 +14,11 @@ from eagle4.perf.points import shape_from_contract
 
 pytestmark = [pytest.mark.cpu]
 REPO = Path(__file__).resolve().parents[2]
+H100 = "NVIDIA H100 80GB HBM3"
 
 
 def _summary_row(label: str, point: str) -> dict:
-    return {"contract": "default", "contract_sha256": "ab" * 32, "impl": "cuda", "mode": "graph", "B": "1",
+    return {"contract": "default", "contract_sha256": "ab" * 32, "device": H100, "impl": "cuda", "mode": "graph", "B": "1",
             "label": label, "point": point, "median_us": "6.5", "anchor_impl": "torch_draft_layer",
             "anchor_us": "89.5", "ours_over_anchor": "0.0726", "slower_than_anchor": "false", "softmax_only_us": "",
             "roofline_us": "0.0014", "ours_over_roofline": "4642", "cov": "0.01", "valid": "true"}
@@ -33,7 +34,7 @@ def test_anchors_md_names_the_draft_step_form():
 def test_summary_refuses_runs_of_two_forms():
     shape = shape_from_contract(REPO / "contracts" / "default.toml")
     raw = [{"contract": "default", "point": "draft_step/B1/dtypefloat32", "impl": "cuda", "mode": "graph",
-            "median_us": "6.5", "label": label} for label in ("K1-K3 (one launch)", "K1-K3 (three launches)")]
+            "median_us": "6.5", "device": H100, "label": label} for label in ("K1-K3 (one launch)", "K1-K3 (three launches)")]
     with pytest.raises(ValueError, match="mix labels"):
         summarize(raw, [shape])
 
@@ -80,7 +81,7 @@ def test_copy_floor_is_reported_beside_the_anchor_never_as_one():
     pid = "logits_to_probas/verify/B8/Q16/V16384"
     times = {("cuda", "true"): 10.0, ("torch_softmax_temp", "true"): 20.0, ("torch_copy_same_bytes", "false"): 4.0}
     raw = [{"contract": "default", "contract_sha256": sha, "kernel": "logits_to_probas", "point": pid, "impl": impl, "B": "8",
-            "mode": "graph", "same_computation": same, "run_index": str(i), "median_us": str(us * (1 + 0.001 * i))}
+            "device": H100, "mode": "graph", "same_computation": same, "run_index": str(i), "median_us": str(us * (1 + 0.001 * i))}
            for (impl, same), us in times.items() for i in range(shape.runs)]
     ours = next(s for s in summarize(raw, [shape]) if s["impl"] == "cuda")
     assert ours["anchor_impl"] == "torch_softmax_temp"

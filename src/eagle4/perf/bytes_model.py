@@ -1,13 +1,11 @@
 """Per-call HBM bytes of the seven kernels (KERNELS.md §10), ported from the spec's bytes_model.py (copy: tests/data/spec).
 
 "Touched bytes" of a straightforward implementation, each input read once and each output written
-once; the H100 roofline of a call is ``(bytes_in + bytes_out) / HBM bandwidth``. Figures from here
-are labelled provenance "model" wherever they are written.
+once; the roofline of a call is ``(bytes_in + bytes_out) / HBM bandwidth`` of the card that ran it
+(``eagle4.perf.card``). Figures from here are labelled provenance "model" wherever they are written.
 """
 
 from __future__ import annotations
-
-H100_HBM_BPS = 3.35e12  # H100 SXM5 80 GB datasheet HBM3 bandwidth (bytes/s)
 
 
 def k1(B, W, K, H, Eh, hot=True):
@@ -60,5 +58,6 @@ def k7(B, Q, S, H, Eh, Nacc, U, Nunf, node_ids=True):
     return bin_, bout
 
 
-def roofline_us(total_bytes: float, bps: float = H100_HBM_BPS) -> float:
+def roofline_us(total_bytes: float, bps: float) -> float:
+    """The HBM floor of moving ``total_bytes`` at ``bps`` bytes/s (a card's peak: ``eagle4.perf.card``), in us."""
     return total_bytes / bps * 1e6

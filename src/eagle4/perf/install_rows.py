@@ -9,6 +9,8 @@ Everything is checked before anything is written, and a failed check changes not
 * the record's steps are clean (``signoff_record``) and its bench finished (``bench_log.txt`` ends in ``exit 0``);
 * the bench measured our source, not the baseline it falls back to (``bench_source.txt``), and its manifest names the
   kernel source in the repository now (sha256 of ``cuda/cost_draft_tree_kernel.cu``) and a commit;
+* its rows come from the baseline card, the H100 SXM, alone (``eagle4.perf.card``): ``reports/`` holds no other card's
+  rows, whose roofline and anchors are another card's (keep such a bench under ``reports/cards/``);
 * the committed rows are another commit's, and neither that commit's ``bench/`` folder nor this one's record exists.
 
 Then, per file, each write atomic (``eagle4.report.atomic``): the committed rows (``ROW_FILES``) are copied into
@@ -29,6 +31,8 @@ from pathlib import Path
 
 from eagle4.contract import sha256_file
 from eagle4.perf import h100_manifest
+from eagle4.perf.card import BASELINE, UnknownCard, bench_card
+from eagle4.perf.rows import read_csv
 from eagle4.perf.signoff_record import unclean_steps
 from eagle4.report.atomic import write_bytes
 
@@ -90,6 +94,14 @@ def plan(signoff: Path, repo: Path, log: Path | None = None) -> Plan:
     for name in BENCH_ROWS + DERIVED:
         if not (new / name).is_file():
             raise InstallError(f"{new / name}: missing")
+    times = new / "cuda_kernel_times.csv"
+    try:
+        card = bench_card(read_csv(times))
+    except UnknownCard as e:
+        raise InstallError(f"{times}: device: {e}") from None
+    if card != BASELINE:
+        raise InstallError(f"{times}: device: the rows are the {card.name}'s, not the baseline card's ({BASELINE.name}): "
+                           "reports/ holds the baseline's rows alone; keep this bench under reports/cards/")
     if log is not None and not log.is_file():
         raise InstallError(f"{log}: missing")
     keep = reports / "h100_parity" / old / "bench"

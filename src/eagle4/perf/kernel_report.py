@@ -1,7 +1,8 @@
 """Summaries of the kernel bench's raw rows: per point ours, the best anchor, the HBM roofline.
 
 * ``cuda_kernel_times.csv``: per (contract, point, impl, mode) the median over runs, the CoV and
-  the contract's run rule (``valid``), the byte model's roofline; on our graph rows also the
+  the contract's run rule (``valid``), the byte model's roofline at the HBM peak of the card the raw rows
+  name (``eagle4.perf.card``; raw rows of more than one card are refused); on our graph rows also the
   fastest same-computation anchor, ``ours_over_anchor`` and ``ours_over_roofline``;
 * ``kernel_anchors.md``: the same as one table per contract;
 * ``cuda_bytes_per_token.csv``: model bytes per call / cycle / token, and ncu-measured DRAM bytes
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eagle4.perf.card import bench_card
 from eagle4.perf.points import ACCEPTED, BenchShape, model_bytes, operating_points, roofline_us
 from eagle4.perf.rows import RAW_FIELDS, write_csv
 from eagle4.report import atomic
@@ -50,6 +52,7 @@ def _rules(shapes: list[BenchShape]) -> dict[str, tuple[RunRule, str]]:
 
 
 def summarize(raw: list[dict], shapes: list[BenchShape]) -> list[dict]:
+    bps = bench_card(raw).hbm_bps
     pts = {(Path(s.contract_path).stem, p.pid): p for s in shapes for p in operating_points(s)}
     rules = _rules(shapes)
     groups: dict[tuple, list[dict]] = {}
@@ -74,8 +77,8 @@ def summarize(raw: list[dict], shapes: list[BenchShape]) -> list[dict]:
         if p is not None:
             bi, bo = model_bytes(p)
             s["bytes_model"] = bi + bo
-            s["roofline_us"] = f"{roofline_us(p):.4f}"
-            s["ours_over_roofline"] = f"{med / roofline_us(p):.4f}"
+            s["roofline_us"] = f"{roofline_us(p, bps):.4f}"
+            s["ours_over_roofline"] = f"{med / roofline_us(p, bps):.4f}"
         out.append(s)
     by_point: dict[tuple, list[dict]] = {}
     for s in out:
@@ -99,15 +102,16 @@ def summarize(raw: list[dict], shapes: list[BenchShape]) -> list[dict]:
 
 
 def anchors_md(summary: list[dict]) -> str:
-    lines = ["# H100 kernels against their PyTorch anchors (graph replay, same process, same timer)", "",
+    card = bench_card(summary)
+    lines = [f"# {card.name} kernels against their PyTorch anchors (graph replay, same process, same timer)", "",
              "Written by `scripts/bench_h100_kernels.sh` (`python -m eagle4.perf.kernel_bench summarize`). Per point: "
              "our op (median over independent runs), the fastest PyTorch anchor of the same computation "
-             "(`src/eagle4/perf/anchors.py`, graph-captured), the HBM roofline of the byte model at 3.35 TB/s, "
+             f"(`src/eagle4/perf/anchors.py`, graph-captured), the HBM roofline of the byte model at {card.describe()}, "
              "and both ratios (< 1 beats the anchor; >= 1 against the roofline). K5 also lists one `torch.softmax` "
              "launch without temperature or argmax (a lower bound, not the same computation) and one copy of its "
              "bytes (`Tensor.copy_` of the logits into a buffer of the probas' size: what the card takes to read "
              "and write them at all) with ours / copy. Every timed call reads the same input buffers, so inputs "
-             "that fit in the card's 50 MB L2 are read from it, ours and the anchors alike (as in a decode step, "
+             "that fit in the card's L2 are read from it, ours and the anchors alike (as in a decode step, "
              "where each kernel reads what the kernel before it has just written): at points of fewer bytes the "
              "roofline ratio compares an L2-warm time with the HBM floor. The points of K5's roofline bar "
              "(>= 32 MB) are all over 65 MB.", ""]
@@ -160,7 +164,7 @@ def bytes_rows(shapes: list[BenchShape], ncu: dict[tuple[str, str], float]) -> l
 
 
 def hotspots_md(summary: list[dict], bpt: list[dict], shapes: list[BenchShape]) -> str:
-    lines = ["# H100 kernel hotspots (CUDA baseline)", "",
+    lines = [f"# {bench_card(summary).name} kernel hotspots (CUDA baseline)", "",
              "From `reports/cuda_kernel_times.csv` (measured, graph replay, medians over independent runs) and "
              "`reports/cuda_bytes_per_token.csv` (byte model of KERNELS.md §10; ncu DRAM bytes where profiled). "
              "One decode cycle = D draft layers (K1, K2, K3, K4-draft, K5-draft each) + one verify step "

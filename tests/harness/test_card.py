@@ -1,0 +1,103 @@
+"""One card per measurement, and each card's own roofline (eagle4.perf.card): a bench's rows name the card that ran,
+its roofline divides by that card's declared HBM peak, rows of two cards are never one measurement, and reports/
+(the baseline's rows) takes no other card's bench."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eagle4.perf.card import BASELINE, UnknownCard, card_of, main
+from eagle4.perf.kernel_report import anchors_md, summarize
+from eagle4.perf.points import shape_from_contract
+from eagle4.validity import RunRule, summarize_runs
+
+pytestmark = [pytest.mark.cpu]
+REPO = Path(__file__).resolve().parents[2]
+H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+K5V1 = "logits_to_probas/verify/B1/Q64/V128256"
+K5V1_BYTES = 2 * 4 * 64 * 128256 + 4 + 8 * 64  # logits read once, probas written once, 4 B of temperature, 8 B a row
+
+
+@pytest.mark.parametrize("device, card, tbps", [
+    (H100, "H100 SXM", 3.35), ("NVIDIA H100 PCIe", "H100 PCIe", 2.0), ("NVIDIA H100 NVL", "H100 NVL", 3.9),
+    (H200, "H200", 4.8), ("NVIDIA H200 NVL", "H200", 4.8)])
+def test_device_names_map_to_their_card_and_datasheet_peak(device, card, tbps):
+    c = card_of(device)
+    assert (c.name, c.hbm_tbps) == (card, pytest.approx(tbps))
+
+
+@pytest.mark.parametrize("device", ["NVIDIA GH200 480GB", "NVIDIA A100-SXM4-80GB", "cpu", ""])
+def test_a_card_without_a_declared_peak_is_refused_by_name(device):
+    with pytest.raises(UnknownCard, match="with a declared HBM peak"):
+        card_of(device)
+
+
+def test_the_baseline_is_the_h100_sxm_the_committed_rows_were_measured_on():
+    assert BASELINE == card_of(H100) and BASELINE.hbm_bps == 3.35e12
+
+
+def _raw(device_of_run) -> list[dict]:
+    shape = shape_from_contract(REPO / "contracts" / "deployment-8b.toml")
+    return [{"contract": "deployment-8b", "contract_sha256": shape.contract_hash, "kernel": "logits_to_probas",
+             "point": K5V1, "impl": impl, "B": "1", "mode": "graph", "same_computation": "true", "run_index": str(i),
+             "median_us": str(us), "device": device_of_run(i)}
+            for impl, us in (("cuda", 26.0), ("torch_softmax_temp", 40.0)) for i in range(shape.runs)], shape
+
+
+def test_the_roofline_is_the_peak_of_the_card_that_ran():
+    for device, tbps in ((H100, 3.35), (H200, 4.8)):
+        raw, shape = _raw(lambda i, d=device: d)
+        ours = next(s for s in summarize(raw, [shape]) if s["impl"] == "cuda")
+        floor_us = K5V1_BYTES / (tbps * 1e12) * 1e6  # 19.60 us on the H100 SXM, 13.68 on the H200
+        assert float(ours["roofline_us"]) == pytest.approx(floor_us, rel=1e-4)
+        assert float(ours["ours_over_roofline"]) == pytest.approx(26.0 / floor_us, rel=1e-3)
+        md = anchors_md(summarize(raw, [shape]))
+        assert md.startswith(f"# {card_of(device).name} kernels") and f"HBM {tbps:g} TB/s" in md
+
+
+def test_a_bench_pooled_over_two_cards_is_refused():
+    raw, shape = _raw(lambda i: H100 if i % 2 else H200)
+    with pytest.raises(ValueError, match="rows from 2 devices .* one measurement is one card"):
+        summarize(raw, [shape])
+
+
+def test_validity_never_pools_runs_of_two_cards():
+    rows = [{"tokens_per_s": 100.0 + i, "provenance": "measured", "device": H100 if i < 3 else H200}
+            for i in range(5)]
+    s = summarize_runs(rows, value="tokens_per_s", rule=RunRule(5, 0.05), require_hash=False)
+    assert not s.valid and any("rows from 2 devices" in r for r in s.reasons), s.reasons
+    one = summarize_runs([dict(r, device=H100) for r in rows], value="tokens_per_s", rule=RunRule(5, 0.05),
+                         require_hash=False)
+    assert one.valid, one.reasons
+
+
+def test_the_card_check_refuses_another_card_for_reports(capsys):
+    assert main(["--device", H200]) == 0 and "H200, HBM 4.8 TB/s" in capsys.readouterr().out
+    assert main(["--device", H200, "--require-baseline"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "not the baseline card (H100 SXM)" in err
+    assert main(["--device", H100, "--require-baseline"]) == 0
+    assert main(["--device", "NVIDIA GH200 480GB"]) == 2
+
+
+def test_the_bench_checks_the_card_before_any_run(tmp_path):
+    """scripts/bench_h100_kernels.sh asks eagle4.perf.card before its first run, with --require-baseline exactly when
+    it writes into reports/ (the script's own line, run in bash with each --out)."""
+    script = (REPO / "scripts" / "bench_h100_kernels.sh").read_text()
+    check, first_run = script.index("python3 -m eagle4.perf.card"), script.index("for i in $(seq 0 $((RUNS-1)))")
+    assert check < first_run
+    line = next(ln for ln in script.splitlines() if ln.startswith("CARD_ARGS="))
+    for out, want in (("reports", "--require-baseline"), ("./reports/", "--require-baseline"), (str(tmp_path), "")):
+        got = subprocess.run(["bash", "-c", f'cd "{REPO}"; OUT={out}; mkdir -p "$OUT"; {line}; echo "${{CARD_ARGS[@]}}"'],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert got == want, (out, got)
+
+
+def test_card_module_runs_as_a_program_without_a_gpu():
+    r = subprocess.run([sys.executable, "-m", "eagle4.perf.card", "--device", H200, "--require-baseline"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and r.stderr.startswith("eagle4.perf.card: ")
