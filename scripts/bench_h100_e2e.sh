@@ -32,6 +32,10 @@ OUT="$(mkdir -p "${1:-reports}" && cd "${1:-reports}" && pwd)"
 cd "$HERE"
 export PYTHONPATH="$HERE/src${PYTHONPATH:+:$PYTHONPATH}"
 PY="${PYTHON:-python3}"
+# reports/ holds the baseline card's rows alone (eagle4.perf.card): on another GPU, pass OUT_DIR
+if [ "${E2E_DEVICE:-cuda}" = cuda ] && [ "$OUT" = "$(cd reports && pwd)" ]; then
+  "$PY" -m eagle4.perf.card --require-baseline || exit 2
+fi
 BACKEND="${E2E_BACKEND:-cuda}"
 DEVICE="${E2E_DEVICE:-cuda}"
 CONTRACT="${E2E_CONTRACT:-contracts/default.toml}"

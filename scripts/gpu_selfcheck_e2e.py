@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from eagle4.contract import load_contract  # noqa: E402
+from eagle4.perf.card import card_of  # noqa: E402
 from eagle4.workload.device_engine import DeviceEngine  # noqa: E402
 from eagle4.workload.step_profile import profile_steps, step_hbm_bytes, top_coverage  # noqa: E402
 from eagle4.workload.tiny_contract import write_tiny_contract  # noqa: E402
@@ -94,7 +95,7 @@ def timing(out: dict, batches, steps=20):
              "decode_tokens_per_s": float(np.sum(toks) / np.sum(times)),
              "committed_per_row": float(np.mean(toks)) / B, "trace_mean_plus1": float(np.mean(trace)) + 1,
              "kernel_s_per_step": prof["kernel_s_per_step"], "step_over_kernels": st / prof["kernel_s_per_step"],
-             "hbm_bytes": hbm, "roofline_s": hbm["total"] / 3.35e12, "regions": ranked, "top3": cov3,
+             "hbm_bytes": hbm, "roofline_s": hbm["total"] / card_of(out["device"]).hbm_bps, "regions": ranked, "top3": cov3,
              "top_kernels": sorted(prof["per_kernel"].items(), key=lambda kv: -kv[1])[:12],
              "mem_gb": torch.cuda.max_memory_allocated() / 1e9}
         out["points"].append(p)
@@ -124,8 +125,9 @@ def write_hotspots(out: dict, out_dir: Path) -> None:
          "Profiled in a run separate from the timed ones (torch profiler over CUDA-graph replays of one",
          "speculative step: draft + verify). Shares are of the step's GPU kernel time; the step time is the",
          f"median wall time of a replay incl. its one D2H copy. Goal at B=1: step <= {m.step_over_kernels_max}x kernel time.",
-         f"Roofline: the bytes one step must read (weights once per forward, KV prefix) / {m.hbm_peak_tbps} TB/s",
-         "(eagle4.workload.step_profile.step_hbm_bytes: a model, not ncu counters).", "",
+         "Roofline: the bytes one step must read (weights once per forward, KV prefix) / the HBM peak of",
+         f"{card_of(out['device']).describe()}",
+         "(eagle4.workload.step_profile.step_hbm_bytes: a model, not ncu counters; eagle4.perf.card).", "",
          f"| batch | step (ms) | kernels (ms) | step/kernels | roofline (ms) | top-{m.hotspot_top_n} regions | coverage | >= {m.hotspot_coverage_min:.0%} |",
          "|---|---|---|---|---|---|---|---|"]
     for p in out["points"]:

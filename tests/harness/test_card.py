@@ -101,3 +101,19 @@ def test_card_module_runs_as_a_program_without_a_gpu():
     r = subprocess.run([sys.executable, "-m", "eagle4.perf.card", "--device", H200, "--require-baseline"],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and r.stderr.startswith("eagle4.perf.card: ")
+
+
+@pytest.mark.parametrize("contract", sorted((REPO / "contracts").glob("*.toml")), ids=lambda p: p.name)
+def test_a_contracts_declared_peak_is_the_baseline_cards(contract):
+    """``[measurement] hbm_peak_tbps`` declares the baseline's peak (the e2e rooflines divide by the card that ran):
+    the two figures cannot drift apart."""
+    from eagle4.contract import load_contract
+
+    assert load_contract(contract, verify_files=False).measurement.hbm_peak_tbps == BASELINE.hbm_tbps
+
+
+def test_the_e2e_bench_and_self_check_take_the_cards_peak():
+    e2e = (REPO / "scripts" / "bench_h100_e2e.sh").read_text()
+    assert e2e.index("eagle4.perf.card --require-baseline") < e2e.index('"$PY" scripts/gpu_selfcheck_e2e.py')
+    selfcheck = (REPO / "scripts" / "gpu_selfcheck_e2e.py").read_text()
+    assert "3.35e12" not in selfcheck and 'card_of(out["device"]).hbm_bps' in selfcheck

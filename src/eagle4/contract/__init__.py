@@ -153,7 +153,8 @@ class Measurement(Section):
     gc_freeze: bool = True
     pin_cores: bool = True
     nvml_sample_hz: float = Field(20.0, gt=0, le=1000, description="NVML power sampling rate (energy/token)")
-    hbm_peak_tbps: float = Field(3.35, gt=0, description="HBM peak of the roofline (H100 SXM: 3.35 TB/s)")
+    hbm_peak_tbps: float = Field(3.35, gt=0, description="the baseline card's HBM peak, declared (H100 SXM: 3.35 "
+                                 "TB/s); rooflines divide by the peak of the card that ran (eagle4.perf.card)")
     step_over_kernels_max: float = Field(1.3, ge=1, description="B=1 goal: step time / sum of its GPU kernel times")
     hotspot_top_n: int = Field(3, ge=1)
     hotspot_coverage_min: float = Field(0.70, gt=0, le=1, description="WP2: top-N regions cover this share of step time")
