@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from eagle4.perf.card import BASELINE, is_baseline
 from eagle4.perf.kernel_report import summarize
 from eagle4.perf.points import shape_from_contract
 from eagle4.perf.rows import read_csv
@@ -47,10 +48,11 @@ def bench(tmp_path_factory, pytestconfig):
     return raw, summarize(raw, shapes), runs
 
 
-def test_device_is_h100(bench):
+def test_device_is_the_baseline_h100(bench):
     raw, _, _ = bench
     devices = {r["device"] for r in raw}
-    assert all("H100" in d for d in devices), f"sign-off kernel numbers must come from an H100, got {devices}"
+    assert all(is_baseline(d) for d in devices), \
+        f"sign-off kernel numbers must come from the baseline card ({BASELINE.name}), got {devices}"
     assert {r["provenance"] for r in raw} == {"measured"}
 
 
