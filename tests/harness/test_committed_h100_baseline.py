@@ -20,6 +20,7 @@ import pytest
 
 from eagle4.contract import ensure_same_contract, load_contract
 from eagle4.contract.archive import ARCHIVE_DIR, ARCHIVED, load_archived_contract
+from eagle4.perf.card import is_baseline
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTS = REPO / "reports"
@@ -77,7 +78,7 @@ def test_runs_rows(contract, which):
     ensure_same_contract(runs, expected=contract.sha256)
     by_point = defaultdict(list)
     for r in runs:
-        assert r["provenance"] == "measured" and "H100" in r["device"], r
+        assert r["provenance"] == "measured" and is_baseline(r["device"]), r
         by_point[r["point"]].append(r)
     assert set(by_point) == {p.name for p in contract.operating_points}, "every operating point of the contract"
     for point, rs in by_point.items():
@@ -106,7 +107,7 @@ def test_raw_rows_per_request(contract, which):
     ensure_same_contract(raw, expected=contract.sha256)
     assert len(raw) >= 5  # every row is checked, not a prefix
     for r in raw:
-        assert r["provenance"] == "measured" and "H100" in r["device"]
+        assert r["provenance"] == "measured" and is_baseline(r["device"])
         assert float(r["ttft_s"]) > 0 and float(r["tokens_per_s"]) > 0
         assert float(r["acceptance_length"]) >= 1.0
     runs = {(r["point"], r["run_index"]) for r in _rows("h100_baseline_runs.csv", which)}

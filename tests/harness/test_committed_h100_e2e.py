@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from eagle4.contract import load_contract
+from eagle4.perf.card import is_baseline
 from eagle4.workload.serving_metrics import validity
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def test_every_run_row(contract, runs):
     by_point = defaultdict(list)
     for r in runs:
         _stamped(r, contract)
-        assert "H100" in r["device"] and r["provenance"] == "measured" and r["acceptance"] == note, r
+        assert is_baseline(r["device"]) and r["provenance"] == "measured" and r["acceptance"] == note, r
         assert r["graphs"] == "True" and r["backend"] == "cuda" and r["gc_frozen"] == "True"
         assert float(r["duration_rule_s"]) == contract.runs.min_duration_s
         by_point[r["point"]].append(r)
@@ -119,7 +120,7 @@ def test_acceptance_histograms(contract, runs):
 
 def test_wp2_table_matches_its_profile(contract):
     sc = json.loads((REPORTS / "h100_e2e_selfcheck.json").read_text())
-    assert sc["ref_vs_cuda_equal"] and sc["eager_vs_graphs_equal"] and "H100" in sc["device"]
+    assert sc["ref_vs_cuda_equal"] and sc["eager_vs_graphs_equal"] and is_baseline(sc["device"])
     md = (REPORTS / "h100_e2e_hotspots.md").read_text()
     m = contract.measurement
     for p in sc["points"]:

@@ -34,6 +34,7 @@ import pytest
 
 from eagle4.contract.archive import ARCHIVE_DIR, ARCHIVED, archived_contract_path
 from eagle4.perf import h100_manifest, source_successor
+from eagle4.perf.card import BASELINE, is_baseline
 from eagle4.perf.kernel_report import BPT_FIELDS, SUMMARY_FIELDS
 from eagle4.perf.points import operating_points, roofline_us, shape_from_contract
 from eagle4.perf.rows import RAW_FIELDS, ours_in_graph, read_csv
@@ -206,7 +207,7 @@ def _check_raw(raw, shapes) -> None:
     assert set(RAW_FIELDS) <= set(raw[0]), f"missing columns: {set(RAW_FIELDS) - set(raw[0])}"
     for r in raw:
         assert r["provenance"] == "measured", r
-        assert "H100" in r["device"], f"device {r['device']!r} is not an H100"
+        assert is_baseline(r["device"]), f"device {r['device']!r} is not the baseline card ({BASELINE.name})"
         assert r["contract"] in shapes, f"row of an unknown contract {r['contract']!r}"
         assert r["contract_sha256"] == shapes[r["contract"]].contract_hash, \
             f"{r['contract']} {r['point']}: contract hash {r['contract_sha256'][:12]} is not the contract's " \
@@ -463,7 +464,7 @@ def test_committed_h100_dumps():
         case = load_dump(f)  # verifies the payload sha256 and the spec shapes
         prod = case.meta["producer"]
         assert prod["backend"] == "cuda" and prod["provenance"] == "measured", f.name
-        assert "H100" in prod["device"], f.name
+        assert is_baseline(prod["device"]), f.name
         for k in ("driver", "cuda", "torch", "git_commit", "kernel_src_sha256"):
             assert prod.get(k), (f.name, k)
         kernels.add(case.kernel)

@@ -14,6 +14,7 @@ import pytest
 from eagle4.backends import get_backend
 from eagle4.cases.dump import load_dump
 from eagle4.parity import Outcome, judge, run_case
+from eagle4.perf.card import BASELINE, is_baseline
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "h100"
 DUMPS = sorted(GOLDENS.glob("**/*.npz"))
@@ -41,7 +42,7 @@ def _backend(name):
 def test_replay_h100_dump(path, backend_name, parity_record):
     case = load_dump(path)  # verifies sha256, shapes and dtypes
     device = str(case.meta.get("producer", {}).get("device", ""))
-    assert "H100" in device, f"{path.name} was produced on {device!r}, not an H100"
+    assert is_baseline(device), f"{path.name} was produced on {device!r}, not the baseline card ({BASELINE.name})"
     cell = "dump:h100" if backend_name == "ref" else "csim:h100"
     backend = _backend(backend_name)
     if not backend.supports(case.kernel):
