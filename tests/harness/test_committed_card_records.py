@@ -150,3 +150,12 @@ def test_the_readme_table_quotes_the_rows():
             assert us == f"{float(s['median_us']):.2f}" and roof == f"{float(s['ours_over_roofline']):.2f}", (label, cells)
             assert copy == (f"{float(s['ours_over_copy']):.2f}" if s["ours_over_copy"] else ""), (label, cells)
     assert seen == len(points), f"the table quotes {seen} of {len(points)} points"
+
+
+@pytest.mark.parametrize("log", sorted(CARDS.glob("*/*.txt")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_single_runs_log_passed(log):
+    """A log beside the records (one pytest run on that card, e.g. h200/chain_cuda_parity_*.txt): it names the card
+    and its run passed whole."""
+    text = log.read_text()
+    assert card_of(text.splitlines()[1].split(",")[0]).slug == log.parent.name, "its second line names the GPU"
+    assert re.search(r"^\d+ passed", text, re.M) and " failed" not in text and text.rstrip().endswith("exit 0")
