@@ -117,3 +117,19 @@ def test_the_e2e_bench_and_self_check_take_the_cards_peak():
     assert e2e.index("eagle4.perf.card --require-baseline") < e2e.index('"$PY" scripts/gpu_selfcheck_e2e.py')
     selfcheck = (REPO / "scripts" / "gpu_selfcheck_e2e.py").read_text()
     assert "3.35e12" not in selfcheck and 'card_of(out["device"]).hbm_bps' in selfcheck
+
+
+def test_summarize_refuses_two_cards_in_one_line_and_writes_nothing(tmp_path, capsys):
+    from eagle4.perf import kernel_bench
+    from eagle4.perf.rows import RAW_FIELDS, write_csv
+
+    raw, _ = _raw(lambda i: H100 if i % 2 else H200)
+    for r in raw:
+        r.update(label="K5", run_index=r["run_index"])
+    write_csv(tmp_path / "raw_0.csv", raw, RAW_FIELDS)
+    out = tmp_path / "reports"
+    rc = kernel_bench.main(["summarize", str(tmp_path / "raw_0.csv"), "--contract",
+                            str(REPO / "contracts" / "deployment-8b.toml"), "--reports", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "raw_0.csv" in err and "2 devices" in err
+    assert not out.exists() or not any(out.iterdir())

@@ -577,8 +577,12 @@ def main(argv=None) -> int:
         return 0
     from eagle4.perf.kernel_report import write_reports
 
-    return write_reports(shapes, [row for f in args.raw for row in read_csv(f)], Path(args.reports),
-                         Path(args.ncu_csv) if args.ncu_csv else None, args.ncu_points)
+    try:
+        return write_reports(shapes, [row for f in args.raw for row in read_csv(f)], Path(args.reports),
+                             Path(args.ncu_csv) if args.ncu_csv else None, args.ncu_points)
+    except ValueError as e:  # rows of two cards, an unknown card, mixed forms: refused before any file is written
+        print(f"kernel_bench summarize: {', '.join(args.raw)}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -223,8 +223,8 @@ def write_reports(shapes: list[BenchShape], raw: list[dict], reports: Path, ncu_
     from eagle4.perf.ncu import parse_ncu_csv
 
     raw.sort(key=lambda r: (r["contract"], r["point"], r["impl"], r["mode"], int(r["run_index"])))
+    summary = summarize(raw, shapes)  # before any write: rows it refuses (two cards, mixed forms) change no file
     write_csv(reports / "cuda_kernel_times_raw.csv", raw, RAW_FIELDS)
-    summary = summarize(raw, shapes)
     write_csv(reports / "cuda_kernel_times.csv", summary, SUMMARY_FIELDS)
     ncu = {}
     if ncu_csv and ncu_csv.is_file():
