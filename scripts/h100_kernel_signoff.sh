@@ -73,6 +73,10 @@ STEP_TESTS=()
 case ",$KERNELS," in ,,|*,draft_step,*) STEP_TESTS=(tests/parity/test_cuda_draft_step.py);; esac
 stamp() { echo "[$(date -u +%H:%M:%S) t=${SECONDS}s] $*"; }
 
+# the harness's own imports before the build: a Python package missing on the GPU machine (pydantic was, on
+# nvidia-h200) stops the call here, by name, instead of as a parity failure after the build
+python3 -c "import eagle4.contract, eagle4.perf.kernel_bench, plugins.perf" 2> "$OUT/preflight.txt" || {
+  stamp "preflight: $(tail -1 "$OUT/preflight.txt") (carry the missing package as wheels)"; exit 2; }
 stamp "build"
 PW=""  # the torch.compile anchors are only timed by the bench
 [ "$BENCH" = 1 ] && { timeout "$(box 200 300)" python3 -m eagle4.perf.kernel_bench warm-anchors --contract contracts/default.toml \

@@ -77,3 +77,22 @@ def test_the_sign_off_script_never_calls_a_time_out_a_mismatch(tmp_path, log, sa
                          capture_output=True, text=True, check=True).stdout
     assert says in out and ("match" not in out or "mismatch or an error" in out)
     assert "did not match" not in script, "a failed step is described by failed_why, never as a mismatch outright"
+
+
+def test_the_sign_off_script_checks_the_harness_imports_before_the_build(tmp_path):
+    """On nvidia-h200 pydantic was missing: the parity step failed after a 122 s build and the script blamed the kernel
+    source. Its preflight now names the missing module at once (its own lines, run here with a python3 that lacks
+    every package: the PATH holds a stub that raises like a missing import)."""
+    import subprocess
+
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "h100_kernel_signoff.sh").read_text()
+    start = script.index("python3 -c \"import eagle4.contract")
+    assert start < script.index('stamp "build"')
+    block = script[start:script.index("exit 2; }", start) + len("exit 2; }")]
+    stub = tmp_path / "bin" / "python3"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'pydantic'\" >&2\nexit 1\n")
+    stub.chmod(0o755)
+    r = subprocess.run(["bash", "-c", f'stamp() {{ echo "$*"; }}; OUT={tmp_path}; {block}'], capture_output=True,
+                       text=True, env={"PATH": f"{stub.parent}:/usr/bin:/bin"})
+    assert r.returncode == 2 and "No module named 'pydantic'" in r.stdout and "wheels" in r.stdout
