@@ -4,8 +4,9 @@ A repeated measurement is valid when: it has at least the contract's number of i
 the CoV of the per-run values is within the contract's limit, every run lasted the contract's
 minimum duration (when rows say how long), every row was produced under the expected contract
 hash, every row says its provenance, and the rows that name a device name one: runs from two cards
-are two measurements, never one (a median over an H100 and an H200 describes neither). Its provenance is the weakest of its rows
-(:mod:`eagle4.provenance`). Reports and gates read :class:`PerformanceSummary`; none re-decides.
+are two measurements, never one (a median over an H100 and an H200 describes neither). Its
+provenance is the weakest of its rows (:mod:`eagle4.provenance`). Reports and gates read
+:class:`PerformanceSummary`; none re-decides.
 
 The rule (:class:`RunRule`) comes from the contract's ``[runs]`` (``runs``, ``cov_max``,
 ``min_duration_s``); its defaults are the contract schema's own.
