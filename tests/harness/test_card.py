@@ -12,7 +12,7 @@ import pytest
 
 from eagle4.perf.card import BASELINE, UnknownCard, card_of, main
 from eagle4.perf.kernel_report import anchors_md, summarize
-from eagle4.perf.points import shape_from_contract
+from eagle4.perf.points import BenchShape, shape_from_contract
 from eagle4.validity import RunRule, summarize_runs
 
 pytestmark = [pytest.mark.cpu]
@@ -40,7 +40,7 @@ def test_the_baseline_is_the_h100_sxm_the_committed_rows_were_measured_on():
     assert BASELINE == card_of(H100) and BASELINE.hbm_bps == 3.35e12
 
 
-def _raw(device_of_run) -> list[dict]:
+def _raw(device_of_run) -> tuple[list[dict], BenchShape]:
     shape = shape_from_contract(REPO / "contracts" / "deployment-8b.toml")
     return [{"contract": "deployment-8b", "contract_sha256": shape.contract_hash, "kernel": "logits_to_probas",
              "point": K5V1, "impl": impl, "B": "1", "mode": "graph", "same_computation": "true", "run_index": str(i),
@@ -125,7 +125,7 @@ def test_summarize_refuses_two_cards_in_one_line_and_writes_nothing(tmp_path, ca
 
     raw, _ = _raw(lambda i: H100 if i % 2 else H200)
     for r in raw:
-        r.update(label="K5", run_index=r["run_index"])
+        r["label"] = "K5"
     write_csv(tmp_path / "raw_0.csv", raw, RAW_FIELDS)
     out = tmp_path / "reports"
     rc = kernel_bench.main(["summarize", str(tmp_path / "raw_0.csv"), "--contract",

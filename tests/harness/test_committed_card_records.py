@@ -62,7 +62,7 @@ def test_every_step_clean_and_the_catalog_passed(record):
     log = (record / "pytest_log.txt").read_text()
     passed = re.search(r"^(\d+) passed", log, re.M)
     assert passed and int(passed.group(1)) > 1000 and " failed" not in log, "the whole catalog's parity must pass"
-    assert (record / "pytest_log.txt").read_text().rstrip().endswith("exit 0")
+    assert log.rstrip().endswith("exit 0")
 
 
 def test_rows_are_measured_on_the_folders_card_and_not_the_baseline(record, raw, summary):
@@ -71,7 +71,7 @@ def test_rows_are_measured_on_the_folders_card_and_not_the_baseline(record, raw,
     card = card_of(devices.pop())
     assert card.slug == record.parent.name, f"rows of the {card.name} in the folder of {record.parent.name}"
     assert card != BASELINE, "the baseline card's rows live in reports/, not under reports/cards/"
-    assert card_of(_manifest(record, r"^device (.+?) sm \d+")) == card, "the manifest names another GPU than the rows"
+    assert card_of(_manifest(record, h100_manifest.DEVICE)) == card, "the manifest names another GPU than the rows"
     commit = _manifest(record, h100_manifest.GIT_COMMIT)
     assert commit.startswith(record.name), f"the folder {record.name} holds the bench of {commit[:7]}"
     for r in raw:
@@ -81,8 +81,7 @@ def test_rows_are_measured_on_the_folders_card_and_not_the_baseline(record, raw,
 
 
 def test_rows_name_the_contracts_the_manifest_names(record, raw):
-    listed = dict(re.findall(r"^contract: contracts/(\S+)\.toml sha256 ([0-9a-f]{64})$",
-                             (record / "bench" / h100_manifest.NAME).read_text(), re.M))
+    listed = dict(re.findall(h100_manifest.CONTRACT, (record / "bench" / h100_manifest.NAME).read_text(), re.M))
     assert listed and {r["contract"] for r in raw} == set(listed)
     for r in raw:
         assert r["contract_sha256"] == listed[r["contract"]], r

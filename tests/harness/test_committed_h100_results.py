@@ -271,7 +271,7 @@ def test_ratios_recomputed(raw, summary, shapes):
         best = min(anchors, key=anchors.get)
         assert s["anchor_impl"] == best
         assert abs(float(s["ours_over_anchor"]) - ours / anchors[best]) <= 1e-3 * ours / anchors[best] + 6e-5
-        roof = roofline_us(pts[(c, pid)])
+        roof = roofline_us(pts[(c, pid)], BASELINE.hbm_bps)
         assert abs(float(s["roofline_us"]) - roof) <= 1e-3 * roof + 1e-4
         assert abs(float(s["ours_over_roofline"]) - ours / roof) <= 1e-3 * ours / roof + 6e-5
         copy = med.get((c, pid, "torch_copy_same_bytes", "graph"))

@@ -11,6 +11,8 @@ GIT_COMMIT = r"^git_commit: ([0-9a-f]{40})$"
 KERNEL_SRC = r"^kernel_src cost_draft_tree_kernel\.cu ([0-9a-f]{64})$"
 TIMER = r"^timer: (.*)$"
 CREATED = r"^created_utc: (\S+)$"
+DEVICE = r"^device (.+?) sm \d+"  # torch's name of GPU 0
+CONTRACT = r"^contract: contracts/(\S+)\.toml sha256 ([0-9a-f]{64})$"  # one line per contract benched (re.findall)
 
 
 def field(path: Path, pattern: str) -> str | None:

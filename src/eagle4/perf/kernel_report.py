@@ -77,8 +77,9 @@ def summarize(raw: list[dict], shapes: list[BenchShape]) -> list[dict]:
         if p is not None:
             bi, bo = model_bytes(p)
             s["bytes_model"] = bi + bo
-            s["roofline_us"] = f"{roofline_us(p, bps):.4f}"
-            s["ours_over_roofline"] = f"{med / roofline_us(p, bps):.4f}"
+            roof = roofline_us(p, bps)
+            s["roofline_us"] = f"{roof:.4f}"
+            s["ours_over_roofline"] = f"{med / roof:.4f}"
         out.append(s)
     by_point: dict[tuple, list[dict]] = {}
     for s in out:

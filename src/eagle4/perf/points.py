@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle4.perf import bytes_model as bm
-from eagle4.perf.card import BASELINE
 
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT_CONTRACT = REPO / "contracts" / "default.toml"
@@ -168,7 +167,7 @@ def model_bytes(p: Point) -> tuple[int, int]:
     raise KeyError(p.kernel)
 
 
-def roofline_us(p: Point, bps: float = BASELINE.hbm_bps) -> float:
-    """The call's HBM floor at ``bps`` (the card that ran it; the baseline card's peak unless given)."""
+def roofline_us(p: Point, bps: float) -> float:
+    """The call's HBM floor at ``bps``, the peak of the card that ran it (``eagle4.perf.card``)."""
     bi, bo = model_bytes(p)
     return bm.roofline_us(bi + bo, bps)
