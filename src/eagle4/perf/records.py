@@ -86,8 +86,8 @@ def record_dir(card: Card, contract_name: str, root: Path = REPO) -> Path:
 def baseline_dir(contract, root: Path = REPO) -> Path:
     """Where the record of the contract's ``[baseline] card`` lives (whether or not it exists yet)."""
     c = as_contract(contract)
-    name = c["contract"]["name"] if isinstance(c, dict) else c.contract.name
-    return record_dir(baseline_card(c), name, root)
+    card = baseline_card(c)  # ContractError where the contract names none
+    return record_dir(card, c["contract"]["name"] if isinstance(c, dict) else c.contract.name, root)
 
 
 def baseline_file(contract, name: str, root: Path = REPO) -> Path:
