@@ -36,9 +36,9 @@
 #    cases of each kernel -> DIR/memcheck_log.txt, DIR/racecheck_log.txt; both again with each op
 #    launched once at the bench's B = 1 points (the cluster forms), racecheck on the default contract's
 #    -> DIR/memcheck_points_log.txt, DIR/racecheck_points_log.txt.
-# 6. every step's log read back (python -m eagle4.perf.signoff_record DIR): a step stopped by its time box
+# 6. every step's log read back (python -m eagle4.perf.records steps DIR): a step stopped by its time box
 #    (exit 124) or a sanitizer that found something is named and the script exits 1.
-# Then `python -m eagle4.perf.install_rows DIR --log <this script's output>` files the bench as the committed rows.
+# The bench's rows are then filed as the card's record, one folder per contract (eagle4.perf.records).
 # Never changes the GPU's clocks or settings.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -213,4 +213,4 @@ if [ "$STEP_IN_USE" = 1 ]; then
 fi
 stamp "done"
 # every step's log read back: a step its time box stopped, or a sanitizer that found something, fails the call by name
-python3 -m eagle4.perf.signoff_record "$OUT" || { stamp "steps not clean (above): redo each in a second call"; exit 1; }
+python3 -m eagle4.perf.records steps "$OUT" || { stamp "steps not clean (above): redo each in a second call"; exit 1; }

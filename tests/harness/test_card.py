@@ -1,6 +1,6 @@
-"""One card per measurement, and each card's own roofline (eagle4.perf.card): a bench's rows name the card that ran,
-its roofline divides by that card's declared HBM peak, rows of two cards are never one measurement, and reports/
-(the baseline's rows) takes no other card's bench."""
+"""One card per measurement, and each card's own roofline (eagle4.cards, eagle4.perf.card): a bench's rows name the
+card that ran, its roofline divides by that card's declared HBM peak, rows of two cards are never one measurement,
+and the card a contract is judged on is the contract's ``[baseline] card``, outside its hash."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from eagle4.perf.card import BASELINE, UnknownCard, card_of, main
+from eagle4.cards import CARDS, card_named
+from eagle4.contract import ContractError, baseline_card, load_contract
+from eagle4.perf.card import UnknownCard, card_of, main
 from eagle4.perf.kernel_report import anchors_md, summarize
 from eagle4.perf.points import BenchShape, shape_from_contract
 from eagle4.validity import RunRule, summarize_runs
@@ -36,8 +38,42 @@ def test_a_card_without_a_declared_peak_is_refused_by_name(device):
         card_of(device)
 
 
-def test_the_baseline_is_the_h100_sxm_the_committed_rows_were_measured_on():
-    assert BASELINE == card_of(H100) and BASELINE.hbm_bps == 3.35e12
+def test_card_names_and_folder_names_are_unique():
+    assert len({c.name for c in CARDS}) == len({c.slug for c in CARDS}) == len(CARDS)
+    assert card_named("H100 SXM") == card_of(H100) and card_named("H100 SXM").slug == "h100-sxm"
+    with pytest.raises(UnknownCard, match="no card named 'H300'"):
+        card_named("H300")
+
+
+@pytest.mark.parametrize("contract", sorted((REPO / "contracts").glob("*.toml")), ids=lambda p: p.name)
+def test_every_contract_names_the_card_it_is_judged_on(contract):
+    assert baseline_card(load_contract(contract, verify_files=False)) in CARDS
+
+
+def _with_baseline(tmp_path, card: str | None) -> Path:
+    text = (REPO / "contracts" / "default.toml").read_text()
+    head, _, rest = text.partition("[baseline]")
+    rest = rest.split("\n", 2)[2]  # drop the section's card line
+    path = tmp_path / "c.toml"
+    path.write_text(head + (f'[baseline]\ncard = "{card}"\n' if card else "") + rest)
+    return path
+
+
+def test_the_baseline_card_is_outside_the_contract_hash(tmp_path):
+    """The card a contract is judged on is a judgement parameter: switching it keeps every committed row's
+    contract_sha256 valid (each card's rows stay in their own record), and a contract without it hashes the same."""
+    shas = {card: load_contract(_with_baseline(tmp_path, card), verify_files=False).sha256
+            for card in ("H100 SXM", "H200", None)}
+    assert len(set(shas.values())) == 1, shas
+    assert shas["H200"] == load_contract(REPO / "contracts" / "default.toml", verify_files=False).sha256
+    assert baseline_card(load_contract(_with_baseline(tmp_path, "H200"), verify_files=False)).name == "H200"
+
+
+def test_a_card_outside_the_table_or_none_is_refused_by_name(tmp_path):
+    with pytest.raises(ContractError, match=r"baseline\.card.*'H300' is not a card of eagle4\.cards\.CARDS"):
+        load_contract(_with_baseline(tmp_path, "H300"), verify_files=False)
+    with pytest.raises(ContractError, match=r"no \[baseline\] card"):
+        baseline_card(load_contract(_with_baseline(tmp_path, None), verify_files=False))
 
 
 def _raw(device_of_run) -> tuple[list[dict], BenchShape]:
@@ -75,12 +111,16 @@ def test_validity_never_pools_runs_of_two_cards():
     assert one.valid, one.reasons
 
 
-def test_the_card_check_refuses_another_card_for_reports(capsys):
+def test_the_card_check_asks_the_contracts_baseline_card(capsys, tmp_path):
     assert main(["--device", H200]) == 0 and "H200, HBM 4.8 TB/s" in capsys.readouterr().out
-    assert main(["--device", H200, "--require-baseline"]) == 2
+    h100 = ["--contract", str(_with_baseline(tmp_path, "H100 SXM"))]
+    assert main(["--device", H200, "--require-baseline", *h100]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "not the baseline card (H100 SXM)" in err
-    assert main(["--device", H100, "--require-baseline"]) == 0
+    assert len(err.strip().splitlines()) == 1 and "not the baseline card of c.toml (H100 SXM)" in err
+    assert main(["--device", H100, "--require-baseline", *h100]) == 0
+    h200 = tmp_path / "h200"
+    h200.mkdir()
+    assert main(["--device", H200, "--require-baseline", "--contract", str(_with_baseline(h200, "H200"))]) == 0
     assert main(["--device", "NVIDIA GH200 480GB"]) == 2
 
 
@@ -98,18 +138,17 @@ def test_the_bench_checks_the_card_before_any_run(tmp_path):
 
 
 def test_card_module_runs_as_a_program_without_a_gpu():
-    r = subprocess.run([sys.executable, "-m", "eagle4.perf.card", "--device", H200, "--require-baseline"],
+    r = subprocess.run([sys.executable, "-m", "eagle4.perf.card", "--device", "NVIDIA GH200 480GB"],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and r.stderr.startswith("eagle4.perf.card: ")
 
 
-@pytest.mark.parametrize("contract", sorted((REPO / "contracts").glob("*.toml")), ids=lambda p: p.name)
-def test_a_contracts_declared_peak_is_the_baseline_cards(contract):
-    """``[measurement] hbm_peak_tbps`` declares the baseline's peak (the e2e rooflines divide by the card that ran):
-    the two figures cannot drift apart."""
-    from eagle4.contract import load_contract
-
-    assert load_contract(contract, verify_files=False).measurement.hbm_peak_tbps == BASELINE.hbm_tbps
+def test_no_module_reads_a_peak_from_the_contract():
+    """A roofline divides by the declared peak of the card that ran (eagle4.cards); ``[measurement] hbm_peak_tbps``
+    stays only so that the contracts that set it keep their hash, and nothing may read it."""
+    readers = [p for p in (REPO / "src").rglob("*.py") if ".hbm_peak_tbps" in p.read_text()]
+    readers += [p for p in (REPO / "scripts").glob("*.py") if ".hbm_peak_tbps" in p.read_text()]
+    assert not readers, readers
 
 
 def test_the_e2e_bench_and_self_check_take_the_cards_peak():

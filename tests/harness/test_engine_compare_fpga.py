@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from eagle4.contract import ContractMismatch, load_contract
+from eagle4.perf.records import baseline_file
 from eagle4.workload.compare_fpga import compare
 from eagle4.workload.runner import PROFILE_FIELDS, RAW_FIELDS, RUN_FIELDS
 
@@ -201,5 +202,5 @@ def test_a_dummy_load_contract_is_refused_naming_where_its_comparison_is(tmp_pat
     field and the command that compares its fused steps with the H100's."""
     c = load_contract(ROOT / "contracts" / "deployment-8b.toml")
     with pytest.raises(ValueError, match=r"deployment-8b.toml: model.load = 'dummy'.*eagle4 budget --contract"):
-        compare(c, ROOT / "reports" / "h100_e2e_raw.csv", tmp_path)
+        compare(c, baseline_file(c, "h100_e2e_raw.csv"), tmp_path)
     assert not any(tmp_path.iterdir())  # nothing written

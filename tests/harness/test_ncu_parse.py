@@ -14,7 +14,7 @@ from eagle4.perf.points import Point
 
 pytestmark = [pytest.mark.cpu]
 
-# the names ncu printed for our kernels in the H100 session of 8ad4df2 (reports/cuda_kernel_ncu_raw.csv), and the
+# the names ncu printed for our kernels in the H100 session of 8ad4df2 (reports/cards/h100-sxm/*/cuda_kernel_ncu_raw.csv), and the
 # K5 register form held to 4 blocks per SM, named like them
 OURS = ["void k1_kernel<uint4>(const float *, long *)", "k2_kernel(const float *, const long *)",
         "void k5r_kernel<1>(const float *, const float *, long, int)", "void k5_kernel<float, 4>(const T1 *)",

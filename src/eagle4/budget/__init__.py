@@ -20,6 +20,8 @@ def run_budget(contract, reports_dir="reports", *, root=None, progress=None):
     from eagle4.budget import bytes as bb
     from eagle4.budget import design_report, onchip
     from eagle4.budget import model as bm
+    from eagle4.contract import ContractError
+    from eagle4.perf import records
 
     reports = Path(reports_dir)
     reports.mkdir(parents=True, exist_ok=True)
@@ -34,9 +36,11 @@ def run_budget(contract, reports_dir="reports", *, root=None, progress=None):
                            "fused_draft+fused_verify")
     onchip.write_csv([*storage, pair], res.trace.contract_sha256, reports / "onchip_budget.csv")
     res.onchip = (storage, pair)
-    from eagle4.backends import csim
-
-    h100 = design_report.h100_graph_steps(res.trace.contract_sha256, [reports, csim.REPO / "reports"])
+    try:  # the GPU step profile of the contract's [baseline] card, where its record has one
+        dirs = [reports, records.baseline_dir(contract)]
+    except ContractError:
+        dirs = [reports]
+    h100 = design_report.h100_graph_steps(res.trace.contract_sha256, dirs)
     text = design_report.render(res, rows, storage, pair, h100)
     design_report.write(reports / "fusion_design_v1.md", text)
     return res, rows

@@ -5,7 +5,7 @@ the HTTP benchmark client and the FPGA-vs-H100 comparison.
     eagle4 workload run --contract contracts/default.toml --backend ref --out reports/
     eagle4 workload serve --contract contracts/default.toml --port 8000
     eagle4 workload http --kind sglang --url http://127.0.0.1:30000 --contract contracts/default.toml --out reports/
-    eagle4 workload compare-fpga --contract contracts/default.toml --h100 reports/h100_baseline_raw.csv --out reports/
+    eagle4 workload compare-fpga --contract contracts/default.toml --out reports/
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def register(sub) -> None:
 
     f = ws.add_parser("compare-fpga", help="FPGA (csim correctness + budget model) against the H100 baseline")
     f.add_argument("--contract", default="contracts/default.toml")
-    f.add_argument("--h100", default="reports/h100_baseline_raw.csv")
+    f.add_argument("--h100", default=None, help="the GPU baseline's raw e2e rows (default: h100_baseline_raw.csv of the "
+                   "record of the contract's [baseline] card, reports/cards/<card>/<contract>/)")
     f.add_argument("--fpga-measured", default=None, help="CSV of measured FPGA e2e rows (provenance measured)")
     f.add_argument("--out", default="reports/")
     f.add_argument("--budget-sheet", default=None, help="budget_sheet.csv of eagle4.budget (default: OUT/budget_sheet.csv)")
@@ -131,9 +132,12 @@ def _http(a) -> int:
 
 def _compare(a) -> int:
     from eagle4.contract import load_contract
+    from eagle4.perf import records
     from eagle4.workload.compare_fpga import compare
 
-    res = compare(load_contract(a.contract), a.h100, a.out, fpga_measured=a.fpga_measured, points=_points(a.points),
+    contract = load_contract(a.contract)
+    h100 = a.h100 or records.baseline_file(contract, "h100_baseline_raw.csv")
+    res = compare(contract, h100, a.out, fpga_measured=a.fpga_measured, points=_points(a.points),
                   budget_sheet=a.budget_sheet, run_csim=not a.no_csim)
     print(res["verdict"])
     print("wrote " + ", ".join(str(p) for p in res["paths"].values()))

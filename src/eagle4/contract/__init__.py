@@ -12,6 +12,10 @@ result row carries it, and :func:`ensure_same_contract` refuses to compare rows 
 different hashes. :func:`contract_sha256` hashes whatever a function was given (a Contract, a path,
 or a partial dict of sections, as tests use).
 
+``[baseline] card`` names the card (of :mod:`eagle4.cards`) whose committed GPU measurement the contract's GPU
+figures are judged on. It is a judgement parameter, not part of the workload: left out of the hash, so switching the
+card keeps every committed row of the contract valid, and each card's rows stay in their own record.
+
 Extension tables: a top-level table the schema does not know is kept verbatim and hashed (another
 tool's section), unless its name is close to a known section (``[fpgaa]``): that is a typo, refused.
 
@@ -32,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from eagle4.cards import CARDS, Card, card_named
 from eagle4.contract.base import ContractError, ContractMismatch, Section
 from eagle4.contract.engine import EngineSection, Scenario, check_scenarios
 from eagle4.contract.fpga import FpgaSection
@@ -153,8 +158,9 @@ class Measurement(Section):
     gc_freeze: bool = True
     pin_cores: bool = True
     nvml_sample_hz: float = Field(20.0, gt=0, le=1000, description="NVML power sampling rate (energy/token)")
-    hbm_peak_tbps: float = Field(3.35, gt=0, description="the baseline card's HBM peak, declared (H100 SXM: 3.35 "
-                                 "TB/s); rooflines divide by the peak of the card that ran (eagle4.perf.card)")
+    hbm_peak_tbps: float = Field(3.35, gt=0, description="read by nothing; kept for the hash of contracts "
+                                 "that set it: rooflines divide by the declared peak of the card that ran "
+                                 "(eagle4.cards)")
     step_over_kernels_max: float = Field(1.3, ge=1, description="B=1 goal: step time / sum of its GPU kernel times")
     hotspot_top_n: int = Field(3, ge=1)
     hotspot_coverage_min: float = Field(0.70, gt=0, le=1, description="WP2: top-N regions cover this share of step time")
@@ -268,6 +274,19 @@ class HttpClient(Section):
     connect_timeout_s: float = Field(10.0, gt=0, le=600, description="TCP connect deadline")
 
 
+class Baseline(Section):
+    """``[baseline]``: the card this contract's GPU figures are judged on (excluded from the hash)."""
+
+    card: str = Field(description="a card name of eagle4.cards.CARDS, e.g. \"H100 SXM\"")
+
+    @field_validator("card")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in {c.name for c in CARDS}:
+            raise ValueError(f"{v!r} is not a card of eagle4.cards.CARDS ({', '.join(c.name for c in CARDS)})")
+        return v
+
+
 class Contract(Section):
     """The validated contract: the core sections, the sections of the FPGA accounting and the gates,
     and any extension tables of other tools (verbatim, hashed)."""
@@ -284,6 +303,7 @@ class Contract(Section):
     slo: Slo | None = None
     measurement: Measurement = Measurement()
     http: HttpClient = HttpClient()
+    baseline: Baseline | None = None  # the card the GPU figures are judged on; not hashed
     fpga: FpgaSection = FpgaSection()
     trace: TraceSection = TraceSection()
     gates: list[GateSpec] = Field(default_factory=list)
@@ -354,7 +374,7 @@ class Contract(Section):
         they hold their defaults); [fpga], [trace] and [[gates]] as written (validated values, no
         defaults filled in, so giving them a schema changed no hash); extension tables verbatim."""
         owned = {"fpga", "trace", "gates", "engine", "scenarios", "log_invariants"}
-        d = self.model_dump(mode="json", exclude={"source_path", "root_dir", "extensions", *owned})
+        d = self.model_dump(mode="json", exclude={"source_path", "root_dir", "extensions", "baseline", *owned})
         for name in owned & self.model_fields_set:
             v = getattr(self, name)
             if isinstance(v, list):
@@ -498,8 +518,7 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
     """Read, validate and (``verify_files``) check the files a contract pins. The only contract loader.
     ``require_models=False``: the local model folders need not exist (``eagle4 workload http``: the server
     holds the models). ``root``: where the pinned files' relative paths resolve (default: the checkout
-    holding the file); an archived contract resolves them in its archive folder (reports/archive/*/), which
-    keeps the files it pinned. The hash never depends on it."""
+    holding the file). The hash never depends on it."""
     path = Path(path)
     if not path.is_file():
         raise ContractError(f"contract file {path} does not exist")
@@ -589,6 +608,18 @@ def load_gates(contract) -> list[GateSpec]:
     return validate_gates(c.get("gates", [])) if isinstance(c, dict) else list(c.gates)
 
 
+def baseline_card(contract) -> Card:
+    """The card a contract's GPU figures are judged on (its ``[baseline] card``); ContractError if it names none."""
+    c = as_contract(contract)
+    b = Baseline.model_validate(c["baseline"]) if isinstance(c, dict) and "baseline" in c else \
+        None if isinstance(c, dict) else c.baseline
+    if b is None:
+        where = c.source_path if isinstance(c, Contract) else "the contract"
+        raise ContractError(f"{where}: no [baseline] card: name the card its GPU figures are judged on "
+                            "(a card of eagle4.cards.CARDS)")
+    return card_named(b.card)
+
+
 def _row_hash(r) -> str | None:
     if isinstance(r, Mapping):
         return r.get("contract_sha256")
@@ -628,4 +659,4 @@ from eagle4.contract.render import render_markdown, write_markdown  # noqa: E402
 __all__ = ["Contract", "ContractError", "ContractMismatch", "load_contract", "ensure_same_contract",
            "render_markdown", "write_markdown", "sha256_file", "as_contract", "contract_dict", "contract_sha256",
            "canonical_sha256", "fpga_section", "trace_section", "load_gates", "FpgaSection", "TraceSection",
-           "GateSpec", "GateError", "MIN_RUNS"]
+           "GateSpec", "GateError", "MIN_RUNS", "Baseline", "baseline_card"]

@@ -55,8 +55,11 @@ def render_markdown(c) -> str:
     if c.contract.description:
         L += [c.contract.description, ""]
     L += [f"* contract sha256: `{c.sha256}` (stored in every result row; results under another hash are not compared)",
-          f"* source: `{c.source_path}`", ""]
-    L += ["## Model pair", ""]
+          f"* source: `{c.source_path}`"]
+    if c.baseline is not None:
+        L.append(f"* GPU figures judged on: {c.baseline.card} (`[baseline] card`; not hashed: "
+                 "its record is `reports/cards/<card>/<contract>/`)")
+    L += ["", "## Model pair", ""]
     m = c.model
     rows = [("model.load", m.load, "local model folders, or dummy weights of a declared architecture from a seed")]
     if m.load == "local":

@@ -166,8 +166,9 @@ def bytes_rows(shapes: list[BenchShape], ncu: dict[tuple[str, str], float]) -> l
 
 def hotspots_md(summary: list[dict], bpt: list[dict], shapes: list[BenchShape]) -> str:
     lines = [f"# {bench_card(summary).name} kernel hotspots (CUDA baseline)", "",
-             "From `reports/cuda_kernel_times.csv` (measured, graph replay, medians over independent runs) and "
-             "`reports/cuda_bytes_per_token.csv` (byte model of KERNELS.md §10; ncu DRAM bytes where profiled). "
+             "From each contract's `cuda_kernel_times.csv` in the card's record (`reports/cards/<card>/<contract>/`: "
+             "measured, graph replay, medians over independent runs) and "
+             "`cuda_bytes_per_token.csv` (byte model of KERNELS.md §10; ncu DRAM bytes where profiled). "
              "One decode cycle = D draft layers (K1, K2, K3, K4-draft, K5-draft each) + one verify step "
              "(K4, K5, K6, K7 at Q = Vn).", ""]
     pts = {(Path(s.contract_path).stem, p.pid): p for s in shapes for p in operating_points(s)}

@@ -8,7 +8,7 @@ timed alike. Events recorded by the host around the replay (this timer until 202
 stall between the start event and the replay's submission into the sample: on the H100, a 0.3 ms
 stall there read +5.5 us a call and a 2 ms one +40 us, while the in-graph pair read the same as
 without a stall (within 0.01 us a call at the 1.4-2.0 us points probed) and the same as the host pair
-without one (reports/kernel_before_after/timer/graph_events/). A GPU spin (``SPIN_CYCLES``) is still
+without one (the probe is in the tree of commit dda08bb, reports/kernel_before_after/timer/). A GPU spin (``SPIN_CYCLES``) is still
 queued ahead of each replay, so that the GPU is busy, not idle, when the replay reaches it (after a
 2 ms idle gap one probe point read 0.15 us a call high without it). ``TIMER`` names this method; the
 bench's manifest records it.

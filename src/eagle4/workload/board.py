@@ -9,8 +9,8 @@ the same engine and metrics (``eagle4.workload.runner``):
   bench's operating points, >= 5 independent runs, CoV, bytes from the counters block
   (``eagle4.perf.board_bench``);
 * ``throughput.csv``: the rows the throughput gate reads: ``run = spec`` (these e2e runs) and
-  ``run = baseline`` (the committed H100 e2e runs, ``reports/h100_baseline_runs.csv``, only when they
-  were measured under the same contract; otherwise none, and the gate says the baseline is missing).
+  ``run = baseline`` (the committed e2e runs of the contract's ``[baseline]`` card, ``h100_baseline_runs.csv`` of its record
+  under ``reports/cards/``, only when they were measured under the same contract; otherwise none, and the gate says the baseline is missing).
 
 Every row carries the backend's provenance: ``measured`` on a board, ``double`` through the pyxrt test
 double. The model forwards run on the host (``device``); the board runs the kernels.
@@ -22,13 +22,11 @@ import csv
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
-H100_BASELINE_RUNS = REPO / "reports" / "h100_baseline_runs.csv"
 THROUGHPUT_FIELDS = ["run", "point", "batch", "run_index", "tokens_per_s", "mean_acceptance_length", "backend",
                      "device", "provenance", "contract_sha256", "commit", "source"]
 
 
-def throughput_rows(contract_sha: str, spec_runs: list[dict], baseline_csv: Path = H100_BASELINE_RUNS) -> tuple[list[dict], str]:
+def throughput_rows(contract_sha: str, spec_runs: list[dict], baseline_csv: Path) -> tuple[list[dict], str]:
     """(rows of throughput.csv, a note on the baseline). Baseline rows are taken only from runs of the same
     contract: a baseline measured under another contract is no baseline for this one."""
     rows = [{**{k: r.get(k, "") for k in THROUGHPUT_FIELDS}, "run": "spec", "source": "e2e_runs.csv"} for r in spec_runs]
@@ -49,7 +47,7 @@ def run_board_signoff(contract, reports, *, xclbin, device: str = "cpu", bench_p
                       log=print) -> dict:
     """Run the workload and the kernel bench on the board; returns {"notes": [...], "paths": {...}}."""
     from eagle4.backends.xrt import board_missing
-    from eagle4.perf import board_bench
+    from eagle4.perf import board_bench, records
     from eagle4.workload.runner import run_contract
 
     why = board_missing(xclbin)
@@ -60,7 +58,7 @@ def run_board_signoff(contract, reports, *, xclbin, device: str = "cpu", bench_p
     e2e = run_contract(contract, backend="xrt", out_dir=reports, device=device, log=log)
     bench = board_bench.measure(contract.runs.runs, bench_points, reports, xclbin, contract.sha256, log=log,
                                 contract_path=contract.source_path)
-    rows, note = throughput_rows(contract.sha256, e2e["runs"])
+    rows, note = throughput_rows(contract.sha256, e2e["runs"], records.baseline_dir(contract) / "h100_baseline_runs.csv")
     tp = board_bench.write_csv(reports / "throughput.csv", rows, THROUGHPUT_FIELDS)
     provs = sorted({r["provenance"] for r in e2e["runs"]} | {r["provenance"] for r in bench["raw"]})
     notes = [f"e2e on the board: {len(e2e['runs'])} runs -> {e2e['paths']['runs']}",

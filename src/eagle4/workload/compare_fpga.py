@@ -36,6 +36,7 @@ Writes ``fpga_vs_h100_raw.csv`` and ``fpga_vs_h100_summary.md`` (atomically).
 from __future__ import annotations
 
 import csv
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -142,7 +143,7 @@ def h100_model_shape(contract, raw: list[dict]) -> tuple[int, int] | None:
 
 
 def _read(path) -> list[dict]:
-    with open(path, newline="") as f:
+    with (gzip.open(path, "rt", newline="") if str(path).endswith(".gz") else open(path, newline="")) as f:
         return list(csv.DictReader(f))
 
 
@@ -249,7 +250,7 @@ def compare(contract, h100_csv, out_dir="reports", *, fpga_measured=None, points
         raise FileNotFoundError(f"no H100 baseline at {h100_csv}: run scripts/bench_h100_e2e.sh on the H100 first")
     h_raw = _read(h100_csv)
     ensure_same_contract(h_raw, expected=contract.sha256)
-    base = str(h100_csv).removesuffix("_raw.csv")
+    base = str(h100_csv).removesuffix(".gz").removesuffix("_raw.csv")
     h_runs = _read(base + "_runs.csv") if Path(base + "_runs.csv").exists() else None
     if h_runs:
         ensure_same_contract(h_runs, expected=contract.sha256)
