@@ -38,7 +38,8 @@ def contract(tmp_path_factory):
     d = tmp_path_factory.mktemp("c")
     p = d / "deployment-8b.toml"
     p.write_text((ROOT / "contracts" / "deployment-8b.toml").read_text() + FPGA)
-    return load_contract(p, root=ROOT)
+    (d / "data").symlink_to(ROOT / "data")  # the pinned trace, where the CLI's loader looks for it
+    return load_contract(p)
 
 
 def _points(path: Path, rows: list[dict], drop: tuple[str, ...] = ()) -> Path:
@@ -204,3 +205,39 @@ def test_write_renders_every_schedule_break_even_and_roofline(contract, tmp_path
     # the roofline: LM head bytes 1e6*B at 1000 GB/s -> 1 us*B floor; model 1e5*B cycles at 100 MHz -> 1 ms*B
     lm = [r for m in res["models"] for r in m.roofline if r["stage"] == "draft_lm_head"]
     assert lm[0]["floor_s"] == pytest.approx(1e-6) and lm[0]["ratio"] == pytest.approx(1000.0)
+
+
+def test_design_report_ratio_is_like_for_like():
+    """The GPU's K1-K7 + top-K regions hold no draft LM head: the FPGA side of the ratio leaves its own out."""
+    from eagle4.budget.design_report import like_for_like_ratio
+
+    cycles = {"draft_lm_head": 3_000_000.0, "draft step (code-derived)": 600_000.0, "verify step (code-derived)": 60_000.0}
+    assert like_for_like_ratio(cycles, 300.0, 660.0) == pytest.approx((600_000 + 60_000) / 300.0 / 660.0)
+
+
+def test_compare_fpga_cli_reports_the_system_model_or_its_refusal(contract, tmp_path, capsys):
+    from eagle4.cli import main
+
+    p = Path(contract.source_path)
+    rc = main(["workload", "compare-fpga", "--contract", str(p), "--out", str(tmp_path / "o"), "--record",
+               str(tmp_path / "none")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "system model: refused:" in out and "no per-point GPU record" in out
+    batches = [x.batch for x in contract.operating_points]
+    rec = _points(tmp_path / "rec", [_row(contract, x.name, x.batch, 0.02 + 1e-4 * x.batch, 0.005, 0.012)
+                                     for x in contract.operating_points])
+    sheet = _sheet(tmp_path / "budget_sheet.csv", contract, {b: (1e5 * b, 1e4 * b) for b in batches})
+    rc = main(["workload", "compare-fpga", "--contract", str(p), "--out", str(tmp_path / "o"), "--record", str(rec),
+               "--budget-sheet", str(sheet)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "system b128:" in out and (tmp_path / "o" / "fpga_system_offload.md").is_file()
+
+
+def test_signoff_budget_step_notes_the_system_model(contract, tmp_path):
+    """The budget step of `eagle4 signoff` reports the system model on the sheet it wrote and the contract's
+    baseline record; today's committed H100 record lacks the split, and the note says so."""
+    from eagle4.cli.signoff import _system_model
+
+    _sheet(tmp_path / "budget_sheet.csv", contract, {1: (1.0, 1.0)})
+    notes = _system_model(contract, tmp_path)
+    assert len(notes) == 1 and notes[0].startswith("system model: refused:") and "draft_s_median" in notes[0]

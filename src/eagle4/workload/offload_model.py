@@ -454,13 +454,14 @@ def render(contract, models: list[PointModel], record: Path, budget_sheet: Path)
             L.append(f"| {m.point} | {m.batch} | {m.acceptance:.3f} | {s.name} | {_ms(s.step_s)} | {tps} | "
                      f"{_ms(s.itl_p50_s)} | {_ms(s.itl_p99_s)} | {s.provenance or '-'} | {s.note} |")
     L += ["", "## Break-even FPGA draft step (the latency the FPGA must reach for the schedule to match the GPU alone)",
-          "", "| point | (b) at batch B (ms) | FPGA draft now at B (ms) | (c) at micro-batch (ms) | micro-batch | "
-          "FPGA draft now at micro-batch (ms) |", "|---|---|---|---|---|---|"]
+          "", "| point | GPU draft (ms) | PCIe per step (ms) | (b) at batch B (ms) | FPGA draft now at B (ms) | "
+          "(c) at micro-batch (ms) | micro-batch | FPGA draft now at micro-batch (ms) |", "|---|---|---|---|---|---|---|---|"]
     for m in models:
         bb = _ms(m.break_even_b_s) if m.break_even_b_s is not None else "none (the link alone exceeds the GPU draft)"
         bc = ("n/a" if m.micro_batch is None else _ms(m.break_even_c_s) if m.break_even_c_s is not None
               else "none (the GPU's two half batches exceed its step)")
-        L.append(f"| {m.point} | {bb} | {_ms(m.fpga_draft_b_s)} | {bc} | {m.micro_batch or '-'} | "
+        L.append(f"| {m.point} | {_ms(m.schedules['a'].terms['GPU draft'])} | {_ms(m.schedules['b'].terms['PCIe'])} | "
+                 f"{bb} | {_ms(m.fpga_draft_b_s)} | {bc} | {m.micro_batch or '-'} | "
                  f"{_ms(m.fpga_draft_c_s)} |")
     L += ["", f"## FPGA stages against their own HBM roofline ({f.hbm_peak_gbps:g} GB/s, B_in + B_out of the budget "
           f"sheet, modelled cycles at {f.fclk_target_mhz:g} MHz)", "",
@@ -468,7 +469,7 @@ def render(contract, models: list[PointModel], record: Path, budget_sheet: Path)
           "|---|---|---|---|---|---|---|"]
     for m in models:
         for r in m.roofline:
-            L.append(f"| {m.point} | {r['stage']} | {r['bytes']:.4g} | {_ms(r['floor_s'])} | {_ms(r['model_s'])} | "
+            L.append(f"| {m.point} | {r['stage']} | {r['bytes']:.4g} | {r['floor_s'] * 1e3:.4g} | {_ms(r['model_s'])} | "
                      f"{r['ratio']:.3g}x | {r['provenance']} |")
         if m.roofline:
             far = max(m.roofline, key=lambda r: r["ratio"])
