@@ -154,13 +154,24 @@ def test_weakest_provenance_wins(contract, tmp_path):
 
 @pytest.mark.parametrize("change, match", [
     ({"contract_sha256": "f" * 64}, "is not this contract's"),
-    ({"card": "H200"}, "not the contract's \\[baseline\\] card"),
-    ({"device": "NVIDIA H200"}, "is a H200, not the contract's"),
+    ({"card": "H200"}, "is not the record's card 'H100 SXM'"),
+    ({"device": "NVIDIA H200"}, "is a H200, not the record's card"),
 ])
 def test_foreign_parts_are_refused(contract, tmp_path, change, match):
     rec = _points(tmp_path / "rec", [_row(contract, "b1", 1, 0.02, 0.006, 0.012, **change)])
     with pytest.raises(om.OffloadRefused, match=match):
         om.read_gpu_points(contract, rec, ["b1"])
+
+
+def test_a_card_folder_names_the_card_its_rows_must_be(contract, tmp_path):
+    """A record under reports/cards/<slug>/ is that card's (the H200 record of a contract judged on the H100 is
+    modelled as the H200's); a row of another card in it is refused."""
+    h200 = tmp_path / "cards" / "h200" / "deployment-8b"
+    _points(h200, [_row(contract, "b1", 1, 0.02, 0.006, 0.012, card="H200", device="NVIDIA H200")])
+    assert om.read_gpu_points(contract, h200, ["b1"])["b1"].parts["step_s_median"].card == "H200"
+    _points(h200, [_row(contract, "b1", 1, 0.02, 0.006, 0.012)])  # H100 SXM rows
+    with pytest.raises(om.OffloadRefused, match="is not the record's card 'H200'"):
+        om.read_gpu_points(contract, h200, ["b1"])
 
 
 def test_missing_parts_are_refused(contract, tmp_path):
