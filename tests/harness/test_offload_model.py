@@ -206,6 +206,8 @@ def test_write_renders_every_schedule_break_even_and_roofline(contract, tmp_path
                                           0.012 + 0.00007 * b) for n, b in zip(ops, batches, strict=True)])
     sheet = _sheet(tmp_path / "budget_sheet.csv", contract, {b: (1e5 * b, 1e4 * b) for b in batches})
     res = om.write(contract, tmp_path / "out", record=rec, budget_sheet=sheet)
+    assert om.one_line(res["models"], res["paths"]["summary"]).startswith(
+        "system model (fpga_system_offload.md, weakest part declared; a plan, never the verdict): b1 ")
     text = res["paths"]["summary"].read_text()
     for s in ("(a) GPU alone", "(b) offload, series", "(c) offload, 2 micro-batches overlapped", "Break-even",
               "furthest from its limit", "SYSTEM GATE: NO SIGN-OFF (weakest part declared"):

@@ -119,7 +119,7 @@ def _system_model(contract, reports: Path) -> list[str]:
         res = offload_model.write(contract, reports, budget_sheet=reports / "budget_sheet.csv")
     except offload_model.OffloadRefused as e:
         return [f"system model: refused: {e}"]
-    return [f"wrote {res['paths']['summary']}", *offload_model.summary_lines(res["models"])]
+    return [offload_model.one_line(res["models"], res["paths"]["summary"]), *offload_model.summary_lines(res["models"])]
 
 
 def _gates(args, contract, reports: Path):

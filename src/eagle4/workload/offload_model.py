@@ -543,3 +543,14 @@ def summary_lines(models: list[PointModel]) -> list[str]:
                    f"{_ms(s['c'].step_s)} ms; break-even FPGA draft {_ms(m.break_even_b_s)} ms (now "
                    f"{_ms(m.fpga_draft_b_s)}); {m.gate}")
     return out
+
+
+def one_line(models: list[PointModel], path) -> str:
+    """The system gate in one line: each point's verdict word and the weakest provenance, and where the report is."""
+    prov = pv.weakest([m.gate_provenance for m in models]) or "declared"
+    return (f"system model ({path.name}, weakest part {prov}; a plan, never the verdict): "
+            + ", ".join(f"{m.point} {_word(m.gate)}" for m in models))
+
+
+def _word(gate: str) -> str:
+    return "PASS" if gate.startswith("PASS") else "would win (plan)" if gate.startswith("plan") else "SHORT"
