@@ -106,7 +106,20 @@ def _budget(args, contract, reports: Path) -> StepResult:
     summary = getattr(res, "summary_lines", None)
     if callable(summary):
         notes += list(summary())
+    notes += _system_model(contract, reports)
     return StepResult("budget", "OK", notes=notes)
+
+
+def _system_model(contract, reports: Path) -> list[str]:
+    """The offload's system step model (eagle4.workload.offload_model) on the budget sheet just written and the
+    record of the contract's [baseline] card: a plan the verdict never reads (only measured parts sign off)."""
+    from eagle4.workload import offload_model
+
+    try:
+        res = offload_model.write(contract, reports, budget_sheet=reports / "budget_sheet.csv")
+    except offload_model.OffloadRefused as e:
+        return [f"system model: refused: {e}"]
+    return [offload_model.one_line(res["models"], res["paths"]["summary"]), *offload_model.summary_lines(res["models"])]
 
 
 def _gates(args, contract, reports: Path):
