@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from eagle4.kernels import PreconditionError, poison, require_tensor
+from eagle4.kernels import PreconditionError, draft_layer_geometry, poison, require_tensor
 
 _BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
 HIDDEN_TORCH = tuple(_BITS)
@@ -37,16 +37,7 @@ def check_preconditions(*, topk_probas_sampling, topk_tokens_sampling, last_laye
                         sort_layer_scores, sort_layer_indices, cache_topk_indices, parent_indices_in_layer,
                         input_hidden_states, output_hidden_states, hot_token_id, batch_size, node_top_k,
                         tree_width, cumu_count, use_hot_token_id, output_tokens=None) -> None:
-    B, K, W = int(batch_size), int(node_top_k), int(tree_width)
-    if B < 0:
-        raise PreconditionError(f"batch_size must be >= 0, got {B}")
-    if K < 1:
-        raise PreconditionError(f"node_top_k must be >= 1 (1 <= K), got {K}")
-    if W < 1:
-        raise PreconditionError(f"tree_width must be >= 1 (1 <= W), got {W}")
-    C = W * K
-    if C > 64:
-        raise PreconditionError(f"node_top_k*tree_width = C must be <= 64, got C = {K}*{W} = {C}")
+    B, K, W, C = draft_layer_geometry(batch_size, node_top_k, tree_width)
     if K > C:  # unreachable with W >= 1; kept because the spec lists it
         raise PreconditionError(f"node_top_k must be <= C = {C}, got {K}")
     require_tensor(topk_probas_sampling, "topk_probas_sampling", (B, C), torch.float32)
