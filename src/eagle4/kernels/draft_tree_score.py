@@ -20,8 +20,6 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(_BITS[t.dtype]) if t.dtype in _BITS else t
 
 
-
-
 def sort_key(s: torch.Tensor) -> torch.Tensor:
     """§1.5 step 3 key: NaN -> -inf, -0.0 -> +0.0 (so a radix sort on any device treats them as equal)."""
     key = torch.where(torch.isnan(s), torch.full_like(s, float("-inf")), s)
@@ -31,6 +29,14 @@ def sort_key(s: torch.Tensor) -> torch.Tensor:
 def stable_desc_order(s: torch.Tensor) -> torch.Tensor:
     """Permutation of the last dim: key(s) descending, original index ascending among equal keys."""
     return torch.sort(sort_key(s), dim=-1, descending=True, stable=True).indices
+
+
+def output_shapes(B: int, K: int, C: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """Shape and dtype of K1's fixed-shape outputs (§1.4); the hidden rows and the optional tokens
+    take their shape from the inputs."""
+    return {"curr_layer_scores": ((B, C), torch.float32), "sort_layer_scores": ((B, C), torch.float32),
+            "sort_layer_indices": ((B, C), torch.int64), "cache_topk_indices": ((B, K), torch.int64),
+            "parent_indices_in_layer": ((B, K), torch.int64)}
 
 
 def check_preconditions(*, topk_probas_sampling, topk_tokens_sampling, last_layer_scores, curr_layer_scores,
@@ -47,12 +53,9 @@ def check_preconditions(*, topk_probas_sampling, topk_tokens_sampling, last_laye
     H = input_hidden_states.shape[1]
     require_tensor(input_hidden_states, "input_hidden_states", (B * W, H), HIDDEN_TORCH)
     require_tensor(output_hidden_states, "output_hidden_states", (B, K, H), input_hidden_states.dtype)
-    for name, t, shape, dtype in (("curr_layer_scores", curr_layer_scores, (B, C), torch.float32),
-                                  ("sort_layer_scores", sort_layer_scores, (B, C), torch.float32),
-                                  ("sort_layer_indices", sort_layer_indices, (B, C), torch.int64),
-                                  ("cache_topk_indices", cache_topk_indices, (B, K), torch.int64),
-                                  ("parent_indices_in_layer", parent_indices_in_layer, (B, K), torch.int64)):
-        require_tensor(t, name, shape, dtype)
+    given = locals()
+    for name, (shape, dtype) in output_shapes(B, K, C).items():
+        require_tensor(given[name], name, shape, dtype)
     if topk_tokens_sampling is not None:
         require_tensor(topk_tokens_sampling, "topk_tokens_sampling", (B, C), torch.int64)
     if use_hot_token_id:
@@ -111,12 +114,8 @@ def allocate(tensors: dict, params: dict, device) -> dict:
     B = max(int(params["batch_size"]), 0)
     K = max(int(params["node_top_k"]), 0)
     W = max(int(params["tree_width"]), 0)
-    C = W * K
     out = {}
-    shapes = {"curr_layer_scores": ((B, C), torch.float32), "sort_layer_scores": ((B, C), torch.float32),
-              "sort_layer_indices": ((B, C), torch.int64), "cache_topk_indices": ((B, K), torch.int64),
-              "parent_indices_in_layer": ((B, K), torch.int64)}
-    for name, (shape, dtype) in shapes.items():
+    for name, (shape, dtype) in output_shapes(B, K, W * K).items():
         if name not in tensors:
             out[name] = poison(shape, dtype, device)
     hin = tensors.get("input_hidden_states")

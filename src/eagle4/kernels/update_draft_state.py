@@ -16,6 +16,17 @@ DECAY_BITS = 0x3F7FF972
 DECAY_F32 = float(np.array(DECAY_BITS, dtype=np.uint32).view(np.float32))
 
 
+def buffer_shapes(B: int, K: int, N: int, M: int, I: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """Shape and dtype of every buffer K2 writes (§2.4), in ABI order: the draft state rows, the
+    top-K outputs, the work/sort score rows and the output mask."""
+    return {"cumu_tokens": ((B, N), torch.int64), "cumu_scores": ((B, N), torch.float32),
+            "cumu_deltas": ((B, N), torch.int64), "prev_indexs": ((B, N), torch.int64),
+            "next_indexs": ((B, N), torch.int64), "side_indexs": ((B, N), torch.int64),
+            "output_scores": ((B, K), torch.float32), "output_tokens": ((B, K), torch.int64),
+            "work_scores": ((B, M + K), torch.float32), "sort_scores": ((B, M), torch.float32),
+            "output_tree_mask": ((B, K, I + 1), torch.bool)}
+
+
 def check_preconditions(*, topk_probas, topk_tokens, sorted_scores, sorted_indexs, parent_indexs, topk_indexs,
                         input_tree_mask, batch_size, node_top_k, tree_width, input_count, cumu_count, verify_num,
                         curr_depth, max_input_size, max_node_count, max_verify_num, cumu_tokens, cumu_scores,
@@ -37,19 +48,11 @@ def check_preconditions(*, topk_probas, topk_tokens, sorted_scores, sorted_index
             ("sorted_indexs", sorted_indexs, (B, C), torch.int64),
             ("parent_indexs", parent_indexs, (B, K), torch.int64),
             ("topk_indexs", topk_indexs, (B, W), torch.int64),
-            ("input_tree_mask", input_tree_mask, (B, W, Ic - 1), torch.bool),
-            ("cumu_tokens", cumu_tokens, (B, N), torch.int64),
-            ("cumu_scores", cumu_scores, (B, N), torch.float32),
-            ("cumu_deltas", cumu_deltas, (B, N), torch.int64),
-            ("prev_indexs", prev_indexs, (B, N), torch.int64),
-            ("next_indexs", next_indexs, (B, N), torch.int64),
-            ("side_indexs", side_indexs, (B, N), torch.int64),
-            ("output_scores", output_scores, (B, K), torch.float32),
-            ("output_tokens", output_tokens, (B, K), torch.int64),
-            ("work_scores", work_scores, (B, M + K), torch.float32),
-            ("sort_scores", sort_scores, (B, M), torch.float32),
-            ("output_tree_mask", output_tree_mask, (B, K, I + 1), torch.bool)):
+            ("input_tree_mask", input_tree_mask, (B, W, Ic - 1), torch.bool)):
         require_tensor(t, name, shape, dtype)
+    given = locals()
+    for name, (shape, dtype) in buffer_shapes(B, K, N, M, I).items():
+        require_tensor(given[name], name, shape, dtype)
 
 
 def descending_merge(A: torch.Tensor, S: torch.Tensor, n1: int) -> torch.Tensor:
@@ -146,10 +149,5 @@ def allocate(tensors: dict, params: dict, device) -> dict:
     N = max(int(params["max_node_count"]), 0)
     M = max(int(params["max_verify_num"]), 0)
     I = max(int(params["max_input_size"]), -1)
-    shapes = {"output_scores": ((B, K), torch.float32), "output_tokens": ((B, K), torch.int64),
-              "cumu_tokens": ((B, N), torch.int64), "cumu_scores": ((B, N), torch.float32),
-              "cumu_deltas": ((B, N), torch.int64), "prev_indexs": ((B, N), torch.int64),
-              "next_indexs": ((B, N), torch.int64), "side_indexs": ((B, N), torch.int64),
-              "work_scores": ((B, M + K), torch.float32), "sort_scores": ((B, M), torch.float32),
-              "output_tree_mask": ((B, K, I + 1), torch.bool)}
-    return {name: poison(shape, dtype, device) for name, (shape, dtype) in shapes.items() if name not in tensors}
+    return {name: poison(shape, dtype, device)
+            for name, (shape, dtype) in buffer_shapes(B, K, N, M, I).items() if name not in tensors}
