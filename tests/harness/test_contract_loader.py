@@ -88,8 +88,8 @@ def test_commands_refuse_a_bad_contract_with_one_line_and_write_nothing(tmp_path
 def test_trace_names_the_acceptance_csv_and_its_hash(tmp_path):
     import csv
 
+    from eagle4.budget.trace import build_trace
     from eagle4.contract import sha256_file
-    from eagle4.workload.trace import build_trace
 
     c = load_contract(DEFAULT, verify_files=False)
     (tmp_path / "reports").mkdir()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eagle4.budget import fused_csim as fc  # a plain import: an import error fails, never skips
+from eagle4.backends import fused_csim as fc  # a plain import: an import error fails, never skips
 
 pytestmark = pytest.mark.csim
 
@@ -262,12 +262,12 @@ def test_verify_k4_k7_against_pytorch_reference(case):
 @pytest.mark.parametrize("case", [DRAFT_CASES[1], DRAFT_CASES[3], DRAFT_CASES[4]], ids=lambda c: c[0])
 def test_draft_chain_against_pytorch_reference(case):
     """The stage library's draft step (K1 -> K2 -> K3 -> hand-off -> K4 -> verify-set selection)
-    against the PyTorch reference kernels and the host glue (eagle4.workload.tree_glue), fed with the
+    against the PyTorch reference kernels and the host glue (eagle4.kernels.tree_glue), fed with the
     same per-layer top-K candidates (uncounted taps of the unfused chain)."""
     torch = pytest.importorskip("torch")
     from eagle4 import dtypes as dt
     from eagle4 import kernels as Kr
-    from eagle4.workload import tree_glue as glue
+    from eagle4.kernels import tree_glue as glue
 
     name, B, K, widths, N, M, I, Vn, hdt, wdt, hot = case
     s = fc.DraftShape(B=B, K=K, widths=widths, H=24, Vt=96, V=500 if hot else 0, N=N, M=M, I=I, L=13,

@@ -141,7 +141,7 @@ def test_tcl_file_list_links_without_undefined_symbols(tmp_path, design):
 
 # ------------------------------------------------------ the synthesis tops == the C-ABI entries
 
-from eagle4.budget import fused_csim as fc  # noqa: E402
+from eagle4.backends import fused_csim as fc  # noqa: E402
 
 
 def _ptr(a: dict, name: str, off: int = 0):
