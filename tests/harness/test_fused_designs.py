@@ -493,10 +493,10 @@ def test_draft_refuses_token_ids_beyond_its_32bit_state(tensor):
 def test_lane_topk_equals_one_sequential_scan(tmp_path):
     """The draft top-K in 16 lanes + merge (e4f_stages.hpp topk_row) selects the same K in the same order as one
     sequential insertion scan in (p desc, v asc), on rows with ties, NaN and infinities, every K and short rows."""
-    from eagle4.backends import csim
+    from eagle4.backends import csim_build
 
-    if csim.tools_missing():
-        pytest.fail(csim.tools_missing(), pytrace=False)
+    if csim_build.tools_missing():
+        pytest.fail(csim_build.tools_missing(), pytrace=False)
     src = tmp_path / "topk.cpp"
     src.write_text(r"""#include <cstdio>
 #include <random>
@@ -532,8 +532,8 @@ int main() {
 }
 """)
     exe = tmp_path / "topk"
-    p = csim.run_cxx([csim.find_cxx(), "-std=c++17", "-O1", "-ffp-contract=off", "-Wno-unknown-pragmas",
-                      *csim.include_flags(), f"-I{csim.HLS_DIR / 'fused' / 'common'}", str(src), "-o", str(exe)],
+    p = csim_build.run_cxx([csim_build.find_cxx(), "-std=c++17", "-O1", "-ffp-contract=off", "-Wno-unknown-pragmas",
+                      *csim_build.include_flags(), f"-I{csim_build.HLS_DIR / 'fused' / 'common'}", str(src), "-o", str(exe)],
                      "top-K equivalence", tmp_path)
     assert p.returncode == 0, p.stderr
     import subprocess
