@@ -23,6 +23,12 @@ class PreconditionError(ValueError):
     """A kernel precondition from KERNELS.md is violated; the message names the argument and the bound."""
 
 
+def fail_if(violated: bool, message: str) -> None:
+    """Raise PreconditionError(message) when a precondition is ``violated``."""
+    if violated:
+        raise PreconditionError(message)
+
+
 def require_tensor(t, name: str, shape: tuple, dtype) -> None:
     """Precondition on one tensor argument: present, of ``shape``, of ``dtype`` (or one of a tuple)."""
     if t is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from eagle4.kernels import PreconditionError, poison, require_tensor
+from eagle4.kernels import PreconditionError, fail_if, poison, require_tensor
 
 _BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
 HIDDEN_TORCH = tuple(_BITS)
@@ -38,17 +38,12 @@ def check_preconditions(*, topk_probas_sampling, topk_tokens_sampling, last_laye
                         input_hidden_states, output_hidden_states, hot_token_id, batch_size, node_top_k,
                         tree_width, cumu_count, use_hot_token_id, output_tokens=None) -> None:
     B, K, W = int(batch_size), int(node_top_k), int(tree_width)
-    if B < 0:
-        raise PreconditionError(f"batch_size must be >= 0, got {B}")
-    if K < 1:
-        raise PreconditionError(f"node_top_k must be >= 1 (1 <= K), got {K}")
-    if W < 1:
-        raise PreconditionError(f"tree_width must be >= 1 (1 <= W), got {W}")
+    fail_if(B < 0, f"batch_size must be >= 0, got {B}")
+    fail_if(K < 1, f"node_top_k must be >= 1 (1 <= K), got {K}")
+    fail_if(W < 1, f"tree_width must be >= 1 (1 <= W), got {W}")
     C = W * K
-    if C > 64:
-        raise PreconditionError(f"node_top_k*tree_width = C must be <= 64, got C = {K}*{W} = {C}")
-    if K > C:  # unreachable with W >= 1; kept because the spec lists it
-        raise PreconditionError(f"node_top_k must be <= C = {C}, got {K}")
+    fail_if(C > 64, f"node_top_k*tree_width = C must be <= 64, got C = {K}*{W} = {C}")
+    fail_if(K > C, f"node_top_k must be <= C = {C}, got {K}")  # unreachable with W >= 1; kept because the spec lists it
     require_tensor(topk_probas_sampling, "topk_probas_sampling", (B, C), torch.float32)
     require_tensor(last_layer_scores, "last_layer_scores", (B, W), torch.float32)
     if input_hidden_states is None or input_hidden_states.dim() != 2:
@@ -65,17 +60,14 @@ def check_preconditions(*, topk_probas_sampling, topk_tokens_sampling, last_laye
     if topk_tokens_sampling is not None:
         require_tensor(topk_tokens_sampling, "topk_tokens_sampling", (B, C), torch.int64)
     if use_hot_token_id:
-        if hot_token_id is None:
-            raise PreconditionError("hot_token_id is required when use_hot_token_id is true")
+        fail_if(hot_token_id is None, "hot_token_id is required when use_hot_token_id is true")
         if hot_token_id.dim() != 1 or hot_token_id.dtype != torch.int64:
             raise PreconditionError(f"hot_token_id must be a 1-D int64 tensor [Vh], got {tuple(hot_token_id.shape)} "
                                     f"{hot_token_id.dtype}")
-        if topk_tokens_sampling is None:
-            raise PreconditionError("topk_tokens_sampling is required when use_hot_token_id is true")
+        fail_if(topk_tokens_sampling is None, "topk_tokens_sampling is required when use_hot_token_id is true")
     if output_tokens is not None:
         require_tensor(output_tokens, "output_tokens", (B, K), torch.int64)
-        if topk_tokens_sampling is None:
-            raise PreconditionError("output_tokens needs topk_tokens_sampling")
+        fail_if(topk_tokens_sampling is None, "output_tokens needs topk_tokens_sampling")
 
 
 def draft_tree_layer_score_index_gen_op(*, topk_probas_sampling, topk_tokens_sampling, last_layer_scores,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from eagle4.kernels import PreconditionError, poison, require_tensor
+from eagle4.kernels import PreconditionError, fail_if, poison, require_tensor
 
 F32_ONE_E9 = np.float32(1e-9)
 TWO_POW_32 = 4294967296.0  # exact in f32: scaling by it is exact, so floor() is the only rounding
@@ -34,16 +34,11 @@ def check_preconditions(*, candidates, retrive_index, retrive_next_token, retriv
                         target_predict, is_greedy, coins, final_coins, threshold_single, threshold_acc,
                         B, Q, S, V, predicts, accept_index, accept_length) -> None:
     B, Q, S, V = int(B), int(Q), int(S), int(V)
-    if B < 1:
-        raise PreconditionError(f"B must be >= 1, got {B}")
-    if Q < 1:
-        raise PreconditionError(f"Q must be >= 1 (the root is verify token 0), got {Q}")
-    if S < 1:
-        raise PreconditionError(f"S must be >= 1 (1 <= S = D_max + 1), got {S}")
-    if V < 1:
-        raise PreconditionError(f"V must be >= 1, got {V}")
-    if B * Q > 2**31 - 1:
-        raise PreconditionError(f"B*Q must fit the int32 positions (<= 2^31-1), got {B * Q}")
+    fail_if(B < 1, f"B must be >= 1, got {B}")
+    fail_if(Q < 1, f"Q must be >= 1 (the root is verify token 0), got {Q}")
+    fail_if(S < 1, f"S must be >= 1 (1 <= S = D_max + 1), got {S}")
+    fail_if(V < 1, f"V must be >= 1, got {V}")
+    fail_if(B * Q > 2**31 - 1, f"B*Q must fit the int32 positions (<= 2^31-1), got {B * Q}")
     for name, t in (("candidates", candidates), ("retrive_index", retrive_index),
                     ("retrive_next_token", retrive_next_token), ("retrive_next_sibling", retrive_next_sibling),
                     ("target_predict", target_predict)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from eagle4.kernels import PreconditionError, poison, require_tensor
+from eagle4.kernels import fail_if, poison, require_tensor
 
 # 0.9999f as its binary32 bit pattern: the product must be one f32 multiply by exactly this value
 DECAY_BITS = 0x3F7FF972
@@ -23,27 +23,18 @@ def check_preconditions(*, topk_probas, topk_tokens, sorted_scores, sorted_index
                         work_scores, sort_scores, output_tree_mask) -> None:
     B, K, W, Ic = int(batch_size), int(node_top_k), int(tree_width), int(input_count)
     I, N, M, cc = int(max_input_size), int(max_node_count), int(max_verify_num), int(cumu_count)
-    if B < 0:
-        raise PreconditionError(f"batch_size must be >= 0, got {B}")
+    fail_if(B < 0, f"batch_size must be >= 0, got {B}")
     # K, W >= 1: the kernel divides by K and a layer has at least one frontier slot
-    if K < 1:
-        raise PreconditionError(f"node_top_k must be >= 1, got {K}")
-    if W < 1:
-        raise PreconditionError(f"tree_width must be >= 1, got {W}")
+    fail_if(K < 1, f"node_top_k must be >= 1, got {K}")
+    fail_if(W < 1, f"tree_width must be >= 1, got {W}")
     C = W * K
-    if C > 64:
-        raise PreconditionError(f"node_top_k*tree_width = C must be <= 64, got {K}*{W} = {C}")
-    if Ic < 1:
-        raise PreconditionError(f"input_count must be >= 1 (Ic >= 1), got {Ic}")
-    if Ic - 1 > I:
-        raise PreconditionError(f"input_count-1 must be <= max_input_size (Ic-1 <= I), got Ic={Ic}, I={I}")
+    fail_if(C > 64, f"node_top_k*tree_width = C must be <= 64, got {K}*{W} = {C}")
+    fail_if(Ic < 1, f"input_count must be >= 1 (Ic >= 1), got {Ic}")
+    fail_if(Ic - 1 > I, f"input_count-1 must be <= max_input_size (Ic-1 <= I), got Ic={Ic}, I={I}")
     # bounds of §0.4 the indexing relies on
-    if cc < 0:
-        raise PreconditionError(f"cumu_count must be >= 0, got {cc}")
-    if N < 0:
-        raise PreconditionError(f"max_node_count must be >= 0, got {N}")
-    if M < 1:
-        raise PreconditionError(f"max_verify_num must be >= 1 (clamp(Vn, 1, M) needs M >= 1), got {M}")
+    fail_if(cc < 0, f"cumu_count must be >= 0, got {cc}")
+    fail_if(N < 0, f"max_node_count must be >= 0, got {N}")
+    fail_if(M < 1, f"max_verify_num must be >= 1 (clamp(Vn, 1, M) needs M >= 1), got {M}")
     for name, t, shape, dtype in (
             ("topk_probas", topk_probas, (B, C), torch.float32),
             ("topk_tokens", topk_tokens, (B, C), torch.int64),
