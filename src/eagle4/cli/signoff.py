@@ -139,7 +139,7 @@ def cmd(args) -> int:
     from eagle4.report import env_manifest
 
     try:
-        engine = load_contract(args.contract).engine is not None
+        engine = load_contract(args.contract).kind == "engine"
     except ValueError:
         engine = False  # a bad contract is reported by the contract step
     if engine:

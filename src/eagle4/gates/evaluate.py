@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle4.contract import Contract, GateSpec, as_contract, contract_sha256, load_gates
+from eagle4.contract import GateSpec, as_contract, contract_sha256, load_gates
 from eagle4.gates.engine import EngineCtx, evaluate_engine_gate
 from eagle4.gates.metrics import METRICS, Ctx, MissingMetric, read_rows, throughput_ratio
 from eagle4.gates.verdict import decide
@@ -303,15 +303,13 @@ def evaluate_all(contract, reports_dir="reports", *, hw: str = "cpu", record_led
     An engine contract (``[engine]``) is judged on the engine results, logs and dumps under
     ``results_dir``; ``stage`` ("micro" / "full") evaluates the gates of one stage only."""
     contract = as_contract(contract)  # a path goes through the one loader; its errors propagate
-    if isinstance(contract, dict) and "engine" in contract:
-        contract = Contract.model_validate(contract)
     root = Path(root or Path(__file__).resolve().parents[3])
     reports = Path(reports_dir)
     if not reports.is_absolute():
         reports = root / reports
     sha = contract_sha256(contract)
     ctx = Ctx(reports, sha, hw, root, RunRule.from_contract(contract))
-    if isinstance(contract, Contract) and contract.engine is not None:
+    if contract.kind == "engine":
         if results_dir is None:
             raise ValueError("an engine contract is judged on engine results: give --results DIR (the folder of "
                              "the benchmark result files, logs and stage dumps)")
