@@ -9,8 +9,9 @@ Each line: ``backend``, ``dataset_name``, ``request_rate``, ``max_concurrency``,
 (mean tokens per verify step with speculative decoding, else null).
 
 The random dataset's lengths are the scenario's context and decode steps only when
-``random_range_ratio`` is 1 (fixed lengths); otherwise, and for the device, commit and speculative
-tokens, a sidecar supplies them.
+``random_range_ratio`` is 1 (fixed lengths); otherwise, and for the device and commit, a sidecar
+supplies them. The speculative tokens are the draft tokens verified per step
+(``speculative_num_draft_tokens - 1`` of the stored server info, vLLM's ``num_speculative_tokens``).
 
 The engine measured is the one the stored ``server_info`` names (sglang's own, or a server that
 names itself); ``backend`` is only the client's request format and names no engine. Failed requests:
@@ -61,6 +62,9 @@ def parse(obj: dict, where: str) -> dict[str, Any]:
     spec_tokens = None
     if "speculative_algorithm" in server and server["speculative_algorithm"] in (None, "", "NONE"):
         spec_tokens = 0
+    elif server.get("speculative_num_draft_tokens") is not None:  # verified per step, the root included
+        spec_tokens = number(where, "server_info.speculative_num_draft_tokens",
+                             server["speculative_num_draft_tokens"], integer=True) - 1
     return {
         "engine": engine,
         "engine_version": version,

@@ -26,8 +26,9 @@ sglang dialect: ``POST /generate`` (``input_ids`` or ``text``, ``sampling_params
 ``GET /server_info`` and ``GET /get_server_info`` (``version`` and the server arguments
 ``speculative_algorithm``, ``speculative_num_steps``, ``speculative_eagle_topk``,
 ``speculative_num_draft_tokens`` -- sglang's own tree vocabulary -- and ``internal_states``);
-``GET /get_model_info`` and ``/model_info``; ``GET|POST /flush_cache`` resets the per-run acceptance
-counter (``avg_spec_accept_length``), as sglang does, so each benchmark run reports its own.
+``GET /get_model_info`` and ``/model_info``; ``GET|POST /flush_cache[?timeout=s]`` resets the per-run
+acceptance counter (``avg_spec_accept_length``) once no request runs or waits (waiting up to ``timeout``
+seconds; 400 otherwise), as sglang does, so each benchmark run reports its own.
 
 Every server reports ``engine: "eagle4"`` and its ``version`` in its server info: a result file that
 stores it says which engine was measured.
@@ -364,7 +365,12 @@ def build_app(worker: EngineWorker, tokenizer, dialect: str, spec: dict, max_mod
         app.get("/get_server_info")(server_info_route)
 
         @app.api_route("/flush_cache", methods=["GET", "POST"])
-        async def flush_cache():
+        async def flush_cache(timeout: float = 0.0):
+            # as sglang: wait up to ``timeout`` seconds for running and waiting requests to finish
+            wait = min(timeout, 300.0) if math.isfinite(timeout) and timeout > 0 else 0.0
+            deadline = time.monotonic() + wait
+            while not worker.idle() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
             if not worker.idle():
                 return PlainTextResponse("Cache not flushed: requests are running.", status_code=400)
             worker.flush()
