@@ -5,6 +5,7 @@ fetched is a test failure naming it, never a skip."""
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import sys
@@ -48,7 +49,18 @@ def wheel(name: str) -> Path:
 
 
 def install(name: str) -> Path:
-    """A folder to put on ``PYTHONPATH``: the client's modules from the wheel, untouched, plus the shims."""
+    """A folder to put on ``PYTHONPATH``: the client's modules from the wheel, untouched, plus the shims.
+    Serialized across processes (pytest-xdist workers share the cache)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _install(name)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _install(name: str) -> Path:
     dist, version, members = CLIENTS[name]
     whl = wheel(name)
     out = CACHE / f"{dist}-{version}"
