@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 DRAFT_LOGIT_STD = 8.0
+MAX_POSITIONS = 16384  # RoPE table rows (f32 cos + sin: 16 MB at head_dim 128)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ def _rms(x, w, eps):
 
 
 def _rope(x, pos, theta):
-    """x [B, T, h, d], pos [B, T] (int64): rotate-half RoPE in f32."""
+    """x [B, T, h, d], pos [B, T] (int64): rotate-half RoPE in f32 (the reference formula; the
+    forward uses :class:`RopeTable`, which computes the same f32 angles once)."""
     d = x.shape[-1]
     inv = 1.0 / (theta ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d))
     ang = pos.to(torch.float32).unsqueeze(-1) * inv  # [B, T, d/2]
@@ -59,6 +61,43 @@ def _rope(x, pos, theta):
     xf = x.float()
     x1, x2 = xf[..., : d // 2], xf[..., d // 2:]
     return (xf * cos + torch.cat([-x2, x1], -1) * sin).to(x.dtype)
+
+
+class RopeTable:
+    """cos and sign-folded sin of every position, precomputed once (f32, the same angles as
+    :func:`_rope`): a forward gathers its rows once and every layer applies them to q and k together
+    (``x*cos + roll(x, d/2)*sin_signed`` = rotate-half RoPE) instead of recomputing them per layer."""
+
+    def __init__(self, head_dim: int, theta: float, device, n: int = MAX_POSITIONS):
+        d = head_dim
+        inv = 1.0 / (theta ** (torch.arange(0, d, 2, device=device, dtype=torch.float32) / d))
+        ang = torch.arange(n, device=device, dtype=torch.float32).unsqueeze(-1) * inv
+        self.cos = torch.cat([ang.cos(), ang.cos()], -1)
+        self.sin = torch.cat([-ang.sin(), ang.sin()], -1)
+
+    def rows(self, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin_signed [B, T, 1, d] for ``pos [B, T]`` (no bounds check: a check is a host sync;
+        the engine's positions stay below its ``S_max``, which it checks against the table once)."""
+        return self.cos[pos].unsqueeze(2), self.sin[pos].unsqueeze(2)
+
+
+def _rope_rows(x, cos, sin_signed):
+    xf = x.float()
+    return (xf * cos + xf.roll(x.shape[-1] // 2, -1) * sin_signed).to(x.dtype)
+
+
+def _group_mask(mask, grp: int):
+    """[B, T, S] bool -> [B, 1, grp*T, S]: grouped like the queries (the query heads of one KV head
+    along T)."""
+    B, T, S = mask.shape
+    return mask.unsqueeze(1).expand(B, grp, T, S).reshape(B, 1, grp * T, S)
+
+
+def attn_bias(mask, grp: int, dtype):
+    """The additive attention bias of a bool mask, grouped like the queries: built once per forward
+    and shared by every layer (SDPA would otherwise convert the bool mask in each layer)."""
+    m = _group_mask(mask, grp)
+    return torch.zeros(m.shape, device=m.device, dtype=dtype).masked_fill_(~m, float("-inf"))
 
 
 class _Gen:
@@ -82,23 +121,22 @@ class _Attention:
         self.wqkv = g.w(in_dim, (a.heads + 2 * a.kv_heads) * hd)
         self.wo = g.w(a.heads * hd, a.hidden)
 
-    def __call__(self, x, pos, cache_k, cache_v, write_pos, mask):
+    def __call__(self, x, rope, cache_k, cache_v, write_pos, bias):
+        """rope: (cos, sin_signed) rows of ``RopeTable``; bias: ``attn_bias`` of the mask."""
         a = self.a
         B, T, _ = x.shape
         hd, nh, nkv = a.head_dim, a.heads, a.kv_heads
         grp = nh // nkv
-        q, k, v = (x @ self.wqkv).split([nh * hd, nkv * hd, nkv * hd], -1)
-        q = _rope(q.view(B, T, nh, hd), pos, a.rope_theta)
-        k = _rope(k.view(B, T, nkv, hd), pos, a.rope_theta)
-        v = v.view(B, T, nkv, hd)
+        qkv = (x @ self.wqkv).view(B, T, nh + 2 * nkv, hd)
+        qk = _rope_rows(qkv[:, :, : nh + nkv], *rope)  # q and k rotated together
+        q, k, v = qk[:, :, :nh], qk[:, :, nh:], qkv[:, :, nh + nkv:]
         bi = torch.arange(B, device=x.device).unsqueeze(1).expand(B, T)
         # cache layout [B, nkv, S, hd]: write through the [B, S, nkv, hd] view
         cache_k.transpose(1, 2)[bi, write_pos] = k
         cache_v.transpose(1, 2)[bi, write_pos] = v
         # group the query heads of one KV head along the query axis: no K/V copy for GQA
-        qg = q.view(B, T, nkv, grp, hd).permute(0, 2, 3, 1, 4).reshape(B, nkv, grp * T, hd)
-        m = mask.unsqueeze(1).expand(B, grp, T, mask.shape[-1]).reshape(B, 1, grp * T, mask.shape[-1])
-        o = F.scaled_dot_product_attention(qg, cache_k, cache_v, attn_mask=m)
+        qg = q.reshape(B, T, nkv, grp, hd).permute(0, 2, 3, 1, 4).reshape(B, nkv, grp * T, hd)
+        o = F.scaled_dot_product_attention(qg, cache_k, cache_v, attn_mask=bias)
         o = o.view(B, nkv, grp, T, hd).permute(0, 3, 1, 2, 4).reshape(B, T, nh * hd)
         return o @ self.wo
 
@@ -123,6 +161,11 @@ class DummyTarget:
         self.norm = g.ones(arch.hidden)
         self.lm_head = g.w(arch.hidden, arch.vocab)
         self.fc = g.w(len(self.fc_layers) * arch.hidden, arch.hidden)  # EAGLE3's fc lives in the draft checkpoint
+        self.rope = RopeTable(arch.head_dim, arch.rope_theta, self.device)
+
+    def prep(self, pos, mask):
+        """Per-forward attention inputs shared by every layer: RoPE rows and the additive mask."""
+        return self.rope.rows(pos), attn_bias(mask, self.a.heads // self.a.kv_heads, self.dtype)
 
     def new_cache(self, B: int, S_max: int):
         a = self.a
@@ -134,9 +177,10 @@ class DummyTarget:
         """tokens/pos/write_pos [B, T]; mask [B, T, S_max] bool. Returns (fc hidden [B, T, H],
         logits [R, V] of ``logits_rows`` (a [B, r] index into T, default all rows) flattened)."""
         x = self.embed[tokens]
+        rope, bias = self.prep(pos, mask)
         caught = []
         for i, (n1, attn, n2, mlp) in enumerate(self.layers):
-            x = x + attn(_rms(x, n1, self.a.eps), pos, cache[i][0], cache[i][1], write_pos, mask)
+            x = x + attn(_rms(x, n1, self.a.eps), rope, cache[i][0], cache[i][1], write_pos, bias)
             x = x + mlp(_rms(x, n2, self.a.eps))
             if i in self.fc_layers:
                 caught.append(x)
@@ -174,10 +218,42 @@ class DummyDraft:
         """tokens [B, T] (target ids), hidden [B, T, H]; returns (hidden out [B, T, H], hot logits [B*T, Vh])."""
         e = self.target.embed[tokens]
         x = torch.cat([_rms(e, self.n_emb, self.a.eps), _rms(hidden, self.n_hid, self.a.eps)], -1)
-        h = hidden + self.attn(x, pos, cache[0][0], cache[0][1], write_pos, mask)
+        rope, bias = self.target.prep(pos, mask)
+        h = hidden + self.attn(x, rope, cache[0][0], cache[0][1], write_pos, bias)
         h = h + self.mlp(_rms(h, self.n_post, self.a.eps))
         logits = _rms(h, self.norm, self.a.eps) @ self.lm_head
         return h, logits.reshape(-1, logits.shape[-1])
+
+
+def reference_forward(target: DummyTarget, tokens, pos, cache, write_pos, mask):
+    """The target forward by the plain formulas, in float32 on float32 copies of ``cache``: per-layer
+    RoPE from the positions (:func:`_rope`), K/V repeated per query head, explicit masked softmax.
+    The numerics check of :meth:`DummyTarget.forward` (tests, and the GPU self-check) compares against it."""
+    a = target.a
+    hd, nh, nkv = a.head_dim, a.heads, a.kv_heads
+    B, T = tokens.shape
+    f = torch.float32
+    x = target.embed[tokens].to(f)
+    bi = torch.arange(B, device=tokens.device).unsqueeze(1).expand(B, T)
+    caught = []
+    for i, (n1, attn, n2, mlp) in enumerate(target.layers):
+        kc, vc = (c.to(f).clone() for c in cache[i])
+        h = _rms(x, n1.to(f), a.eps)
+        q, k, v = (h @ attn.wqkv.to(f)).split([nh * hd, nkv * hd, nkv * hd], -1)
+        q, k = _rope(q.view(B, T, nh, hd), pos, a.rope_theta), _rope(k.view(B, T, nkv, hd), pos, a.rope_theta)
+        kc.transpose(1, 2)[bi, write_pos] = k
+        vc.transpose(1, 2)[bi, write_pos] = v.view(B, T, nkv, hd)
+        kr, vr = kc.repeat_interleave(nh // nkv, 1), vc.repeat_interleave(nh // nkv, 1)  # [B, nh, S, hd]
+        sc = torch.einsum("bthd,bhsd->bhts", q, kr) / hd ** 0.5
+        sc = sc.masked_fill(~mask.unsqueeze(1), float("-inf"))
+        o = torch.einsum("bhts,bhsd->bthd", torch.softmax(sc, -1), vr).reshape(B, T, nh * hd)
+        x = x + o @ attn.wo.to(f)
+        gt, up = (_rms(x, n2.to(f), a.eps) @ mlp.wgu.to(f)).chunk(2, -1)
+        x = x + (F.silu(gt) * up) @ mlp.wd.to(f)
+        if i in target.fc_layers:
+            caught.append(x)
+    hid = torch.cat(caught, -1) @ target.fc.to(f)
+    return hid, (_rms(x, target.norm.to(f), a.eps) @ target.lm_head.to(f)).reshape(-1, a.vocab)
 
 
 def load_dummy_pair(model_section, device, dtype=None) -> tuple[DummyTarget, DummyDraft]:
@@ -189,4 +265,4 @@ def load_dummy_pair(model_section, device, dtype=None) -> tuple[DummyTarget, Dum
     return tgt, DummyDraft(arch, tgt, hot_vocab=d.hot_vocab_size, seed=model_section.seed, device=device, dtype=dtype)
 
 
-__all__ = ["Arch", "DummyTarget", "DummyDraft", "load_dummy_pair"]
+__all__ = ["Arch", "DummyDraft", "DummyTarget", "RopeTable", "load_dummy_pair", "reference_forward"]

@@ -183,12 +183,14 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.nh * self.hd, H, bias=False)
         self.theta = cfg.rope_theta
 
-    def _qkv(self, x, positions):
+    def _qkv(self, x, positions, rope=None):
+        """q, k (rotated) and v; ``rope``: the (cos, sin) of ``positions`` when the caller computed
+        them once for every layer (the same function: ``rope_cos_sin``)."""
         shp = x.shape[:-1]
         q = self.q_proj(x).view(*shp, self.nh, self.hd)
         k = self.k_proj(x).view(*shp, self.nkv, self.hd)
         v = self.v_proj(x).view(*shp, self.nkv, self.hd)
-        cos, sin = rope_cos_sin(positions, self.hd, self.theta, x.dtype)
+        cos, sin = rope if rope is not None else rope_cos_sin(positions, self.hd, self.theta, x.dtype)
         return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
 
     def forward_train(self, x, positions):
@@ -201,9 +203,9 @@ class Attention(nn.Module):
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.o_proj(o.transpose(1, 2).reshape(*x.shape[:-1], self.nh * self.hd))
 
-    def forward_cached(self, x, positions, write_slots, meta: AttnMeta, cache: KVCache, layer: int):
+    def forward_cached(self, x, positions, write_slots, meta: AttnMeta, cache: KVCache, layer: int, rope=None):
         """x [n, H] flat tokens; K/V written at ``write_slots`` first, then attention per ``meta``."""
-        q, k, v = self._qkv(x, positions)
+        q, k, v = self._qkv(x, positions, rope)
         cache.k[layer, write_slots] = k
         cache.v[layer, write_slots] = v
         B, Qm = meta.q_rows.shape
@@ -247,8 +249,9 @@ class DecoderLayer(nn.Module):
         x = x + self.self_attn.forward_train(self.input_layernorm(x), positions)
         return x + self.mlp(self.post_attention_layernorm(x))
 
-    def forward_cached(self, x, positions, write_slots, meta, cache, layer):
-        x = x + self.self_attn.forward_cached(self.input_layernorm(x), positions, write_slots, meta, cache, layer)
+    def forward_cached(self, x, positions, write_slots, meta, cache, layer, rope=None):
+        x = x + self.self_attn.forward_cached(self.input_layernorm(x), positions, write_slots, meta, cache, layer,
+                                              rope)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -292,8 +295,10 @@ class LlamaModel(nn.Module):
     def forward_cached(self, ids, positions, write_slots, meta: AttnMeta, cache: KVCache):
         """ids/positions/write_slots [n] -> (feature [n, H], logits [n, V])."""
         x = self.model.embed_tokens(ids)
+        c = self.config
+        rope = rope_cos_sin(positions, c.head_dim, c.rope_theta, x.dtype)  # once per forward, not per layer
         for i, layer in enumerate(self.model.layers):
-            x = layer.forward_cached(x, positions, write_slots, meta, cache, i)
+            x = layer.forward_cached(x, positions, write_slots, meta, cache, i, rope)
         return x, self.logits(x)
 
 

@@ -115,6 +115,14 @@ class DeviceEngine:
 
         self.profile = Profile(torch.cuda.synchronize if self.device.type == "cuda" else None)
         self._capturing = False
+        # set to a list to collect (start, after draft, after verify) CUDA events of every replayed step
+        self.split_events: list | None = None
+
+    @staticmethod
+    def split_times(events: list) -> tuple[list[float], list[float]]:
+        """Seconds of the draft graph and of the verify graph per step, from ``split_events``
+        (call after a synchronize)."""
+        return ([a.elapsed_time(b) * 1e-3 for a, b, _ in events], [b.elapsed_time(c) * 1e-3 for _, b, c in events])
 
     # -- setup per operating point ---------------------------------------------------------------
     def setup(self, B: int) -> None:
@@ -125,6 +133,9 @@ class DeviceEngine:
         self.shape = sh
         dev, H = self.device, self.target.a.hidden
         S_max = sh.S_max
+        rope = getattr(self.target, "rope", None)
+        if rope is not None and S_max + max(sh.Vn, sh.M, (sh.D - 1) * sh.W) > rope.cos.shape[0]:
+            raise ValueError(f"S_max {S_max} + the tree exceeds the RoPE table ({rope.cos.shape[0]} rows)")
         self.tcache = self.target.new_cache(B, S_max)
         self.dcache = self.draft.new_cache(B, S_max)
         ar = torch.arange(S_max, device=dev, dtype=torch.int32)
@@ -458,8 +469,17 @@ class DeviceEngine:
         trace length, committed ids) -- the step's one device-to-host copy."""
         t0 = time.perf_counter()
         if self._draft_graph is not None:
+            ev = self.split_events
+            if ev is not None:  # draft and verify timed apart: CUDA events around each graph, no sync
+                e = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+                e[0].record()
             self._draft_graph.replay()
+            if ev is not None:
+                e[1].record()
             self._verify_graph.replay()
+            if ev is not None:
+                e[2].record()
+                ev.append(e)
         else:
             self.draft_step()
             self.verify_step()

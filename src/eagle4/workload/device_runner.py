@@ -174,6 +174,8 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
 
     arrivals = _arrivals(contract.batch_profile.mode, B, pt.request_rate, rng, want * 2 + 60)
     q_i = 0
+    if eng.graphs:
+        eng.split_events = []
     with frozen_gc(m.gc_freeze), PowerSampler(m.nvml_sample_hz) as power:
         sync()
         t0 = time.perf_counter()
@@ -200,6 +202,27 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
         window = time.perf_counter() - t0
     steps, hist, pos_acc, trace_sum, real_sum = (stats["steps"], stats["hist"], stats["pos"], stats["trace"],
                                                  stats["real"])
+    split = eng.split_times(eng.split_events) if eng.split_events else ([], [])
+    eng.split_events = None
+    device_name = torch.cuda.get_device_name(0) if eng.device.type == "cuda" else "cpu"
+    floor_s, ceil = float("nan"), {}
+    if eng.device.type == "cuda":
+        # the independent floor, in this process after the window (eagle4.workload.floor)
+        from eagle4.workload.floor import ceilings, floor_step_s
+
+        for g in ("_draft_graph", "_verify_graph"):
+            setattr(eng, g, None)
+        eng.tcache = eng.dcache = None
+        torch.cuda.empty_cache()
+        floor_s = floor_step_s(contract, B)
+        if run_index == 0:
+            ceil = ceilings()
+    try:
+        from eagle4.cards import card_of
+
+        card = card_of(device_name).name
+    except ValueError:
+        card = device_name
     toks = sum(r.n_tokens for r in reqs if r.first is not None and r.first <= window)
     e = power.energy_j()
     n_iter = int(hist.sum())
@@ -207,12 +230,17 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
            "duration_rule_s": contract.runs.min_duration_s, "min_finished_rule": need,
            "finished_requests": done(), "steps": len(steps), "requests": len(reqs),
            "output_tokens": toks, "tokens_per_s": toks / window, "step_s_median": pct(steps, 50),
+           "draft_s_median": pct(split[0], 50) if split[0] else float("nan"),
+           "verify_s_median": pct(split[1], 50) if split[1] else float("nan"),
+           "floor_step_s": floor_s, "card": card,
+           "ceil_copy_bps": ceil.get("copy_bps", float("nan")),
+           "ceil_bf16_matmul_flops": ceil.get("bf16_matmul_flops", float("nan")),
            "warmup_steps": warm, "steady_state": bool(steady), "mean_acceptance_length": real_sum / max(n_iter, 1) + 1,
            "trace_mean_acceptance_length": trace_sum / max(n_iter, 1) + 1,
            "energy_j": e, "joules_per_token": e / toks if toks else float("nan"),
            "power_samples": len(power.samples), "nvml_hz": m.nvml_sample_hz, "nvml_note": power.why,
            "pinned_core": pinned, "gc_frozen": m.gc_freeze, "graphs": eng.graphs, "backend": eng.backend.name,
-           "device": torch.cuda.get_device_name(0) if eng.device.type == "cuda" else "cpu",
+           "device": device_name,
            "commit": commit, "contract_sha256": contract.sha256, "provenance": "measured",
            "acceptance": eng.trace.row_note,
            "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
@@ -262,6 +290,25 @@ def _finite_mean(v) -> float:
     return float(np.mean(v)) if v else float("nan")
 
 
+def _med(rows: list[dict], key: str) -> float:
+    v = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
+    v = [x for x in v if np.isfinite(x)]
+    return float(np.median(v)) if v else float("nan")
+
+
+def _roofline(contract, B: int, card_name: str) -> dict:
+    """Both roofline bounds of one step at the mean decode prefix (prompt + half the output) on the
+    card that ran (declared peaks); NaN where the card is not in the table."""
+    from eagle4.cards import UnknownCard, card_named
+    from eagle4.workload.floor import roofline
+
+    try:
+        card = card_named(card_name)
+    except UnknownCard:
+        return {"roofline_bytes_s": float("nan"), "roofline_flops_s": float("nan")}
+    return roofline(contract, B, contract.prompts.prompt_tokens + contract.prompts.output_tokens // 2, card)
+
+
 def summarize(contract, runs: list[dict], reqs: list[dict]) -> list[dict]:
     out = []
     for p in dict.fromkeys(r["point"] for r in runs):
@@ -273,6 +320,9 @@ def summarize(contract, runs: list[dict], reqs: list[dict]) -> list[dict]:
         tps = [float(r["tokens_per_s"]) for r in ru]
         status, why, c = validity(ru, n_samples={"TTFT": len(ttft), "ITL": len(itl), "TPOT": len(tpot)},
                                   contract=contract)
+        step_med = float(np.median([float(r["step_s_median"]) for r in ru]))
+        floor = _med(ru, "floor_step_s")
+        roof = _roofline(contract, int(ru[0]["batch"]), ru[0].get("card", ""))
         g = None
         if contract.slo is not None:  # goodput_rows: the same rule as serving_metrics.goodput, on CSV rows
             win = sum(float(r["window_s"]) for r in ru)
@@ -290,9 +340,13 @@ def summarize(contract, runs: list[dict], reqs: list[dict]) -> list[dict]:
                     "joules_per_token": _finite_mean([float(r["joules_per_token"]) for r in ru]),
                     "acceptance_length": float(np.mean([float(r["mean_acceptance_length"]) for r in ru])),
                     "trace_acceptance_length": float(np.mean([float(r["trace_mean_acceptance_length"]) for r in ru])),
-                    "step_s_median": float(np.median([float(r["step_s_median"]) for r in ru])),
+                    "step_s_median": step_med,
+                    "draft_s_median": _med(ru, "draft_s_median"), "verify_s_median": _med(ru, "verify_s_median"),
+                    "floor_step_s": floor, "step_over_floor": step_med / floor,
+                    "roofline_bytes_s": roof["roofline_bytes_s"], "roofline_flops_s": roof["roofline_flops_s"],
                     "status": status, "why": "; ".join(why), "device": ru[0]["device"],
                     "commit": ru[0]["commit"], "contract_sha256": ru[0]["contract_sha256"],
+                    "card": ru[0].get("card", ""), "provenance": ru[0].get("provenance", "measured"),
                     "note": ru[0]["acceptance"]})
     return out
 
@@ -304,16 +358,41 @@ def render(contract, stats: list[dict]) -> str:
          f"* rules: >= {contract.runs.runs} processes, >= {contract.runs.min_duration_s:g} s measured each, "
          f">= {contract.measurement.min_samples} samples per p50/p99, CoV(tokens/s) <= {contract.runs.cov_max:.0%}; "
          "a point missing any is INVALID (reasons listed)", "",
-         "| point | runs | TTFT p50/p99 (ms) | ITL p50/p99 (ms) | TPOT p50/p99 (ms) | tokens/s | CoV | goodput (req/s) | J/token | acceptance (trace) | status |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
+         "* floor: a plain PyTorch step of the same shapes in the same process (eagle4.workload.floor); roofline = "
+         "max(bytes / HBM peak, FLOPs / dense bf16 peak) of the card that ran (declared peaks, eagle4.cards)", "",
+         "| point | runs | TTFT p50/p99 (ms) | ITL p50/p99 (ms) | TPOT p50/p99 (ms) | tokens/s | CoV | goodput (req/s) | J/token | acceptance (trace) | step = draft + verify (ms) | floor (ms) | step/floor | roofline bytes/FLOPs (ms) | status |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in stats:
         L.append(f"| {s['point']} | {s['runs']} | {s['ttft_p50_s'] * 1e3:.1f}/{s['ttft_p99_s'] * 1e3:.1f} (n={s['ttft_n']}) "
                  f"| {s['itl_p50_s'] * 1e3:.2f}/{s['itl_p99_s'] * 1e3:.2f} (n={s['itl_n']}) "
                  f"| {s['tpot_p50_s'] * 1e3:.2f}/{s['tpot_p99_s'] * 1e3:.2f} (n={s['tpot_n']}) "
                  f"| {s['tokens_per_s_mean']:.1f} | {s['tokens_per_s_cov']:.2%} | {s['goodput_req_per_s']:.3f} "
                  f"| {s['joules_per_token']:.3f} | {s['acceptance_length']:.2f} ({s['trace_acceptance_length']:.2f}) "
+                 f"| {s['step_s_median'] * 1e3:.2f} = {s['draft_s_median'] * 1e3:.2f} + {s['verify_s_median'] * 1e3:.2f} "
+                 f"| {s['floor_step_s'] * 1e3:.2f} | {s['step_over_floor']:.3f} "
+                 f"| {s['roofline_bytes_s'] * 1e3:.2f} / {s['roofline_flops_s'] * 1e3:.2f} "
                  f"| {s['status']}{': ' + s['why'] if s['why'] else ''} |")
+    b1 = next((s for s in stats if int(s["batch"]) == 1), None)
+    r = EXTERNAL_REFERENCE
+    L += ["", "## External reference (a published figure on another card; no gate reads it)", "",
+          "| engine | card | model | batch | tokens/s | accept length | implied step (ms) | source |",
+          "|---|---|---|---|---|---|---|---|",
+          f"| {r['engine']} | {r['card']} | {r['model']} | {r['batch']} | {r['tokens_per_s']:g} | {r['accept_length']} "
+          f"| {r['implied_step_note']} | {r['source']} |"]
+    if b1 is not None:
+        L.append(f"| this harness | {b1.get('card', '')} | deployment shape, dummy weights, trace acceptance | 1 "
+                 f"| {b1['tokens_per_s_mean']:.1f} | {b1['acceptance_length']:.2f} | {b1['step_s_median'] * 1e3:.2f} "
+                 "| this record |")
     return "\n".join(L) + "\n"
+
+
+# sglang's documentation (speculative decoding, EAGLE-3 section): Llama-3.1-8B-Instruct + EAGLE-3 on one
+# H100, MT-bench, batch 1. Its accept length is not stated beside the figure, so the implied step time
+# is not derived here. Rendered beside the harness's own row for scale; never read by a gate.
+EXTERNAL_REFERENCE = {"engine": "sglang (published)", "card": "H100 (another card)", "model": "Llama-3.1-8B-Instruct + EAGLE-3",
+                      "batch": 1, "tokens_per_s": 373.0, "accept_length": "not stated",
+                      "implied_step_note": "n/a (accept length not published with it)",
+                      "source": "sglang docs, speculative decoding (MT-bench); provenance: published"}
 
 
 def _read_csv(path: Path) -> list[dict]:
@@ -393,11 +472,47 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
                 "pin_cores": c.measurement.pin_cores, "nvml_sample_hz": c.measurement.nvml_sample_hz,
                 "backend": backend, "device": all_runs[0]["device"], "acceptance": all_runs[0]["acceptance"],
                 "pinned_cores": sorted({int(r["pinned_core"]) for r in all_runs if r["pinned_core"] not in (None, "")}),
-                "min_finished_requests_per_run": finished_share(c.measurement.min_samples, runs_n)}
+                "min_finished_requests_per_run": finished_share(c.measurement.min_samples, runs_n),
+                "card": all_runs[0].get("card", ""), **_environment(all_runs)}
     from eagle4.report.atomic import write_text
 
     write_text(out / f"{prefix}_manifest.json", json.dumps(manifest, indent=1))
     return stats
+
+
+def _environment(runs: list[dict]) -> dict:
+    """torch / driver versions and the card's declared and measured ceilings for the manifest (the
+    measured ones come from each point's first process)."""
+    env: dict = {}
+    try:
+        import torch
+
+        env["torch"] = torch.__version__
+        env["cuda_runtime"] = torch.version.cuda
+    except ImportError:
+        pass
+    try:
+        import subprocess
+
+        env["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                       capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        env["driver"] = "unknown (nvidia-smi not run)"
+    from eagle4.cards import UnknownCard, card_named
+
+    try:
+        card = card_named(runs[0].get("card", ""))
+        env["declared_peaks"] = {"hbm_bps": card.hbm_bps, "bf16_dense_flops": card.bf16_dense_flops,
+                                 "source": card.source}
+    except UnknownCard:
+        env["declared_peaks"] = None
+    env["measured_ceilings"] = [{"point": r["point"], "copy_bps": float(r["ceil_copy_bps"]),
+                                 "bf16_matmul_flops": float(r["ceil_bf16_matmul_flops"]),
+                                 "method": "device copy of 4 GiB (read + write bytes); 8192^3 bf16 matmul on "
+                                           "random data; medians of 10 CUDA-event-timed runs"}
+                                for r in runs if str(r.get("run_index")) == "0" and r.get("ceil_copy_bps") not in (None, "")
+                                and np.isfinite(float(r["ceil_copy_bps"]))]
+    return env
 
 
 def main(argv=None) -> int:

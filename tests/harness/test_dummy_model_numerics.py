@@ -1,0 +1,61 @@
+"""The deployment model's production forward (RoPE table, q and k rotated together, one additive mask
+per forward) computes the plain formulas' function (``reference_forward``), and the floor's FLOP
+model counts what the step multiplies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from eagle4.contract import load_contract
+from eagle4.models.dummy import RopeTable, _rope, _rope_rows, load_dummy_pair, reference_forward
+from eagle4.workload.tiny_contract import write_tiny_contract
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _inputs(c, tgt, B=3, T=5, S=48, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, c.model.target_arch.vocab_size, (B, T), generator=g)
+    L = torch.randint(4, S - T, (B,), generator=g)
+    write = L.view(B, 1) + torch.arange(T).view(1, T)
+    pos = write.clone()
+    mask = torch.rand(B, T, S, generator=g) < 0.6
+    mask &= torch.arange(S).view(1, 1, S) <= write.view(B, T, 1)
+    mask[torch.arange(B).view(B, 1), torch.arange(T).view(1, T), write] = True  # every query sees itself
+    cache = tgt.new_cache(B, S)
+    for k, v in cache:
+        k.copy_(torch.randn(k.shape, generator=g))
+        v.copy_(torch.randn(v.shape, generator=g))
+    return tokens, pos, cache, write, mask
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("bfloat16", 3e-2)])
+def test_forward_matches_the_reference_formulas(tmp_path, dtype, tol):
+    c = load_contract(write_tiny_contract(tmp_path, ROOT / "contracts" / "deployment-8b.toml", dtype))
+    tgt, _ = load_dummy_pair(c.model, "cpu")
+    tokens, pos, cache, write, mask = _inputs(c, tgt)
+    ref_hid, ref_logits = reference_forward(tgt, tokens, pos, cache, write, mask)
+    hid, logits = tgt.forward(tokens, pos, cache, write, mask)
+    for got, ref in ((hid, ref_hid), (logits, ref_logits)):
+        err = float((got.float() - ref).norm() / ref.norm())
+        assert err < tol, (dtype, err)
+
+
+def test_rope_table_is_the_per_layer_formula_exactly():
+    x = torch.randn(2, 7, 6, 128)
+    pos = torch.randint(0, 5000, (2, 7))
+    t = RopeTable(128, 500000.0, "cpu")
+    assert torch.equal(_rope(x, pos, 500000.0), _rope_rows(x, *t.rows(pos)))
+
+
+def test_floor_flops_count_the_gemms():
+    from eagle4.workload.floor import step_flops
+
+    c = load_contract(ROOT / "contracts" / "deployment-8b.toml")
+    f1, f2 = step_flops(c, 1, 1024), step_flops(c, 2, 1024)
+    assert f2["total"] == pytest.approx(2 * f1["total"])  # linear in the batch
+    # the target's weights (~8.0e9 params incl. LM head) times 2 FLOPs times 64 tree tokens dominate
+    assert 64 * 2 * 7.5e9 < f1["target"] < 64 * 2 * 8.6e9
