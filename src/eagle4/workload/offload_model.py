@@ -44,7 +44,7 @@ from eagle4.report import atomic
 # columns of the baseline record's per-point summary that the model reads, by name
 GPU_COLUMNS = ("draft_s_median", "verify_s_median", "step_s_median", "itl_p50_s", "itl_p99_s", "tokens_per_s_mean",
                "acceptance_length", "point", "batch", "device", "card", "contract_sha256", "provenance")
-POINTS_FILES = ("e2e_points.csv", "h100_e2e_points.csv")  # the record's per-point summary (yardstick's, the H100's)
+POINTS_GLOB = "*e2e*_points.csv"  # the record's one per-point e2e summary (h100_e2e_points.csv, h200_e2e_partial_...)
 DRAFT_STAGES = ("draft_lm_head", "draft step (code-derived)")  # the fused draft pipeline of the budget sheet
 VERIFY_STAGES = ("verify step (code-derived)",)  # the fused verify pipeline: reported, not in the schedules
 DRAFTER_STAGE = "drafter fc + layers (HBM floor; not in hls/fused)"
@@ -90,12 +90,13 @@ class GpuPoint:
 # -- inputs ------------------------------------------------------------------------------------------------------
 
 def points_file(record: Path) -> Path:
-    for name in POINTS_FILES:
-        for p in (Path(record) / name, Path(record) / f"{name}.gz"):
-            if p.is_file():
-                return p
-    raise OffloadRefused(f"{record}: no per-point GPU record ({' or '.join(POINTS_FILES)}): the system model needs "
-                         "the GPU's measured step, draft and verify times of the contract's card")
+    """The record's one per-point e2e summary (plain or gzipped); OffloadRefused where there is none or several."""
+    hits = sorted({*Path(record).glob(POINTS_GLOB), *Path(record).glob(POINTS_GLOB + ".gz")})
+    if len(hits) == 1:
+        return hits[0]
+    why = "no per-point GPU record" if not hits else f"{len(hits)} per-point GPU records ({', '.join(h.name for h in hits)})"
+    raise OffloadRefused(f"{record}: {why} matching {POINTS_GLOB}: the system model needs one summary of the GPU's "
+                         "measured step, draft and verify times of the contract's card")
 
 
 def record_card(contract, record: Path):
