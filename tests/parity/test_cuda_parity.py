@@ -197,3 +197,53 @@ def test_unavailable_says_why_without_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     ok, why = CudaBackend().available()
     assert not ok and "no NVIDIA GPU" in why
+
+
+@pytest.mark.cpu
+def test_our_sources_are_one_a_kernel_without_hooks():
+    """cuda/ holds one source per spec key plus the draft step and the module, none over 900 lines, and binds no
+    underscore hook and defines no g_-prefixed global (the production build has one form per launch rule)."""
+    import re
+
+    from eagle4.backends.cuda import DEFAULT_SRC, kernel_sources, source_files
+    from eagle4.spec import KERNELS
+
+    assert {f.name for f in kernel_sources(DEFAULT_SRC)} == {f"{k}.cu" for k in KERNELS} | {"draft_step.cu",
+                                                                                         "module.cu"}
+    for f in source_files(DEFAULT_SRC):
+        text = f.read_text()
+        assert len(text.splitlines()) <= 900, f.name
+        assert not re.search(r'm\.def\("_', text), f"{f.name} binds an underscore hook"
+        assert not re.search(r"\bg_\w+\s*(\[[^\]]*\])?\s*(=|;)", text), f"{f.name} defines a g_ global"
+
+
+@pytest.mark.cpu
+def test_single_source_is_our_folder_as_one_file():
+    """single_source(): every kernel of cuda/ in one text with the folder's headers inlined once, so that it builds
+    as one translation unit (the GPU test builds it as a user's drop-in)."""
+    from eagle4.backends.cuda import DEFAULT_SRC, single_source
+    from eagle4.perf.ncu import kernel_names, source_text
+
+    text = single_source()
+    assert '#include "' not in text and "#pragma once" not in text
+    assert kernel_names(text) == kernel_names(source_text(DEFAULT_SRC))
+    assert text.count("inline thread_local bool check_only") == 1  # the shared header once
+    assert text.count("PYBIND11_MODULE(") == 1
+
+
+@pytest.mark.cpu
+def test_build_key_and_digest_cover_the_headers(tmp_path):
+    """Editing a header of a folder source changes its build key and its digest (a stale build is never reused)."""
+    from eagle4.backends.cuda import DEFAULT_SRC, build_key, source_digest
+
+    src = tmp_path / "cuda"
+    src.mkdir()
+    for f in DEFAULT_SRC.iterdir():
+        if f.suffix in (".cu", ".cuh"):
+            (src / f.name).write_bytes(f.read_bytes())
+    key, digest = build_key(src), source_digest(src)
+    header = src / "eagle4_cuda.cuh"
+    header.write_text(header.read_text() + "\n// edited\n")
+    assert build_key(src) != key and source_digest(src) != digest
+    one = src / "module.cu"
+    assert len(source_digest(one)) == 64 and build_key(one) != build_key(src)
