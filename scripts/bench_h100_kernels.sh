@@ -87,7 +87,7 @@ fi
   nvcc --version || true
   echo "timer: $(python3 -c 'from eagle4.perf.timing import TIMER; print(TIMER)')"
   echo "--- build flags"
-  python3 -c 'import hashlib, os, pathlib; from eagle4.backends.cuda import NVCC_FLAGS, DEFAULT_SRC; src = pathlib.Path(os.environ.get("EAGLE4_KERNEL_SRC") or DEFAULT_SRC); print(" ".join(NVCC_FLAGS)); print("kernel_src", src.name, hashlib.sha256(src.read_bytes()).hexdigest())'
+  python3 -c 'import os, pathlib; from eagle4.backends.cuda import NVCC_FLAGS, DEFAULT_SRC, source_digest; src = pathlib.Path(os.environ.get("EAGLE4_KERNEL_SRC") or DEFAULT_SRC); print(" ".join(NVCC_FLAGS)); print("kernel_src", src.name, source_digest(src))'
   echo "--- ncu / compute-sanitizer"
   (ncu --version | tail -1) 2>/dev/null || echo "ncu absent"
   (compute-sanitizer --version | tail -1) 2>/dev/null || echo "compute-sanitizer absent"

@@ -2,7 +2,7 @@
 # One device session for the H100 kernels (issue 14): build, parity, sanitizers, bench, in priority
 # order, every step time-boxed so the whole script ends inside one device call.
 #
-#   scripts/h100_kernel_signoff.sh --out DIR [--old-src FILE] [--budget SECONDS] [--kernels LIST] [--no-ncu]
+#   scripts/h100_kernel_signoff.sh --out DIR [--old-src FILE|DIR] [--budget SECONDS] [--kernels LIST] [--no-ncu]
 #       [--no-smoke] [--no-bench]
 #
 # --kernels LIST (comma-separated spec keys, draft_step included) narrows the session to what changed:
@@ -18,8 +18,8 @@
 # 120-160 s, so the whole catalog and the bench do not both fit one 540 s call: a call with --no-bench for the
 # catalog, another with --kernels for the bench (nvidia-h200, 2026-12-02: reports/cards/h200/).
 #
-# 1. builds our kernel source (cuda/cost_draft_tree_kernel.cu) and, with --old-src, a baseline
-#    source beside it (two processes, in parallel);
+# 1. builds our kernel sources (cuda/*.cu) and, with --old-src, a baseline source (a file, e.g. a
+#    user's cost_draft_tree_kernel.cu, or a folder like cuda/) beside them (two processes, in parallel);
 # 2. parity on the cuda backend: the catalog (each case twice), the committed H100 dumps and the
 #    public CUDA goldens (reports/h100_parity procedure) -> DIR/pytest_log.txt. If our source fails to
 #    match, parity again with EAGLE4_CUDA_PDL=0 (plain launches); if it fails to build or still to
@@ -59,7 +59,7 @@ done
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
-NEW=cuda/cost_draft_tree_kernel.cu
+NEW=cuda
 left() { echo $((BUDGET - SECONDS)); }
 # box WANT RESERVE: at most WANT seconds, leaving RESERVE for the later steps (both as shares of 540 s)
 box() { local want=$(( $1 * BUDGET / 540 )) l; l=$(( $(left) - ${2:-0} * BUDGET / 540 )); [ "$l" -lt "$want" ] && want=$l; [ "$want" -lt 1 ] && want=1; echo "$want"; }
@@ -99,7 +99,7 @@ run_tests() {
   grep -q "^exit 0$" "$log"
 }
 # the parity step's share of 540 s: the whole catalog (about 1150 tests) took 121 s, then ran past a 147 s box, then
-# took 129 s on nvidia-h100-x1 (reports/kernel_before_after/refusal_crash/, reports/h100_parity/30b6090/)
+# took 129 s on nvidia-h100-x1
 PARITY_WANT=150
 [ -z "$KERNELS" ] && PARITY_WANT=210
 # what a failed test step's log says: a time box that ran out is no verdict on the kernels, never reported as a mismatch
@@ -146,7 +146,7 @@ if [ "$SMOKE" = 1 ] && [ "$BENCH_SRC" = "$NEW" ] && [ "${EAGLE4_CUDA_PDL:-1}" !=
     echo "graph capture with programmatic launches failed: EAGLE4_CUDA_PDL=0 from here" | tee -a "$OUT/smoke_log.txt"
   fi
 fi
-echo "$BENCH_SRC sha256 $(sha256sum "$BENCH_SRC" | cut -d' ' -f1) EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1} EAGLE4_DRAFT_STEP_FUSED=${EAGLE4_DRAFT_STEP_FUSED:-1}" > "$OUT/bench_source.txt"
+echo "$BENCH_SRC sha256 $(python3 -c 'import sys; from eagle4.backends.cuda import source_digest; print(source_digest(sys.argv[1]))' "$BENCH_SRC") EAGLE4_CUDA_PDL=${EAGLE4_CUDA_PDL:-1} EAGLE4_DRAFT_STEP_FUSED=${EAGLE4_DRAFT_STEP_FUSED:-1}" > "$OUT/bench_source.txt"
 if [ "$BENCH" = 1 ]; then
   stamp "bench ($BENCH_SRC)"
   timeout "$(box 330 120)" scripts/bench_h100_kernels.sh --out "$OUT/reports" "${BENCH_ARGS[@]}" > "$OUT/bench_log.txt" 2>&1

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from eagle4.perf.ncu import KERNEL_REGEX, check_source, kernel_names, parse_ncu_csv, unprofiled_kernels
+from eagle4.perf.ncu import (
+    KERNEL_REGEX,
+    check_source,
+    kernel_names,
+    parse_ncu_csv,
+    source_text,
+    unprofiled_kernels,
+)
 from eagle4.perf.points import Point
 
 pytestmark = [pytest.mark.cpu]
@@ -58,9 +65,9 @@ def test_every_kernel_of_our_source_is_in_the_profilers_filter():
     # a kernel form added to the source but not to KERNEL_REGEX would go unprofiled and the bench's report
     # step would refuse the short profile (it did, once, for k5r1_kernel); the draft step's kernel is not
     # an ncu point (ncu.probed)
-    src = (Path(__file__).resolve().parents[2] / "cuda" / "cost_draft_tree_kernel.cu").read_text()
-    assert {"k1_kernel", "k5r1_kernel", "k5r14_kernel", "k5rn_kernel", "k5s1_kernel", "k7_kernel",
-            "step_kernel"} <= kernel_names(src)
+    src = source_text(Path(__file__).resolve().parents[2] / "cuda")
+    assert {"k1_kernel", "k2_kernel", "k3_kernel", "k4_kernel", "k5_kernel", "k5s1_kernel", "k5r1_kernel",
+            "k5r14_kernel", "k5rn_kernel", "k6_kernel", "k6r_kernel", "k7_kernel", "step_kernel"} == kernel_names(src)
     assert unprofiled_kernels(src) == []
 
 
@@ -74,3 +81,16 @@ def test_the_benchs_preflight_names_a_kernel_the_filter_misses(tmp_path):
         check_source(src)
     src.write_text("__global__ void k1_kernel(int n) {}\n")
     check_source(src)  # nothing missing: returns
+
+
+def test_ncu_probe_takes_only_the_named_kernels_and_refuses_an_unknown_one(monkeypatch):
+    # the sign-off's sanitizers at the B = 1 points launch only the kernels it covers (ncu-probe --kernels)
+    import eagle4.perf.ncu as ncu
+    from eagle4.perf import kernel_bench
+
+    seen = []
+    monkeypatch.setattr(ncu, "ncu_probe", lambda shape, points: seen.extend(p.kernel for p in points))
+    assert kernel_bench.main(["ncu-probe", "--points", "B1", "--kernels", "reject_sample,logits_to_probas"]) == 0
+    assert set(seen) == {"reject_sample", "logits_to_probas"} and len(seen) == 3  # K5's draft and verify point, K6's
+    with pytest.raises(SystemExit, match="no point of kernel"):
+        kernel_bench.main(["ncu-probe", "--kernels", "reject_sampel"])

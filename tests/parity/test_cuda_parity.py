@@ -4,28 +4,27 @@
   KERNELS.md says so) and each other bitwise (nondeterminism check).
 * ``--kernel-src PATH`` (or EAGLE4_KERNEL_SRC) runs a user's own ``cost_draft_tree_kernel.cu``
   instead of ours.
-* The user-source path itself is tested by a second build of our source copied to another folder
-  (a different build key), and by a source missing ops (the backend must name the absent ops).
-* K6's form without clusters across its launch count's wrap, where the blocks a request change (a test hook sets
-  the count).
-* K5's narrow register build, which the automatic choice takes only at >= 512 rows of V > 65536 (no catalog case
-  is that large), on every K5 case with it forced wherever it applies (the sweep's hook).
-* The op's own refusals (a precondition, a shape check, a limit, the sweep's forced forms) raise a Python
-  exception with their numbers in the message, in a process that lives on (a child process: a crash there fails
-  the test, not the session).
+* The user-source path itself is tested by a second build of our sources as one file (``single_source``, the
+  drop-in a user makes) in another folder (a different build key), and by a source missing ops (the backend must
+  name the absent ops).
+* K5's narrow register build, which the launch rule takes only at >= 512 rows of V > 65536 (no catalog case is that
+  large): 520 rows made of the largest K5 case's.
+* The op's own refusals (a precondition, a shape check, a limit) raise a Python exception with their numbers in
+  the message, in a process that lives on (a child process: a crash there fails the test, not the session).
 Needs ``--hw=cuda`` (deselected otherwise); with --hw=cuda and no GPU or no nvcc it FAILS.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
-from eagle4.backends.cuda import DEFAULT_SRC, OPS, CudaBackend, build_dir_root
+from eagle4.backends.cuda import OPS, CudaBackend, build_dir_root, single_source
 from eagle4.cases.catalog import all_cases
 from eagle4.parity import judge, reference_outcome, run_case, self_consistency
 from eagle4.spec import KERNEL_ORDER
@@ -75,14 +74,15 @@ def _one_case_per_kernel():
 @pytest.mark.parity
 @pytest.mark.cuda
 def test_user_kernel_src_second_build():
-    """A user's source loaded by path: our own .cu copied elsewhere builds separately and matches.
+    """A user's one-file source loaded by path: our sources as one file elsewhere build separately and match.
 
-    The copy lives at a fixed place under the build cache, so a repeated run reuses its build.
+    The file lives at a fixed place under the build cache, so a repeated run reuses its build.
     """
     src = build_dir_root() / "user_src_copy" / "cost_draft_tree_kernel.cu"
     src.parent.mkdir(parents=True, exist_ok=True)
-    if not src.is_file() or src.read_bytes() != DEFAULT_SRC.read_bytes():
-        shutil.copy(DEFAULT_SRC, src)
+    text = single_source()
+    if not src.is_file() or src.read_text() != text:
+        src.write_text(text)
     user = CudaBackend(kernel_src=src)
     ok, why = user.available()
     assert ok, why
@@ -110,27 +110,20 @@ def k6(B, Q, V, S=4, cand_q=None):
     L, F, I = torch.long, torch.float32, torch.int32
     return (z(L, B, cand_q or Q), z(L, B, Q), z(L, B, Q), z(L, B, Q), z(F, B, Q, V), z(L, B, Q), z(torch.uint8, B),
             z(F, B, Q), z(F, B), 1.0, 1.0, B, Q, S, V, z(I, B * Q), z(I, B, S), z(I, B))
-for name, form, args in [("precondition B = 0", (0, 0), k6(0, 4, 4)),
-                         ("candidates of 3 columns for Q = 4", (0, 0), k6(1, 4, 4, cand_q=3)),
-                         ("automatic form, Q = 4096", (0, 0), k6(1, 4096, 4)),
-                         ("forced GX NV 1, B = 8, V = 128256", (3, 1), k6(8, 64, 128256)),
-                         ("forced register NV 1, V = 128256", (1, 1), k6(1, 64, 128256))]:
-    mod._k6_form(*form)
+for name, args in [("precondition B = 0", k6(0, 4, 4)),
+                   ("candidates of 3 columns for Q = 4", k6(1, 4, 4, cand_q=3)),
+                   ("Q = 4096", k6(1, 4096, 4))]:
     try:
         mod.draft_tree_reject_sample(*args)
         torch.cuda.synchronize()
         print(name, "| ran", flush=True)
     except Exception as e:
         print(name, "|", type(e).__name__, "|", str(e).splitlines()[0], flush=True)
-    finally:
-        mod._k6_form(0, 0)
 print("alive", flush=True)
 """
 _K6_REFUSED = [("ValueError", "precondition: B must be >= 1, got 0"),
                ("ValueError", "candidates dimension 1 must be 4, got shape [1, 3]"),
-               ("RuntimeError", "Q/V too large for shared memory"),
-               ("RuntimeError", "with 1 float4 loads a thread does not fit B = 8, V = 128256"),
-               ("RuntimeError", "with 1 float4 loads a thread does not fit V = 128256")]
+               ("RuntimeError", "Q/V too large for shared memory")]
 
 
 @pytest.mark.parity
@@ -153,57 +146,21 @@ def test_cuda_reject_sample_refusals_raise(pytestconfig):
         assert row[1] == kind and want in row[-1], f"{row[0]}: expected {kind} saying '{want}'\n{log}"
 
 
-# (count set first or None, K6's forced form (3 = GX, NV), catalog case): at V = 40960 NV 1 / 2 / 4 take 20 / 10 / 5
-# blocks a request. Each count of 0 makes the next launch's tag 1 again, as at the count's wrap, after a launch with
-# fewer blocks a request: an exchange that clears old slots only at the wrap leaves the tag-1 words of the launch two
-# steps before in the slots it reads; 2^32 - 2 takes the count through its last tag and the skipped 0.
-_GX_WRAP = [(0, (3, 1), 0), (None, (3, 4), 1), (0, (3, 1), 1), (2**32 - 2, (3, 2), 0), (None, (3, 1), 1)] * 4
-
-
-@pytest.mark.parity
-@pytest.mark.cuda
-def test_cuda_reject_sample_gx_count_wrap(pytestconfig):
-    """K6's form without clusters reads no block total an earlier launch left under the tag it takes, where its
-    launch count wraps and the blocks a request change (the count set by the op's test hook)."""
-    backend = _backend(pytestconfig.getoption("--kernel-src"))
-    mod = backend._mod
-    by_id = {c.case_id: c for c in all_cases() if c.kernel == "reject_sample" and "multiblock" in c.tags}
-    cases = [by_id["reject_sample/multiblock_exact_q"], by_id["reject_sample/multiblock_residual_zero_fallback"]]
-    assert all(c.params["V"] == 40960 for c in cases)
-    try:
-        for i, (count, form, k) in enumerate(_GX_WRAP):
-            if count is not None:
-                mod._k6_gx_count(count)
-            mod._k6_form(*form)
-            verdict = judge(cases[k], reference_outcome(cases[k]), run_case(backend, cases[k]))
-            assert verdict.ok, f"step {i} (count {count}, form {form}, {cases[k].case_id}): {verdict.report}"
-    finally:
-        mod._k6_form(0, 0)
-
-
 @pytest.mark.parity
 @pytest.mark.cuda
 def test_cuda_logits_to_probas_narrow_build(pytestconfig):
-    """Every K5 case with the narrow register build (64-thread blocks of 32 vectors) wherever it applies matches the
-    reference; on the 40-row case of V = 128256 (16-block clusters, which it applies to) its probas differ in bits from
-    the other register build's (the parts a thread sums are 4x larger), so the hook reached the build."""
+    """K5 at 520 rows of V = 128256 (the launch rule's narrow register build: 64-thread blocks of 32 vectors)
+    matches the reference; its first 40 rows, the largest catalog case's, differ in bits from that case's probas
+    (the other register build: the parts a thread sums are 4x larger), so the launch reached the narrow build."""
     backend = _backend(pytestconfig.getoption("--kernel-src"))
-    mod = backend._mod
-    cases = [c for c in all_cases() if c.kernel == "logits_to_probas"]
-    big = next(c for c in cases if c.case_id == "logits_to_probas/large/V128256_rows40_ties_nan")
-    try:
-        mod._k5_narrow(1)
-        got = {}
-        for c in cases:
-            got[c.case_id] = run_case(backend, c)
-            verdict = judge(c, reference_outcome(c), got[c.case_id])
-            assert verdict.ok, f"{c.case_id} (narrow build forced): {verdict.report}"
-        narrow = got[big.case_id].outputs["probas"]
-        mod._k5_narrow(-1)
-        other = run_case(backend, big).outputs["probas"]
-        assert narrow.tobytes() != other.tobytes(), "the narrow hook changed nothing on the 40-row case"
-    finally:
-        mod._k5_narrow(0)
+    big = next(c for c in all_cases() if c.case_id == "logits_to_probas/large/V128256_rows40_ties_nan")
+    many = dataclasses.replace(big, case_id="logits_to_probas/large/V128256_rows520_narrow", inputs={
+        "logits": np.tile(big.inputs["logits"], (13, 1)), "temperatures": np.tile(big.inputs["temperatures"], 13)})
+    got = run_case(backend, many)
+    verdict = judge(many, reference_outcome(many), got)
+    assert verdict.ok, verdict.report
+    other = run_case(backend, big).outputs["probas"]
+    assert got.outputs["probas"][:40].tobytes() != other.tobytes(), "520 rows took the 40-row case's build"
 
 
 @pytest.mark.cpu
@@ -240,3 +197,53 @@ def test_unavailable_says_why_without_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     ok, why = CudaBackend().available()
     assert not ok and "no NVIDIA GPU" in why
+
+
+@pytest.mark.cpu
+def test_our_sources_are_one_a_kernel_without_hooks():
+    """cuda/ holds one source per spec key plus the draft step and the module, none over 900 lines, and binds no
+    underscore hook and defines no g_-prefixed global (the production build has one form per launch rule)."""
+    import re
+
+    from eagle4.backends.cuda import DEFAULT_SRC, kernel_sources, source_files
+    from eagle4.spec import KERNELS
+
+    assert {f.name for f in kernel_sources(DEFAULT_SRC)} == {f"{k}.cu" for k in KERNELS} | {"draft_step.cu",
+                                                                                         "module.cu"}
+    for f in source_files(DEFAULT_SRC):
+        text = f.read_text()
+        assert len(text.splitlines()) <= 900, f.name
+        assert not re.search(r'm\.def\("_', text), f"{f.name} binds an underscore hook"
+        assert not re.search(r"\bg_\w+\s*(\[[^\]]*\])?\s*(=|;)", text), f"{f.name} defines a g_ global"
+
+
+@pytest.mark.cpu
+def test_single_source_is_our_folder_as_one_file():
+    """single_source(): every kernel of cuda/ in one text with the folder's headers inlined once, so that it builds
+    as one translation unit (the GPU test builds it as a user's drop-in)."""
+    from eagle4.backends.cuda import DEFAULT_SRC, single_source
+    from eagle4.perf.ncu import kernel_names, source_text
+
+    text = single_source()
+    assert '#include "' not in text and "#pragma once" not in text
+    assert kernel_names(text) == kernel_names(source_text(DEFAULT_SRC))
+    assert text.count("inline thread_local bool check_only") == 1  # the shared header once
+    assert text.count("PYBIND11_MODULE(") == 1
+
+
+@pytest.mark.cpu
+def test_build_key_and_digest_cover_the_headers(tmp_path):
+    """Editing a header of a folder source changes its build key and its digest (a stale build is never reused)."""
+    from eagle4.backends.cuda import DEFAULT_SRC, build_key, source_digest
+
+    src = tmp_path / "cuda"
+    src.mkdir()
+    for f in DEFAULT_SRC.iterdir():
+        if f.suffix in (".cu", ".cuh"):
+            (src / f.name).write_bytes(f.read_bytes())
+    key, digest = build_key(src), source_digest(src)
+    header = src / "eagle4_cuda.cuh"
+    header.write_text(header.read_text() + "\n// edited\n")
+    assert build_key(src) != key and source_digest(src) != digest
+    one = src / "module.cu"
+    assert len(source_digest(one)) == 64 and build_key(one) != build_key(src)

@@ -1,8 +1,9 @@
 """Our CUDA kernels (or a user's ``cost_draft_tree_kernel.cu``) as a backend, bound by op name.
 
-The source (``cuda/cost_draft_tree_kernel.cu`` by default; ``CudaBackend(kernel_src=PATH)``, the
-``EAGLE4_KERNEL_SRC`` environment variable, or pytest's ``--kernel-src``) is built once per content
-and path with ``torch.utils.cpp_extension.load`` for the H100 (``-gencode=arch=compute_90,code=sm_90``,
+The source is our ``cuda/`` folder by default (every ``cuda/*.cu``: one a kernel, the draft step and the
+module, with the headers beside them), or one file of a user's (``CudaBackend(kernel_src=PATH)``, the
+``EAGLE4_KERNEL_SRC`` environment variable, or pytest's ``--kernel-src``; a folder there builds its
+``*.cu`` as ours does). It is built once per content and path with ``torch.utils.cpp_extension.load`` for the H100 (``-gencode=arch=compute_90,code=sm_90``,
 ``-fmad=false``, IEEE division and square root, no fast-math) into a cached build folder
 (``EAGLE4_CUDA_BUILD_DIR``, default ``~/.cache/eagle4/cuda_ext``; a build lock that a killed build left
 behind fails the next build by name after ``EAGLE4_CUDA_BUILD_LOCK_STALE_S`` seconds, 900 by default, where
@@ -37,7 +38,7 @@ from eagle4.backends.base import Backend, BackendUnavailable, DeviceInfo, reques
 from eagle4.spec import KERNELS, check_arrays, kernel_spec
 
 REPO = Path(__file__).resolve().parents[3]
-DEFAULT_SRC = REPO / "cuda" / "cost_draft_tree_kernel.cu"
+DEFAULT_SRC = REPO / "cuda"  # our sources: cuda/*.cu and the headers they include
 ARCH_FLAG = "-gencode=arch=compute_90,code=sm_90"
 NVCC_FLAGS = ("-O3", ARCH_FLAG, "-fmad=false", "--prec-div=true", "--prec-sqrt=true", "-ftz=false",
               "-lineinfo", "-std=c++17")
@@ -59,11 +60,54 @@ def build_dir_root() -> Path:
     return Path(os.environ.get("EAGLE4_CUDA_BUILD_DIR") or Path.home() / ".cache" / "eagle4" / "cuda_ext")
 
 
+def kernel_sources(src: str | os.PathLike) -> list[Path]:
+    """The files one build compiles: a folder's ``*.cu`` (ours), or the one file given (a user's drop-in)."""
+    src = Path(src)
+    return sorted(src.glob("*.cu")) if src.is_dir() else [src]
+
+
+def source_files(src: str | os.PathLike) -> list[Path]:
+    """What a build of ``src`` reads of ours: a folder's ``*.cu`` and ``*.cuh``, or the one file."""
+    src = Path(src)
+    return sorted([*src.glob("*.cu"), *src.glob("*.cuh")]) if src.is_dir() else [src]
+
+
+def source_digest(src: str | os.PathLike) -> str:
+    """sha256 of a one-file source; of a folder, sha256 over each of its source files' name and sha256."""
+    src = Path(src)
+    if not src.is_dir():
+        return hashlib.sha256(src.read_bytes()).hexdigest()
+    lines = "".join(f"{f.name} {hashlib.sha256(f.read_bytes()).hexdigest()}\n" for f in source_files(src))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def single_source(src: str | os.PathLike = DEFAULT_SRC) -> str:
+    """Our folder of sources as one file (what a user drops in as ``cost_draft_tree_kernel.cu``): each ``*.cu``
+    in turn with the folder's ``#include "..."`` headers inlined once (``#pragma once`` dropped)."""
+    src = Path(src)
+    seen: set[str] = set()
+
+    def inline(path: Path) -> list[str]:
+        out = []
+        for line in path.read_text().splitlines():
+            name = line[len('#include "'):-1] if line.startswith('#include "') and line.endswith('"') else None
+            if name is not None and (src / name).is_file():
+                if name not in seen:
+                    seen.add(name)
+                    out += inline(src / name)
+            elif line.strip() != "#pragma once":
+                out.append(line)
+        return out
+
+    return "\n".join(line for f in kernel_sources(src) for line in inline(f)) + "\n"
+
+
 def build_key(src: Path) -> str:
     import torch
 
     h = hashlib.sha256()
-    h.update(src.read_bytes())
+    for f in source_files(src):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
     h.update(str(src.resolve()).encode())
     h.update(" ".join(NVCC_FLAGS + CXX_FLAGS).encode())
     h.update(f"{torch.__version__}|{torch.version.cuda}".encode())
@@ -141,7 +185,7 @@ def load_extension(src: str | os.PathLike, verbose: bool = False):
         bdir.mkdir(parents=True, exist_ok=True)
         wait_for_build_lock(bdir)  # torch would wait on a left-behind lock for ever
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")  # the -gencode above is the one target
-        kw = dict(name=key, sources=[str(src)], extra_cuda_cflags=list(NVCC_FLAGS), extra_cflags=list(CXX_FLAGS),
+        kw = dict(name=key, sources=[str(f) for f in kernel_sources(src)], extra_cuda_cflags=list(NVCC_FLAGS), extra_cflags=list(CXX_FLAGS),
                   build_directory=str(bdir), verbose=verbose)
         try:
             mod = cpp_extension.load(**kw)
@@ -224,8 +268,9 @@ class CudaBackend(Backend):
             self._why = ("nvcc not found (not on PATH and no CUDA_HOME/bin/nvcc): the CUDA kernels are built at "
                          "first use with torch.utils.cpp_extension and need the CUDA toolkit")
             return None
-        if not self.kernel_src.is_file():
-            self._why = f"kernel source {self.kernel_src} does not exist (kernel_src / EAGLE4_KERNEL_SRC / --kernel-src)"
+        if not (self.kernel_src.is_file() or (self.kernel_src.is_dir() and kernel_sources(self.kernel_src))):
+            self._why = (f"kernel source {self.kernel_src} does not exist or holds no .cu file (kernel_src / "
+                         "EAGLE4_KERNEL_SRC / --kernel-src)")
             return None
         try:
             self._mod = load_extension(self.kernel_src, verbose=self.verbose)
@@ -325,8 +370,8 @@ class CudaBackend(Backend):
 
         details = {"torch": torch.__version__, "cuda": str(torch.version.cuda), "numpy": np.__version__,
                    "kernel_src": str(self.kernel_src), "nvcc_flags": " ".join(NVCC_FLAGS)}
-        if self.kernel_src.is_file():
-            details["kernel_src_sha256"] = hashlib.sha256(self.kernel_src.read_bytes()).hexdigest()
+        if self.kernel_src.exists():
+            details["kernel_src_sha256"] = source_digest(self.kernel_src)
         name = "cpu"
         if torch.cuda.is_available():
             name = torch.cuda.get_device_name(self.torch_device)
@@ -355,4 +400,5 @@ def nvidia_driver() -> str | None:
         return None
 
 
-__all__ = ["CudaBackend", "BackendUnavailable", "load_extension", "DEFAULT_SRC", "NVCC_FLAGS", "OPS"]
+__all__ = ["CudaBackend", "BackendUnavailable", "load_extension", "DEFAULT_SRC", "NVCC_FLAGS", "OPS", "kernel_sources",
+           "single_source", "source_digest", "source_files"]

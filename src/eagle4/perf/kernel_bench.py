@@ -18,9 +18,8 @@ cache holds them before the runs start.
 Independence between runs comes from separate processes (``scripts/bench_h100_kernels.sh``);
 ``summarize`` (``perf.kernel_report``) merges the raw files: median over runs, CoV, the run rule of
 the contract, ours / best anchor and ours / HBM roofline per point. ``ncu-probe`` launches each of
-our kernels once per point for Nsight Compute's DRAM byte counters (``perf.ncu``). Development aids:
-``sweep`` (a kernel's launch choices side by side), ``phase-trace`` (cycles to each phase inside K6's
-blocks, from a copy of the source built with E4_TRACE), ``compare-src`` (before/after of kernel sources).
+our kernels once per point for Nsight Compute's DRAM byte counters (``perf.ncu``). Development aid:
+``compare-src`` (before/after of kernel sources, e.g. a variant of a launch rule against ours).
 """
 
 from __future__ import annotations
@@ -198,225 +197,6 @@ def shape_name(shape: BenchShape) -> str:
     return Path(shape.contract_path).stem
 
 
-# (mode, blocks, cluster cap, smallest cluster, register build, reduction[, L2 prefetch[, narrow build]]) of the K5
-# sweep: automatic, shared-memory (its one-round or two-round reduction), register (its largest and smallest cluster,
-# its unbounded or 4-blocks-per-SM build, a grid target, its two-round or one-round reduction), the automatic
-# choice without its L2 prefetch (-1) and with the prefetch wherever it applies, 25 / 50 / 100% of the rows held
-# at once ahead, the automatic choice without the narrow register build (-1) and with it wherever it applies (1);
-# 0 = the kernel's automatic choice
-K5_SWEEP = ((0, 0, 0, 0, 0, 0), (1, 0, 0, 0, 0, 2), (1, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 1), (2, 0, 0, 0, 0, 2),
-            (2, 0, 16, 0, 0, 2), (2, 0, 8, 0, 0, 2), (2, 0, 4, 0, 0, 2), (2, 0, 0, 8, 0, 2), (2, 0, 0, 0, 1, 2),
-            (2, 0, 0, 0, 4, 2), (2, 0, 0, 0, 4, 1), (2, 0, 0, 8, 4, 1), (2, 528, 0, 0, 4, 2),
-            (0, 0, 0, 0, 0, 0, -1), (0, 0, 0, 0, 0, 0, 25), (0, 0, 0, 0, 0, 0, 50), (0, 0, 0, 0, 0, 0, 100),
-            (0, 0, 0, 0, 0, 0, 0, -1), (0, 0, 0, 0, 0, 0, 0, 1))
-# K4's blocks per request (0 = automatic)
-K4_SWEEP = (0, 8, 16, 32, 64, 132)
-# K6's (form, arg): automatic; the register form with 1-8 float4 loads a thread; the tiled kernel in clusters of 1-16;
-# the register form without clusters (GX) with 1-4 float4 loads a thread
-K6_SWEEP = ((0, 0), (1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (2, 8), (2, 16), (3, 1), (3, 2), (3, 4))
-K6_LABELS = ("auto", "r", "t", "g")
-
-
-def _k5_set(mod, mode=0, blocks=0, cap=0, min_cs=0, minb=0, one=0, pf=0, narrow=0) -> None:
-    mod._k5_tuning(mode, blocks)
-    mod._k5_max_cluster(cap)
-    mod._k5_reg(min_cs, minb)
-    mod._k5_one(one)
-    mod._k5_prefetch(pf)
-    mod._k5_narrow(narrow)
-
-
-def _k5_label(c) -> str:
-    label = "m{}/b{}/cs{}/min{}/lb{}/r{}".format(*c[:6])
-    return label + (f"/pf{c[6]}" if len(c) > 6 else "") + (f"/n{c[7]}" if len(c) > 7 else "")
-
-
-# kernel -> (settings, apply(mod, setting), label(setting)); the outputs compared and their rules come from
-# the kernel's spec (_spec_outputs, _same_by_spec). Whether a setting fits a point is the op's to say: it refuses
-# one that does not (a RuntimeError naming the limit)
-SWEEPS = {
-    "logits_to_probas": (K5_SWEEP, lambda mod, c: _k5_set(mod, *c), _k5_label),
-    "tree_mask": (K4_SWEEP, lambda mod, y: mod._k4_blocks(y), lambda y: f"y{y}"),
-    "reject_sample": (K6_SWEEP, lambda mod, c: mod._k6_form(*c), lambda c: K6_LABELS[c[0]] + f"{c[1]}"),
-}
-
-
-def _try_choice(run, c):
-    """(run(c), None) for launch choice c, or (None, the op's refusal: its first line, without the op's name).
-
-    The op decides whether a choice fits a point, and refuses one that does not with a RuntimeError. Since 8cf903a its
-    refusals raise in a process that lives on. Before, the numbers in their messages were formatted through an
-    iostream inside the extension and crashed it (reports/kernel_before_after/refusal_crash/), so this sweep kept a
-    copy of K6's fit rules so as not to ask."""
-    try:
-        return run(c), None
-    except RuntimeError as e:
-        return None, str(e).splitlines()[0].split(": ", 1)[-1][:120]
-
-
-def _spec_outputs(kernel: str, tensors: dict) -> list:
-    """(spec argument, tensor) of every output of the kernel's spec that the call holds, in spec order."""
-    from eagle4.spec import kernel_spec
-
-    return [(a, tensors[a.name]) for a in kernel_spec(kernel).outputs if tensors.get(a.name) is not None]
-
-
-def _same_by_spec(want: list, got: list) -> bool:
-    """Two launch choices' outputs (from _spec_outputs) equal by each output's spec parity class (KERNELS.md
-    §0.3: EXACT, any NaN equal to any NaN; TOL with the spec's rtol / atol), compared on the device."""
-    import torch
-
-    for (a, w), (_, g) in zip(want, got, strict=True):
-        if a.parity == "TOL":
-            ok = torch.allclose(g, w, rtol=a.rtol, atol=a.atol, equal_nan=True)
-        else:
-            ok = torch.equal(g, w) or (w.is_floating_point() and bool(((g == w) | (g.isnan() & w.isnan())).all()))
-        if not ok:
-            return False
-    return True
-
-
-def _choice_runner(mod, apply, kernel: str, tensors: dict, fn):
-    """run(c): the op's outputs (_spec_outputs) under launch choice c, from outputs filled alike first (what
-    a choice leaves unwritten then compares equal)."""
-    def run(c) -> list:
-        apply(mod, c)
-        outs = _spec_outputs(kernel, tensors)
-        for _, t in outs:
-            t.fill_(-7.0 if t.is_floating_point() else 7)
-        fn()
-        return outs
-    return run
-
-
-def sweep(shape: BenchShape, kernel: str, log=print, points: str = "all", copy_after: bool = False) -> None:
-    """Development aid: the time of each of a kernel's launch choices (SWEEPS: K5's kernel, grid, clusters and
-    reduction; K4's blocks per request) at the contract's points of that kernel, each choice's outputs checked
-    against the automatic one's by each output's spec parity class (marked DIFFERS otherwise); for K5, beside them,
-    the card's floor for the same bytes: one copy of the logits into probas. copy_after (K5): that copy timed again
-    after each choice, a check of what a choice leaves in L2: a copy faster than after the automatic choice reads
-    logits the choice left resident (lines it marked evict_last), which would flatter whatever runs next on them,
-    its own next launch included."""
-    import torch
-
-    from eagle4.backends.cuda import CudaBackend
-    from eagle4.perf import timing
-    from eagle4.perf.anchors import copy_same_bytes
-    from eagle4.perf.inputs import make_call
-
-    settings, apply, label = SWEEPS[kernel]
-    backend = CudaBackend()
-    mod = backend._load()
-    dev = torch.device("cuda", 0)
-
-    def timed(fn) -> float:
-        g, n = timing.sizes_for(timing.probe_us(fn))
-        return stats.median(timing.graph_times(fn, g, n))
-
-    for p in select(operating_points(shape, points), kernel):
-        tensors, params = make_call(p, dev)
-        fn = _ours(p, backend, tensors, params)
-        res = []
-        run_with = _choice_runner(mod, apply, kernel, tensors, fn)
-        want = [(a, t.clone()) for a, t in run_with(settings[0])]
-        for c in settings:
-            outs, why = _try_choice(run_with, c)
-            if why:
-                res.append(f"{label(c)}(n/a: {why})")
-                continue
-            ok = _same_by_spec(want, outs)
-            res.append(f"{label(c)}{'' if ok else '(DIFFERS)'} {timed(fn):9.2f}")
-            if copy_after and kernel == "logits_to_probas":
-                res.append(f"copy_after {timed(copy_same_bytes(tensors, params)):9.2f}")
-        apply(mod, settings[0])
-        if kernel == "logits_to_probas":  # the card's floor for the same bytes: the bench's copy of them
-            res.append(f"copy {timed(copy_same_bytes(tensors, params)):9.2f}")
-        log(f"sweep {shape_name(shape)} {p.pid:40s} " + "  ".join(res))
-        del tensors, fn, run_with, want  # the runner's closure holds the point's tensors too
-        torch.cuda.empty_cache()
-
-
-def phase_summary(stamps):
-    """Per-block phase times of one launch's E4_T stamps (rows: blocks that stamped point 0; columns: clock64 at
-    points 0..7, 0 where a block did not reach the point): (blocks, median and max over blocks of the cycles from
-    point 0 to each later point, -1 where no block reached it)."""
-    import numpy as np
-
-    st = np.asarray(stamps, dtype=np.int64)
-    st = st[st[:, 0] != 0]
-    med, mx = [], []
-    for i in range(1, st.shape[1]):
-        d = (st[:, i] - st[:, 0])[st[:, i] != 0]
-        med.append(int(np.median(d)) if d.size else -1)
-        mx.append(int(d.max()) if d.size else -1)
-    return len(st), med, mx
-
-
-def traced_copy(src: str | Path, tmp: str | Path) -> Path:
-    """A copy of kernel source ``src`` in directory ``tmp`` that builds with E4_TRACE defined (its line numbers and
-    file name kept for the compiler's messages)."""
-    from eagle4.report.atomic import write_text
-
-    src = Path(src)
-    return write_text(Path(tmp) / src.name, f'#define E4_TRACE 1\n#line 1 "{src.name}"\n' + src.read_text())
-
-
-def trace_choices(kernel: str, auto_only: bool = False) -> list:
-    """The launch choices phase-trace visits: every one of SWEEPS, or only the automatic one (the first)."""
-    settings = SWEEPS[kernel][0]
-    return list(settings[:1] if auto_only else settings)
-
-
-def phase_trace(shape: BenchShape, kernel: str, log=print, points: str = "all", launches: int = 5,
-                src: str | Path | None = None, auto_only: bool = False) -> None:
-    """Development aid: where a kernel's time goes inside its blocks. Builds a copy of our source (or ``src``,
-    e.g. a variant under study) with E4_TRACE defined (thread 0 of each block stamps its SM clock at the kernel's
-    E4_T points: K6's are staging, phase A, walk, row sums, exchange, sample) and logs, for each launch choice of
-    SWEEPS (``auto_only``: the automatic one) at the kernel's points, the median and max over blocks of the
-    cycles from the block's start to each point (``launches`` launches)."""
-    import tempfile
-
-    from eagle4.backends.cuda import DEFAULT_SRC, CudaBackend
-
-    with tempfile.TemporaryDirectory() as tmp:
-        backend = CudaBackend(kernel_src=traced_copy(src or DEFAULT_SRC, tmp))
-        _trace_points(backend, backend._load(), shape, kernel, log, points, launches,
-                      trace_choices(kernel, auto_only))
-
-
-def _trace_points(backend, mod, shape, kernel, log, points, launches, settings) -> None:
-    import numpy as np
-    import torch
-
-    from eagle4.perf.inputs import make_call
-
-    _, apply, label = SWEEPS[kernel]
-    dev = torch.device("cuda", 0)
-    for p in select(operating_points(shape, points), kernel):
-        tensors, params = make_call(p, dev)
-        fn = _ours(p, backend, tensors, params)
-        run_with = _choice_runner(mod, apply, kernel, tensors, fn)
-        for c in settings:
-            _, why = _try_choice(run_with, c)
-            if why:
-                log(f"trace {shape_name(shape)} {p.pid:34s} {label(c):6s} n/a: {why}")
-                continue
-            torch.cuda.synchronize()
-            mod._trace_dump()  # zeroes the stamps
-            rows = []
-            for _ in range(launches):
-                fn()
-                torch.cuda.synchronize()
-                rows.append(mod._trace_dump().numpy())
-            blocks, med, mx = phase_summary(np.concatenate(rows))
-            log(f"trace {shape_name(shape)} {p.pid:34s} {label(c):6s} blocks {blocks // launches:5d} "
-                f"cycles to points 1..7: median {med} max {mx}")
-        apply(mod, settings[0])
-        del tensors, fn, run_with  # the runner's closure holds the point's tensors too
-        torch.cuda.empty_cache()
-
-
-# kernel_src_sha256: the digest of the source each row of ours was built from (empty for an anchor), so that a
 # before/after names its sources by content, not only by path (eagle4.perf.source_successor checks it)
 COMPARE_FIELDS = ["contract", "point", "kernel_src", "kernel_src_sha256", "impl", "form", "median_us"]
 
@@ -440,8 +220,7 @@ def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", 
     mode, the bench's timer)."""
     import torch
 
-    from eagle4.backends.cuda import CudaBackend
-    from eagle4.contract import sha256_file
+    from eagle4.backends.cuda import CudaBackend, source_digest
     from eagle4.perf import timing
     from eagle4.perf.anchors import ANCHORS, COMPILED, DEVICE_CHECKED
     from eagle4.perf.inputs import make_call
@@ -449,7 +228,7 @@ def compare_sources(shape: BenchShape, sources: list[str], points: str = "all", 
     backends = [CudaBackend(kernel_src=src) for src in sources]
     for b in backends:
         b.require()
-    digest = {src: sha256_file(b.kernel_src) for src, b in zip(sources, backends, strict=True)}  # the file each built
+    digest = {src: source_digest(b.kernel_src) for src, b in zip(sources, backends, strict=True)}  # what each built
     dev = torch.device("cuda", 0)
     rows = []
     for p in select(operating_points(shape, points), kernels):
@@ -516,22 +295,10 @@ def main(argv=None) -> int:
     n.add_argument("--contract", action="append")
     n.add_argument("--points", default="all", choices=("all", "B1"))
     n.add_argument("--kernels", help="only the points of these kernels (comma-separated)")
-    k = sub.add_parser("sweep", help="development aid: a kernel's launch choices side by side (SWEEPS)")
-    k.add_argument("--kernel", required=True, choices=tuple(SWEEPS))
-    k.add_argument("--contract", action="append")
-    k.add_argument("--points", default="all", choices=("all", "B1"))
-    k.add_argument("--copy-after", action="store_true",
-                   help="K5: time one copy of the point's bytes after each choice too (what it leaves in L2)")
-    t = sub.add_parser("phase-trace", help="development aid: cycles to each E4_T point inside a kernel's blocks")
-    t.add_argument("--kernel", required=True, choices=("reject_sample",))
-    t.add_argument("--contract", action="append")
-    t.add_argument("--points", default="all", choices=("all", "B1"))
-    t.add_argument("--src", help="kernel source to trace (default: ours)")
-    t.add_argument("--auto-only", action="store_true", help="only the automatic launch choice")
-    t.add_argument("--launches", type=int, default=5, help="launches per choice and point")
     c = sub.add_parser("compare-src", help="our ops from several kernel sources, one process (before/after)")
     c.add_argument("--contract", action="append")
-    c.add_argument("--src", action="append", required=True, help="kernel source (repeatable; first = baseline)")
+    c.add_argument("--src", action="append", required=True,
+                   help="kernel source, a .cu file or a folder of them (repeatable; first = baseline)")
     c.add_argument("--points", default="all", choices=("all", "B1"))
     c.add_argument("--rounds", type=int, default=3)
     c.add_argument("--kernels", help="only the points of these kernels (comma-separated)")
@@ -559,15 +326,6 @@ def main(argv=None) -> int:
     if args.cmd == "warm-anchors":
         for sh in shapes:
             warm_anchors(sh, operating_points(sh, args.points), log=lambda m: print(m, flush=True))
-        return 0
-    if args.cmd == "sweep":
-        for sh in shapes:
-            sweep(sh, args.kernel, log=lambda m: print(m, flush=True), points=args.points, copy_after=args.copy_after)
-        return 0
-    if args.cmd == "phase-trace":
-        for sh in shapes:
-            phase_trace(sh, args.kernel, log=lambda m: print(m, flush=True), points=args.points,
-                        launches=args.launches, src=args.src, auto_only=args.auto_only)
         return 0
     if args.cmd == "ncu-probe":
         from eagle4.perf.ncu import ncu_probe

@@ -18,11 +18,10 @@ from pathlib import Path
 
 from eagle4.perf.points import BenchShape, Point
 
-# our kernels' names (k5r_kernel, k6r_kernel: register forms; k5r4_kernel: K5's register form held to
-# 4 blocks per SM; k5r1_kernel, k5r14_kernel: its one-round form, unbounded and held; k5rn_kernel: the one-round
-# form in narrow blocks; k5s1_kernel: the shared-memory K5 in one round): the ncu filter of
-# scripts/bench_h100_kernels.sh and the parser read this one pattern, so a new kernel form cannot be profiled and
-# then dropped (tests/harness/test_ncu_parse.py checks it against every kernel of cuda/cost_draft_tree_kernel.cu)
+# our kernels' names (k<N>_kernel; K5: k5s1_kernel the shared-memory kernel in one round, k5r1_kernel / k5r14_kernel /
+# k5rn_kernel the register kernel unbounded, held to 4 blocks an SM and in narrow blocks; K6: k6r_kernel the register
+# form): the ncu filter of scripts/bench_h100_kernels.sh and the parser read this one pattern, so a new kernel form
+# cannot be profiled and then dropped (tests/harness/test_ncu_parse.py checks it against every kernel of cuda/)
 KERNEL_REGEX = r"k[1-7][rs]?[1n]?4?_kernel"
 # the one-launch draft step's kernel: not an ncu point (probed)
 NOT_PROBED = {"step_kernel"}
@@ -39,9 +38,16 @@ def unprofiled_kernels(src: str) -> list[str]:
     return sorted(n for n in kernel_names(src) - NOT_PROBED if not re.fullmatch(KERNEL_REGEX, n))
 
 
+def source_text(path: str | os.PathLike) -> str:
+    """A kernel source's text: one file's, or a folder's source files' (ours: cuda/) one after the other."""
+    from eagle4.backends.cuda import source_files
+
+    return "\n".join(f.read_text() for f in source_files(path))
+
+
 def check_source(path: str | os.PathLike) -> None:
     """Exit with a one-line error naming the source and its unprofiled kernels (the bench's preflight)."""
-    missing = unprofiled_kernels(Path(path).read_text())
+    missing = unprofiled_kernels(source_text(path))
     if missing:
         raise SystemExit(f"{path}: kernels {', '.join(missing)} are not admitted by eagle4.perf.ncu.KERNEL_REGEX, so the "
                          "bench's Nsight Compute step would miss their launches: widen the pattern first")

@@ -44,7 +44,7 @@ E2E_PREFIXES = ("h100_baseline", "h100_e2e")  # bench_h100_e2e.sh: the host-loop
 
 # lines of the kernel manifest (scripts/bench_h100_kernels.sh writes it)
 GIT_COMMIT = r"^git_commit: ([0-9a-f]{40})$"
-KERNEL_SRC = r"^kernel_src cost_draft_tree_kernel\.cu ([0-9a-f]{64})$"
+KERNEL_SRC = r"^kernel_src (?:cost_draft_tree_kernel\.cu|cuda) ([0-9a-f]{64})$"  # one file, or our folder
 DEVICE = r"^device (.+?) sm \d+"  # torch's name of GPU 0
 CONTRACT = r"^contract: contracts/(\S+)\.toml sha256 ([0-9a-f]{64})$"  # one line per contract benched (re.findall)
 
