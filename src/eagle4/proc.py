@@ -20,17 +20,27 @@ def run_bounded(cmd: list[str], timeout_s: float, *, grace_s: float = 10.0, **kw
         try:
             out, err = p.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
-                try:
-                    os.killpg(p.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    out, err = p.communicate(timeout=wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            else:
-                out, err = p.communicate()
+            out, err = _stop_group(p, grace_s)
             raise subprocess.TimeoutExpired(cmd, timeout_s, output=out, stderr=err) from None
+        except BaseException:  # Ctrl-C / SIGTERM in the parent: the child's session must not outlive it
+            _stop_group(p, min(grace_s, 5.0))
+            raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def _stop_group(p: subprocess.Popen, grace_s: float) -> tuple[str | bytes | None, str | bytes | None]:
+    """SIGTERM the child's process group, SIGKILL it after ``grace_s``; the output read so far."""
+    out = err = None
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            out, err = p.communicate(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
+        out, err = p.communicate()
+    return out, err
