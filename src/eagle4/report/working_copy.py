@@ -121,7 +121,7 @@ def mark_interrupted(staging: Path, before: dict[str, str], why: str) -> Path:
     """Keep what an interrupted run wrote as ``<staging>.interrupted`` (only its own files, an
     ``INTERRUPTED`` note saying why); nothing is published."""
     _prune(staging, written(staging, before))
-    (staging / INTERRUPTED).write_text(f"this run was interrupted and published nothing: {why}\n", encoding="utf-8")
+    atomic.write_text(staging / INTERRUPTED, f"this run was interrupted and published nothing: {why}\n")
     dest = staging.with_name(staging.name.removesuffix(".staging") + ".interrupted")
     os.rename(staging, dest)
     return dest
