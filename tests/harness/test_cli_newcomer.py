@@ -25,3 +25,17 @@ def test_synth_report_writes_nothing_unasked(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "k" in out.stdout
     assert list(cwd.iterdir()) == []  # no reports/synth/summary.csv under the current folder
+
+
+def test_gates_under_fpga_without_a_board_end_with_a_verdict(tmp_path):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in __import__("os").environ.items() if k != "EAGLE4_XCLBIN"}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
+                          "tests/gates/test_signoff_gates.py", "--hw=fpga", "--reports-dir", str(tmp_path / "rep")],
+                         cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode != 0
+    lines = out.stdout.splitlines()
+    assert "VERDICT: NOT SIGNED OFF" in lines, out.stdout[-3000:]
+    assert any(ln.startswith("* no gate evaluated: --hw=fpga: the FPGA board is not usable") for ln in lines)
