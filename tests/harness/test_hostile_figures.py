@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from eagle4.cli import main as cli
@@ -90,3 +91,18 @@ def test_threshold_must_be_finite(tmp_path, value):
     p.write_text(bad)
     with pytest.raises(ContractError, match="threshold"):
         load_contract(p)
+
+
+@pytest.mark.parametrize("value", ["1e400", "3.5e38"])
+def test_cdt_text_value_that_overflows_f32_is_refused(tmp_path, value):
+    """1e400 and 3.5e38 were stored as inf in a float32 array; an explicit inf token still is one."""
+    from eagle4.cases.cdt_text import CdtTextError, parse_cdt_text
+
+    text = ("meta 1 2 2 3 5\ntopk_probas_sampling 4 0.5 0.25 0.75 1\nlast_layer_scores 2 0.5 1\n"
+            f"input_hidden_states 6 1 2 {value} 4 5 6\nexpected_curr_layer_scores 4 0.25 0.125 0.75 1\n")
+    p = tmp_path / "case.txt"
+    p.write_text(text)
+    with pytest.raises(CdtTextError, match=rf"case\.txt:4: input_hidden_states: {value} does not fit float32"):
+        parse_cdt_text(p, "K1")
+    p.write_text(text.replace(value, "inf"))
+    assert np.isinf(parse_cdt_text(p, "K1").inputs["input_hidden_states"]).sum() == 1
