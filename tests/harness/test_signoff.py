@@ -118,3 +118,28 @@ def test_interrupt_publishes_nothing_and_stops_the_child(tmp_path, sig):
     [pack] = list((tmp_path / "runs").glob("signoff-*"))
     assert pack.name.endswith(".interrupted") and (pack / "INTERRUPTED").is_file()
     assert (pack / "p0_parity_matrix.md").read_text() == "partial\n"
+
+
+def test_parity_step_prints_progress(monkeypatch, tmp_path, capsys):
+    """The parity step printed nothing for ~100 s: each pytest progress line now gives a line."""
+    from argparse import Namespace
+
+    from eagle4.cli import signoff
+
+    def fake(cmd, timeout_s, on_line=None, **kw):
+        for ln in ("....F. [ 50%]", "...... [100%]", "1 failed, 11 passed"):
+            on_line(ln)
+        return subprocess.CompletedProcess(cmd, 1, "1 failed, 11 passed\n", "")
+    monkeypatch.setattr(signoff, "run_bounded", fake)
+    signoff._parity(Namespace(hw="cpu", workers=0, parity_timeout=60.0), tmp_path)
+    out = capsys.readouterr().out
+    assert "parity: 50% of the tests done (1 failed on this line)" in out and "parity: 100% of the tests done" in out
+
+
+def test_streaming_runner_calls_back_per_line_and_keeps_the_output():
+    from eagle4.proc import run_bounded
+
+    seen = []
+    res = run_bounded([sys.executable, "-c", "import sys\nfor i in range(3): print(i, flush=True)\n"
+                                             "print('err', file=sys.stderr)"], 60, on_line=seen.append)
+    assert res.returncode == 0 and seen[:3] == ["0", "1", "2"] and "err" in res.stdout

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -53,13 +54,25 @@ def _backend_for(hw: str) -> str:
     return {"cpu": "ref", "cuda": "cuda", "fpga": "xrt"}[hw]
 
 
+_PERCENT = re.compile(r"\[\s*(\d+)%\]\s*$")
+
+
+def _parity_progress(line: str) -> None:
+    """A line per pytest progress line (each ends in ``[ NN%]``): the step is not silent for minutes."""
+    m = _PERCENT.search(line)
+    if m:
+        fails = line[: m.start()].count("F") + line[: m.start()].count("E")
+        print(f"  parity: {m.group(1)}% of the tests done" + (f" ({fails} failed on this line)" if fails else ""),
+              flush=True)
+
+
 def _parity(args, reports: Path) -> StepResult:
     cmd = [sys.executable, "-m", "pytest", "-m", "parity", f"--hw={args.hw}", f"--reports-dir={reports}",
            "-q", "-p", "no:cacheprovider", "-n", str(args.workers)]
     if args.workers == 0:
         cmd[-2:] = ["-p", "no:xdist"]
     try:
-        out = run_bounded(cmd, args.parity_timeout)
+        out = run_bounded(cmd, args.parity_timeout, on_line=_parity_progress)
     except subprocess.TimeoutExpired as e:
         tail = [ln for ln in (e.output or "").splitlines() if ln.strip()][-3:]
         return StepResult("parity", "FAILED", notes=[
