@@ -26,3 +26,10 @@ def test_prompts_path_that_is_not_a_file_is_one_line(tmp_path, target):
         load_contract(c, require_models=False)
     msg = str(e.value)
     assert "\n" not in msg and "c.toml" in msg and "prompts.files[0].path" in msg and "not a regular file" in msg
+
+
+def test_binary_contract_is_one_line_naming_the_file(tmp_path):
+    p = tmp_path / "bin.toml"
+    p.write_bytes(b"\x00\xff\xfe binary")
+    with pytest.raises(ContractError, match=r"bin\.toml: not a TOML contract: not UTF-8"):
+        load_contract(p)

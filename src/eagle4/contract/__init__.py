@@ -525,7 +525,10 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
     path = Path(path)
     if not path.is_file():
         raise ContractError(f"contract file {path} does not exist")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ContractError(f"{path}: not a TOML contract: not UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
