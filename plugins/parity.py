@@ -11,13 +11,13 @@ the previous one stays. The records of a session live in ``config.stash`` (one r
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections import defaultdict
 
 import pytest
 
+from eagle4.backends.csim_ports import port_rows, write_port_bytes_csv
 from eagle4.report import atomic
 from plugins.api import interrupted, reports_dir, requested_hw  # noqa: F401 - reports_dir: callers import it here
 
@@ -73,9 +73,7 @@ def record_parity(request, kernel: str, case_id: str, backend: str, status: str,
     request.node.user_properties.append(("eagle4_parity", {
         "kernel": kernel, "case_id": case_id, "backend": backend, "status": status, "detail": detail[:2000]}))
     if port_bytes:
-        rows = [{"kernel": kernel, "case_id": case_id, "port": p, "bytes_read": r, "bytes_written": w,
-                 "provenance": "csim"} for p, (r, w) in port_bytes.items()]
-        request.node.user_properties.append(("eagle4_port_bytes", rows))
+        request.node.user_properties.append(("eagle4_port_bytes", port_rows(kernel, case_id, port_bytes)))
 
 
 @pytest.fixture
@@ -164,17 +162,9 @@ def _write_matrix(config, matrix: dict) -> None:
 
 
 def _write_port_bytes(config) -> None:
-    port_rows = config.stash[_RECORDS].port_rows
-    if not port_rows:
-        return
-    path = reports_dir(config) / "csim_port_bytes.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    uniq = {(r["kernel"], r["case_id"], r["port"]): r for r in port_rows}
-    with atomic.atomic_open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["kernel", "case_id", "port", "bytes_read", "bytes_written", "provenance"])
-        w.writeheader()
-        for key in sorted(uniq):
-            w.writerow(uniq[key])
+    rows = config.stash[_RECORDS].port_rows
+    if rows:
+        write_port_bytes_csv(rows, reports_dir(config) / "csim_port_bytes.csv")
 
 
 def pytest_sessionfinish(session, exitstatus):

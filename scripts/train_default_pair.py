@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 from eagle4.models.eagle import EagleDraft  # noqa: E402
 from eagle4.models.llama import LlamaConfig, LlamaModel  # noqa: E402
-from eagle4.models.tokenizer import BOS, EOS, PAD, HFTokenizer  # noqa: E402
+from eagle4.models.tokenizer import BOS, EOS, PAD, HFTokenizer, add_bos_template  # noqa: E402
 
 SKIP_PARTS = {"test", "tests", "idlelib", "lib2to3", "turtledemo", "site-packages", "__pycache__"}
 HELD_OUT_MOD = 8           # a file is held out when sha256(relative path)[0] % 8 == 0
@@ -170,6 +170,7 @@ def save_model(module, cfg: dict, out: Path, tok: HFTokenizer | None, skip=()):
     _atomic_bytes(out / "model.safetensors", save(sd, metadata={"format": "pt"}))
     _atomic_bytes(out / "config.json", (json.dumps(cfg, indent=2, sort_keys=True) + "\n").encode())
     if tok is not None:
+        add_bos_template(tok._tok)  # HF clients add the BOS the engine adds
         _atomic_bytes(out / "tokenizer.json", tok._tok.to_str().encode())
     else:
         (out / "tokenizer.json").unlink(missing_ok=True)

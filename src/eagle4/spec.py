@@ -23,6 +23,10 @@ Role = Literal["in", "inout", "out", "scalar"]
 # "logit" is f32, or f16/bf16 upcast exactly by K5.
 HIDDEN_DTYPES = ("float16", "bfloat16", "float32")
 LOGIT_DTYPES = ("float32", "float16", "bfloat16")
+# The one element type the uniform C ABI (hls/include/eagle4_capi.h) carries a dtype class in: every
+# member widens to it exactly (§5.3), so a caller widens before the call. Classes not named here
+# ("hidden") are bit-copied in their own dtype.
+C_ABI_DTYPE = {"logit": "float32"}
 SCALAR_KINDS = ("int", "bool", "f32")
 
 

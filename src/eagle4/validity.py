@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from eagle4 import provenance as prov
 from eagle4 import stats
-from eagle4.contract import MIN_RUNS, Runs
+from eagle4.contract import MIN_RUNS, PartialContract, Runs
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,12 @@ class RunRule:
 
     @classmethod
     def from_contract(cls, contract) -> RunRule:
-        """The rule of a Contract (or of a partial dict's ``runs`` table; schema defaults otherwise)."""
+        """The rule of a Contract (or of a partial contract's or a dict's ``runs`` table; schema defaults
+        otherwise)."""
         runs = getattr(contract, "runs", None)
         if runs is None:
-            raw = contract.get("runs", {}) if isinstance(contract, Mapping) else {}
+            raw = contract.section("runs") if isinstance(contract, PartialContract) else \
+                contract.get("runs", {}) if isinstance(contract, Mapping) else {}
             return cls(int(raw.get("runs", MIN_RUNS)), float(raw.get("cov_max", Runs.model_fields["cov_max"].default)),
                        float(raw.get("min_duration_s", Runs.model_fields["min_duration_s"].default)))
         return cls(runs.runs, runs.cov_max, runs.min_duration_s)

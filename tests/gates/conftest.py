@@ -80,7 +80,7 @@ def pytest_collection_modifyitems(config, items):
     """An engine contract has no FPGA design: only its own [[gates]] (test_signoff_gates) apply here; the
     FPGA design tests are deselected and counted in the summary, never silently dropped."""
     here = Path(__file__).parent
-    if not any(Path(str(i.fspath)).parent == here for i in items) or _load(config).engine is None:
+    if not any(Path(str(i.fspath)).parent == here for i in items) or _load(config).kind != "engine":
         return
     keep = [i for i in items if Path(str(i.fspath)).parent != here or "gate_name" in getattr(i, "fixturenames", ())]
     drop = [i for i in items if i not in keep]
@@ -107,7 +107,7 @@ def gate_results(pytestconfig):
     mode = gate_mode(pytestconfig)
     reports = _reports_dir(pytestconfig)
     results = _option(pytestconfig, "--results")
-    engine = contract.engine is not None
+    engine = contract.kind == "engine"
     if not engine and results:
         raise pytest.UsageError(f"--results is for engine contracts ([engine]); {contract_path(pytestconfig)} has none")
     if not engine and mode == "cpu" and not _fresh(reports, contract.sha256):

@@ -12,11 +12,11 @@ from eagle4.budget import onchip
 
 @pytest.mark.gate
 def test_fused_designs_fit_the_device_on_chip_memory(contract_file):
-    from eagle4.backends import csim
+    from eagle4.backends import csim_build
     from eagle4.contract import load_contract
 
-    if csim.tools_missing():
-        pytest.fail(f"on-chip budget not evaluated: {csim.tools_missing()}", pytrace=False)
+    if csim_build.tools_missing():
+        pytest.fail(f"on-chip budget not evaluated: {csim_build.tools_missing()}", pytrace=False)
     c = load_contract(contract_file)
     pair = onchip.combined(onchip.measure(c, ["fused_draft", "fused_verify"]), "fused_draft+fused_verify")
     line = onchip.summary_line(pair)

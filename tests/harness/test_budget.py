@@ -1,4 +1,4 @@
-"""Byte accounting, workload trace, budget model and roofline (eagle4.budget, eagle4.workload.trace)."""
+"""Byte accounting, workload trace, budget model and roofline (eagle4.budget, eagle4.budget.trace)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from eagle4.backends import fused_csim as fc
 from eagle4.budget import bytes as bb
 from eagle4.budget import model as bm
 from eagle4.budget.config import DTYPE_BYTES, fpga_section
-from eagle4.workload.trace import build_trace, contract_sha256
+from eagle4.budget.trace import build_trace, contract_sha256
 
 pytestmark = pytest.mark.csim
 
@@ -192,9 +192,9 @@ def test_unfused_chain_counts_equal_the_hls_kernels():
     HLS kernels (hls/<key>, eagle4.backends.csim) count on the same calls; K1 differs only by the
     optional HLS-extension output_tokens [B,K] the csim backend allocates (not used by the chain)."""
     torch = pytest.importorskip("torch")
+    from eagle4.backends import fused_csim as fc
     from eagle4.backends.csim import CsimBackend
-    from eagle4.budget import fused_csim as fc
-    from eagle4.workload import tree_glue as glue
+    from eagle4.kernels import tree_glue as glue
 
     be = CsimBackend()
     ok, why = be.available()

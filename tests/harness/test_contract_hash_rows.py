@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from eagle4.budget.trace import _measured_accepts
 from eagle4.gates import consecutive_green
 from eagle4.gates.metrics import Ctx, MissingMetric, bytes_per_token_ratio
-from eagle4.workload.trace import _measured_accepts
 
 SHA = "a" * 64
 

@@ -88,8 +88,8 @@ def test_commands_refuse_a_bad_contract_with_one_line_and_write_nothing(tmp_path
 def test_trace_names_the_acceptance_csv_and_its_hash(tmp_path):
     import csv
 
+    from eagle4.budget.trace import build_trace
     from eagle4.contract import sha256_file
-    from eagle4.workload.trace import build_trace
 
     c = load_contract(DEFAULT, verify_files=False)
     (tmp_path / "reports").mkdir()
@@ -102,3 +102,39 @@ def test_trace_names_the_acceptance_csv_and_its_hash(tmp_path):
     assert t.accept_provenance == "measured" and t.accept_source == "reports/acceptance_lengths.csv"
     assert t.accept_sha256 == sha256_file(p) and t.accept_sha256[:16] in " ".join(t.notes)
     assert build_trace(c, root=tmp_path / "nothing").accept_sha256 == ""
+
+
+ENGINE = ROOT / "contracts" / "examples" / "eagle3-engine.toml"
+
+
+def test_the_loader_returns_one_typed_model_per_kind():
+    """A workload contract and an engine contract are different models; neither carries the other's
+    sections, and every workload section is required of a workload contract."""
+    from eagle4.contract import EngineContract, WorkloadContract
+
+    w, e = load_contract(DEFAULT, verify_files=False), load_contract(ENGINE, verify_files=False)
+    assert type(w) is WorkloadContract and w.kind == "workload"
+    assert type(e) is EngineContract and e.kind == "engine"
+    assert not hasattr(w, "engine") and not hasattr(e, "decode")
+    assert all(WorkloadContract.model_fields[k].is_required() for k in ("model", "decode", "prompts", "runs"))
+    assert EngineContract.model_fields["engine"].is_required()
+
+
+@pytest.mark.parametrize("src, edit, want", [
+    (DEFAULT, lambda t: t.replace("[decode]", "[decode_]"), "decode"),
+    (DEFAULT, lambda t: t + '\n[[scenarios]]\nname = "x"\n', "need an [engine] section"),
+    (ENGINE, lambda t: t + "\n[runs]\nwarmup = 1\n", "belong to a workload contract"),
+])
+def test_a_section_of_the_other_kind_is_a_one_line_error(tmp_path, src, edit, want):
+    p = _contract(tmp_path, edit(src.read_text()))
+    msg = _one_line_error(p)
+    assert str(p) in msg and want in msg
+
+
+def test_a_dict_of_sections_is_a_typed_partial_contract():
+    from eagle4.contract import PartialContract, as_contract, fpga_section
+
+    c = as_contract({"fpga": {"hbm_peak_gbps": 820}})
+    assert isinstance(c, PartialContract)
+    assert fpga_section(c).hbm_peak_gbps == 820 and c.gates == [] and c.baseline is None
+    assert type(as_contract(load_contract(ENGINE, verify_files=False).canonical())).__name__ == "EngineContract"

@@ -4,11 +4,12 @@ element read once, each output element written once), and the port-bytes CSV hel
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from eagle4.backends.csim import flush_port_bytes, record_port_bytes, write_port_bytes_csv
+from eagle4.backends.csim_ports import port_rows, write_port_bytes_csv
 
 pytestmark = pytest.mark.csim
 
@@ -129,23 +130,34 @@ def test_k4_bytes(backend, write_bool):
 
 
 def test_port_bytes_csv(tmp_path):
+    """One writer: one row per (kernel, case, port), the last recorded winning, sorted by that key."""
     path = tmp_path / "reports" / "csim_port_bytes.csv"
-    record_port_bytes("K3", "work_deltas/x", {"work_scores": (108, 0), "work_deltas": (0, 20)})
-    record_port_bytes("work_deltas", "work_deltas/y", {"work_scores": (8, 0)})
-    assert flush_port_bytes(path) == 3
-    assert flush_port_bytes(path) == 0  # collection cleared
-    record_port_bytes("tree_mask", "tree_mask/z", {"packed_mask": (0, 5)})
-    assert flush_port_bytes(path) == 1  # appended, header once
-    rows = list(csv.DictReader(path.open()))
-    assert [r["kernel"] for r in rows] == ["work_deltas", "work_deltas", "work_deltas", "tree_mask"]
-    assert rows[0] == {"kernel": "work_deltas", "case_id": "work_deltas/x", "port": "work_scores",
-                       "bytes_read": "108", "bytes_written": "0", "provenance": "csim"}
-    out = write_port_bytes_csv([{"kernel": "k", "case_id": "c", "port": "p", "bytes_read": 1, "bytes_written": 2}],
-                               tmp_path / "fresh.csv")
-    assert list(csv.DictReader(out.open()))[0]["provenance"] == "csim"
-    out = write_port_bytes_csv([("k", "c", "p", 3, 4)], tmp_path / "tuples.csv")
-    assert list(csv.DictReader(out.open())) == [{"kernel": "k", "case_id": "c", "port": "p", "bytes_read": "3",
-                                                 "bytes_written": "4", "provenance": "csim"}]
+    rows = (port_rows("work_deltas", "work_deltas/y", {"work_scores": (8, 0)})
+            + port_rows("work_deltas", "work_deltas/x", {"work_scores": (1, 0), "work_deltas": (0, 20)})
+            + port_rows("work_deltas", "work_deltas/x", {"work_scores": (108, 0)})  # a rerun of the same case
+            + port_rows("tree_mask", "tree_mask/z", {"packed_mask": (0, 5)}))
+    assert write_port_bytes_csv(rows, path) == path
+    lines = path.read_text().splitlines()
+    assert lines == ["kernel,case_id,port,bytes_read,bytes_written,provenance",
+                     "tree_mask,tree_mask/z,packed_mask,0,5,csim",
+                     "work_deltas,work_deltas/x,work_deltas,0,20,csim",
+                     "work_deltas,work_deltas/x,work_scores,108,0,csim",
+                     "work_deltas,work_deltas/y,work_scores,8,0,csim"]
+    write_port_bytes_csv(port_rows("k", "c", {"p": (3, 4)}), path)  # a fresh file, never appended
+    assert list(csv.DictReader(path.open())) == [{"kernel": "k", "case_id": "c", "port": "p", "bytes_read": "3",
+                                                  "bytes_written": "4", "provenance": "csim"}]
+
+
+def test_port_bytes_have_one_writer():
+    """The CSV's columns are spelled in eagle4.backends.csim_ports only (no module-global row list either)."""
+    from eagle4.backends import csim, csim_ports
+
+    root = Path(__file__).resolve().parents[2]
+    spelled = [str(f.relative_to(root)) for top in ("src", "plugins", "scripts") for f in (root / top).rglob("*.py")
+               if '"case_id", "port", "bytes_read"' in f.read_text()]
+    assert spelled == ["src/eagle4/backends/csim_ports.py"]
+    assert not any(isinstance(v, list) for k, v in vars(csim_ports).items() if not k.startswith("__"))
+    assert not hasattr(csim, "flush_port_bytes") and not hasattr(csim, "record_port_bytes")
 
 
 def _bytes_model():

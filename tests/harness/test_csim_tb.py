@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eagle4.backends import csim, get_backend
+from eagle4.backends import csim_build, get_backend
 from eagle4.cases.dump import save_dump
 from eagle4.parity import reference_outcome
 
@@ -33,7 +33,7 @@ PRODUCER = {"backend": "ref", "device": "cpu", "note": "tests/harness/test_csim_
 
 @pytest.fixture(scope="module", autouse=True)
 def _tools():
-    missing = csim.tools_missing()
+    missing = csim_build.tools_missing()
     if missing:
         pytest.fail(f"the C-simulation needs {missing}: install g++ and `pip install hls4ml`", pytrace=False)
 
@@ -214,7 +214,7 @@ def _tb_abi_tables():
 
     out = []
     for key in KERNEL_ORDER:
-        src = csim.HLS_DIR / key / f"tb_{key}.cpp"
+        src = csim_build.HLS_DIR / key / f"tb_{key}.cpp"
         if not src.is_file() or "KernelAbi" not in src.read_text():
             continue
         text = src.read_text()

@@ -162,9 +162,9 @@ def test_optional_output_is_produced_only_when_asked():
 
 @pytest.mark.csim
 def test_csim_produces_a_requested_optional_output(tmp_path, capsys):
-    from eagle4.backends import csim
+    from eagle4.backends import csim_build
 
-    missing = csim.tools_missing()
+    missing = csim_build.tools_missing()
     if missing:
         pytest.fail(f"the C-simulation needs {missing}: install g++ and `pip install hls4ml`", pytrace=False)
     dump = _k3_dump(tmp_path / "k3.npz", {"work_deltas": K3_TOTAL, "per_req_deltas": K3_PER_REQ})

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from eagle4 import containers, envvars
-from eagle4.backends import csim, cuda
+from eagle4.backends import csim_build, cuda
 
 pytestmark = [pytest.mark.cpu]
 
@@ -45,7 +45,7 @@ def test_anything_else_is_refused_naming_variable_and_value(monkeypatch, raw):
     ("EAGLE4_CONTAINER_SILENCE_S", containers.silence_timeout_s),
     ("EAGLE4_BASE_BUILD_TIMEOUT_S", containers.base_build_timeout_s),
     ("EAGLE4_CUDA_BUILD_LOCK_STALE_S", cuda.build_lock_stale_s),
-    ("EAGLE4_CXX_TIMEOUT_S", csim.cxx_timeout_s),
+    ("EAGLE4_CXX_TIMEOUT_S", csim_build.cxx_timeout_s),
 ])
 def test_each_setting_is_read_where_used(monkeypatch, name, read):
     monkeypatch.setenv(name, "42")

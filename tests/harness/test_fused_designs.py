@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eagle4.budget import fused_csim as fc  # a plain import: an import error fails, never skips
+from eagle4.backends import fused_csim as fc  # a plain import: an import error fails, never skips
 
 pytestmark = pytest.mark.csim
 
@@ -262,12 +262,12 @@ def test_verify_k4_k7_against_pytorch_reference(case):
 @pytest.mark.parametrize("case", [DRAFT_CASES[1], DRAFT_CASES[3], DRAFT_CASES[4]], ids=lambda c: c[0])
 def test_draft_chain_against_pytorch_reference(case):
     """The stage library's draft step (K1 -> K2 -> K3 -> hand-off -> K4 -> verify-set selection)
-    against the PyTorch reference kernels and the host glue (eagle4.workload.tree_glue), fed with the
+    against the PyTorch reference kernels and the host glue (eagle4.kernels.tree_glue), fed with the
     same per-layer top-K candidates (uncounted taps of the unfused chain)."""
     torch = pytest.importorskip("torch")
     from eagle4 import dtypes as dt
     from eagle4 import kernels as Kr
-    from eagle4.workload import tree_glue as glue
+    from eagle4.kernels import tree_glue as glue
 
     name, B, K, widths, N, M, I, Vn, hdt, wdt, hot = case
     s = fc.DraftShape(B=B, K=K, widths=widths, H=24, Vt=96, V=500 if hot else 0, N=N, M=M, I=I, L=13,
@@ -493,10 +493,10 @@ def test_draft_refuses_token_ids_beyond_its_32bit_state(tensor):
 def test_lane_topk_equals_one_sequential_scan(tmp_path):
     """The draft top-K in 16 lanes + merge (e4f_stages.hpp topk_row) selects the same K in the same order as one
     sequential insertion scan in (p desc, v asc), on rows with ties, NaN and infinities, every K and short rows."""
-    from eagle4.backends import csim
+    from eagle4.backends import csim_build
 
-    if csim.tools_missing():
-        pytest.fail(csim.tools_missing(), pytrace=False)
+    if csim_build.tools_missing():
+        pytest.fail(csim_build.tools_missing(), pytrace=False)
     src = tmp_path / "topk.cpp"
     src.write_text(r"""#include <cstdio>
 #include <random>
@@ -532,8 +532,8 @@ int main() {
 }
 """)
     exe = tmp_path / "topk"
-    p = csim.run_cxx([csim.find_cxx(), "-std=c++17", "-O1", "-ffp-contract=off", "-Wno-unknown-pragmas",
-                      *csim.include_flags(), f"-I{csim.HLS_DIR / 'fused' / 'common'}", str(src), "-o", str(exe)],
+    p = csim_build.run_cxx([csim_build.find_cxx(), "-std=c++17", "-O1", "-ffp-contract=off", "-Wno-unknown-pragmas",
+                      *csim_build.include_flags(), f"-I{csim_build.HLS_DIR / 'fused' / 'common'}", str(src), "-o", str(exe)],
                      "top-K equivalence", tmp_path)
     assert p.returncode == 0, p.stderr
     import subprocess

@@ -33,7 +33,7 @@ WARN = ["-Wall", "-Wno-unknown-pragmas", "-Wno-unused-label", "-Wno-unused-varia
 
 
 def _toolchain():
-    from eagle4.backends.csim import hls4ml_ap_types
+    from eagle4.backends.csim_build import hls4ml_ap_types
 
     cxx = shutil.which(os.environ.get("CXX") or "g++")
     ap = hls4ml_ap_types()
@@ -111,9 +111,9 @@ def _tcl_designs(tmp_path) -> dict[str, tuple[str, list[str]]]:
 def test_tcl_and_csim_build_read_the_same_description(tmp_path):
     """One source list: what run_hls.tcl synthesizes is what eagle4.backends.hls_designs says, and the
     C-sim library links those same files for the design."""
-    from eagle4.backends import csim, hls_designs
+    from eagle4.backends import csim_build, hls_designs
 
-    ds = csim.all_designs()
+    ds = csim_build.all_designs()
     for design, (top, files) in _tcl_designs(tmp_path).items():
         assert top == ds[design].top
         assert files == [str(f.relative_to(HLS)) for f in hls_designs.synth_sources(design, ds)]
@@ -141,7 +141,7 @@ def test_tcl_file_list_links_without_undefined_symbols(tmp_path, design):
 
 # ------------------------------------------------------ the synthesis tops == the C-ABI entries
 
-from eagle4.budget import fused_csim as fc  # noqa: E402
+from eagle4.backends import fused_csim as fc  # noqa: E402
 
 
 def _ptr(a: dict, name: str, off: int = 0):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from csv_rows import write_rows  # this folder, as oracles_verify
 
+from eagle4.budget.trace import contract_sha256
 from eagle4.gates import GateError, consecutive_green, evaluate_all, load_gates, summary
-from eagle4.workload.trace import contract_sha256
 
 
 def _bytes_rows(sha, unf, fus, comps, batch=4):

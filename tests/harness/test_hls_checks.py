@@ -223,9 +223,9 @@ def test_a_planted_shared_hot_bundle_fails(tmp_path):
 
 def test_the_loop_rules_see_the_per_kernel_ports():
     """The per-kernel tops' m_axi ports are found (the loop rules would pass vacuously without them)."""
-    from eagle4.backends import csim, hls_designs
+    from eagle4.backends import csim_build, hls_designs
 
-    ds = hls_designs.designs(csim.HLS_DIR)
+    ds = hls_designs.designs(csim_build.HLS_DIR)
     per_kernel = {n: d for n, d in ds.items() if d.tb}
     assert len(per_kernel) == 7
     for name in per_kernel:
@@ -561,13 +561,13 @@ def test_a_planted_beat_width_violation_fails(tmp_path):
 def test_beat_width_sees_the_fused_port_loops(monkeypatch):
     """Not vacuous: with a 256-bit beat the fused designs' full-beat port loops (the draft spill rows, the verify
     logits rows) are reported."""
-    from eagle4.backends import csim, hls_calltree, hls_dataflow, hls_designs
+    from eagle4.backends import csim_build, hls_calltree, hls_dataflow, hls_designs
 
     monkeypatch.setattr(hls_dataflow, "BEAT_BITS", 256)
-    ds = hls_designs.designs(csim.HLS_DIR)
+    ds = hls_designs.designs(csim_build.HLS_DIR)
     found = set()
     for name in ("fused_draft", "fused_verify"):
-        prog = hls_calltree.design_program(hls_designs.synth_sources(name, ds), csim.HLS_DIR)
+        prog = hls_calltree.design_program(hls_designs.synth_sources(name, ds), csim_build.HLS_DIR)
         for f in prog.files:
             found |= {p.split("-bit ")[1].split(" ")[0] for p in hls_dataflow.check_beat_width(prog, f, ds[name].top)}
     # + the LM head's hidden-row load; its weight ports (an array of ports of a template element type) are not
@@ -578,9 +578,9 @@ def test_beat_width_sees_the_fused_port_loops(monkeypatch):
 def test_every_design_is_judged_by_its_rule_set():
     """The rule sets name every rule the checks can report, and both fused designs get the loop, dataflow
     and call-tree rules (not only the file rules)."""
-    from eagle4.backends import csim, hls_designs
+    from eagle4.backends import csim_build, hls_designs
 
-    ds = hls_designs.designs(csim.HLS_DIR)
+    ds = hls_designs.designs(csim_build.HLS_DIR)
     fused = [n for n, d in ds.items() if hls_checks.design_kind(d) == "fused"]
     assert sorted(fused) == ["fused_draft", "fused_verify"]
     for rule in hls_checks.LOOP_RULES + hls_checks.CALL_RULES + hls_checks.FILE_RULES:

@@ -75,7 +75,7 @@ def test_pingpong_overlap_in_the_model():
 def test_trip_counts_are_the_loop_iterations():
     """C-sim trips of one fused draft step: LM head MACs = sum over layers of R * Vt * H, weight loads
     = D * Vt * H, one row pass per frontier row."""
-    from eagle4.budget import fused_csim as fc
+    from eagle4.backends import fused_csim as fc
 
     s = fc.DraftShape(B=2, K=4, widths=[1, 4, 3], H=80, Vt=64, V=200, N=64, M=32, I=16, L=8, verify_num=8,
                       use_hot=True, weight_dtype="int8")  # H = one full beat of int8 (two of bf16) + a tail

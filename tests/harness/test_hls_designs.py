@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from eagle4.backends import csim, hls_designs
+from eagle4.backends import csim_build, hls_designs
 from eagle4.backends.hls_designs import DesignDescriptionError
 from eagle4.spec import KERNEL_ORDER
 
 
 def test_every_kernel_and_fused_design_is_described():
-    ds = csim.all_designs()
+    ds = csim_build.all_designs()
     assert set(KERNEL_ORDER) | {"fused_draft", "fused_verify"} == set(ds)
     for k in KERNEL_ORDER:
         assert ds[k].top == f"{k}_top" and ds[k].tb and ds[k].csim_entry
@@ -19,7 +19,7 @@ def test_every_kernel_and_fused_design_is_described():
     # every .cpp of the design folders is some design's source: no file outside the lists (hls/xclbin
     # holds the v++ kernel wrappers of the board flow, which include the designs, not designs of their own)
     listed = {f for n in ds for f in hls_designs.testbench_sources(n, ds)}
-    assert {p for p in csim.HLS_DIR.rglob("*.cpp") if "xclbin" not in p.relative_to(csim.HLS_DIR).parts} == listed
+    assert {p for p in csim_build.HLS_DIR.rglob("*.cpp") if "xclbin" not in p.relative_to(csim_build.HLS_DIR).parts} == listed
 
 
 def _write(tmp_path, text, name="x"):

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from eagle4.backends import csim
+from eagle4.backends import csim_build
 
-HEADER = csim.INCLUDE_DIR / "eagle4_hw_counters.h"
+HEADER = csim_build.INCLUDE_DIR / "eagle4_hw_counters.h"
 
 
 def test_layout_matches_the_xrt_reader():
@@ -25,8 +25,8 @@ def test_layout_matches_the_xrt_reader():
 
 @pytest.mark.parametrize("counted", [True, False])
 def test_a_top_fills_the_block(tmp_path, counted):
-    if csim.tools_missing():
-        pytest.fail(csim.tools_missing(), pytrace=False)
+    if csim_build.tools_missing():
+        pytest.fail(csim_build.tools_missing(), pytrace=False)
     src = tmp_path / "t.cpp"
     src.write_text("""#include <cstdio>
 #include "eagle4_hw_counters.h"
@@ -46,7 +46,7 @@ int main() {
 """)
     exe = tmp_path / "t"
     flags = ["-DEAGLE4_HW_COUNTERS"] if counted else []
-    p = csim.run_cxx([csim.find_cxx(), "-std=c++17", *flags, f"-I{csim.INCLUDE_DIR}", str(src), "-o", str(exe)],
+    p = csim_build.run_cxx([csim_build.find_cxx(), "-std=c++17", *flags, f"-I{csim_build.INCLUDE_DIR}", str(src), "-o", str(exe)],
                      "test", tmp_path)
     assert p.returncode == 0, p.stderr
     words = [int(x) for x in subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.split()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from eagle4.backends import csim
+from eagle4.backends import csim_build
 from eagle4.budget import onchip
 from eagle4.budget.onchip import Array
 
@@ -24,8 +24,8 @@ def test_rounding_to_block_ram_words():
 
 
 def test_static_arrays_of_a_planted_source(tmp_path):
-    if csim.tools_missing():
-        pytest.fail(csim.tools_missing(), pytrace=False)
+    if csim_build.tools_missing():
+        pytest.fail(csim_build.tools_missing(), pytrace=False)
     src = tmp_path / "t.cpp"
     src.write_text("""#include <cstdint>
 namespace ns { struct S { int64_t a[7][3]; float b[5]; int c; }; static S st; static uint16_t w[1000]; }
@@ -33,7 +33,7 @@ int use(int i) { static float local_row[33]; float stack[9] = {0}; local_row[i] 
   return ns::st.c + (int)ns::st.a[i][0] + ns::w[i] + (int)ns::st.b[i] + (int)local_row[i]; }
 """)
     obj = tmp_path / "t.o"
-    p = csim.run_cxx([csim.find_cxx(), *onchip.SYNTH_FLAGS, "-c", str(src), "-o", str(obj)], "test", tmp_path)
+    p = csim_build.run_cxx([csim_build.find_cxx(), *onchip.SYNTH_FLAGS, "-c", str(src), "-o", str(obj)], "test", tmp_path)
     assert p.returncode == 0, p.stderr
     got = {a.name: (a.elems, a.elem_bits) for a in onchip.static_arrays(obj)}
     assert got == {"ns::st.a": (21, 64), "ns::st.b": (5, 32), "ns::w": (1000, 16), "use::local_row": (33, 32),
@@ -43,9 +43,9 @@ int use(int i) { static float local_row[33]; float stack[9] = {0}; local_row[i] 
 def test_every_design_is_measured_and_the_fused_pair_is_placed():
     from eagle4.contract import load_contract
 
-    c = load_contract(csim.REPO / "contracts" / "default.toml")
+    c = load_contract(csim_build.REPO / "contracts" / "default.toml")
     parts = {p.design: p for p in onchip.measure(c)}
-    assert set(parts) == set(csim.all_designs())
+    assert set(parts) == set(csim_build.all_designs())
     draft = {x.array.name: x.array for x in parts["fused_draft"].placements}
     # the synthesized draft design keeps the hidden rows as 16-bit words and no f32 copy of them, and the
     # logits tile as pairs of f32 in 64-bit words (URAM words are 72 bits)
@@ -96,8 +96,8 @@ def test_fifos_are_bound_like_vitis_defaults():
 
 def test_fifos_of_a_planted_source(tmp_path):
     """A stream's depth and element width come from its template arguments in the DWARF."""
-    if csim.tools_missing():
-        pytest.fail(csim.tools_missing(), pytrace=False)
+    if csim_build.tools_missing():
+        pytest.fail(csim_build.tools_missing(), pytrace=False)
     src = tmp_path / "t.cpp"
     src.write_text("""#include <cstdint>
 namespace eagle4 { template <typename T, int DEPTH> class stream { public: T last; void write(const T& x) { last = x; } }; }
@@ -106,7 +106,7 @@ int use(int i) { eagle4::stream<Rec, 8> s; eagle4::stream<uint16_t, 2> q; Rec r 
   return (int)s.last.t + q.last; }
 """)
     obj = tmp_path / "t.o"
-    p = csim.run_cxx([csim.find_cxx(), *onchip.SYNTH_FLAGS, "-c", str(src), "-o", str(obj)], "test", tmp_path)
+    p = csim_build.run_cxx([csim_build.find_cxx(), *onchip.SYNTH_FLAGS, "-c", str(src), "-o", str(obj)], "test", tmp_path)
     assert p.returncode == 0, p.stderr
     got = {a.name: (a.depth, a.width_bits) for a in onchip.static_arrays(obj) if isinstance(a, onchip.Fifo)}
     assert got == {"use::s": (8, 24 * 8), "use::q": (2, 16)}
@@ -115,7 +115,7 @@ int use(int i) { eagle4::stream<Rec, 8> s; eagle4::stream<uint16_t, 2> q; Rec r 
 def test_the_fused_designs_fifos_are_counted():
     from eagle4.contract import load_contract
 
-    c = load_contract(csim.REPO / "contracts" / "default.toml")
+    c = load_contract(csim_build.REPO / "contracts" / "default.toml")
     parts = {p.design: p for p in onchip.measure(c, ["fused_draft", "fused_verify"])}
     draft = {f.name.split("::")[-1]: f for f in parts["fused_draft"].lut_fifos}
     assert set(draft) == {"cand_s", "k1_s", "work_s", "front_s"}  # the draft DATAFLOW region's four streams
@@ -157,6 +157,6 @@ def test_bind_storage_pins_an_array():
     assert [x.array.name for x in st.unbound_uram] == ["s"]
     from eagle4.contract import load_contract
 
-    c = load_contract(csim.REPO / "contracts" / "default.toml")
+    c = load_contract(csim_build.REPO / "contracts" / "default.toml")
     draft = {x.array.name.split(" ")[0]: x for x in onchip.measure(c, ["fused_draft"])[0].placements}
     assert draft["e4f::draft::logits2"].array.bind == "uram" and draft["e4f::draft::logits2"].pool == "uram"

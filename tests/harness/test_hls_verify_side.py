@@ -576,17 +576,17 @@ def test_k5_other_accumulator_depths(depth, tmp_path):
     """EAGLE4_K5_ACC_DEPTH = 1 is the reference's exact association; any power of two stays within TOL."""
     import subprocess
 
-    from eagle4.backends import csim, csim_tb, hls_designs
+    from eagle4.backends import csim_build, csim_tb, hls_designs
     from eagle4.cases.dump import save_dump
 
-    hls = csim.HLS_DIR / "logits_to_probas"
+    hls = csim_build.HLS_DIR / "logits_to_probas"
     exe = tmp_path / f"tb_k5_depth{depth}"
-    flags = [f.replace("-O2", "-O1") for f in csim.BASE_FLAGS] + list(csim_tb.TB_SANITIZE_FLAGS)
-    sources = hls_designs.testbench_sources("logits_to_probas", csim.all_designs())
+    flags = [f.replace("-O2", "-O1") for f in csim_build.BASE_FLAGS] + list(csim_tb.TB_SANITIZE_FLAGS)
+    sources = hls_designs.testbench_sources("logits_to_probas", csim_build.all_designs())
     assert sources[0] == hls / "tb_logits_to_probas.cpp"
-    cmd = [csim.find_cxx(), *flags, f"-DEAGLE4_K5_ACC_DEPTH={depth}", *csim.include_flags(),
+    cmd = [csim_build.find_cxx(), *flags, f"-DEAGLE4_K5_ACC_DEPTH={depth}", *csim_build.include_flags(),
            *[str(f) for f in sources], "-o", str(exe)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=csim.cxx_timeout_s())
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=csim_build.cxx_timeout_s())
     assert p.returncode == 0, p.stderr
     picked = [c for c in _cases("logits_to_probas") if c.params["write_probas"] and "large" not in c.tags][:6]
     assert picked

@@ -123,9 +123,10 @@ def test_spec_config_read_back_and_checked(client, vllm, sglang, engine, contrac
     s = read_spec_config(client, sglang.url, "sglang")
     assert s["source"].startswith("sglang:") and check_spec_config(s, contract) == []
     v = read_spec_config(client, vllm.url, "vllm")
-    assert v == {"source": "vllm:/server_info", "algorithm": "eagle", "num_steps": contract.decode.tree_depth,
-                 "topk": 1, "num_verify_tokens": contract.decode.tree_depth + 1}
-    # vLLM exposes a chain; the contract asks for a tree: not the contract's workload
+    # vLLM's vocabulary has no dynamic tree: num_spec_tokens is the draft tokens verified per step
+    assert v == {"source": "vllm:/server_info", "algorithm": "eagle", "num_steps": contract.decode.verify_num - 1,
+                 "topk": 1, "num_verify_tokens": contract.decode.verify_num}
+    # read as vLLM's chain, it is not the contract's tree workload
     assert any("top-k" in m for m in check_spec_config(v, contract))
     assert check_spec_config(None, contract)
     with EngineServer(engine, dialect="sglang", advertise={"topk": 8}) as other:

@@ -1,4 +1,4 @@
-"""The §8 host glue (eagle4.workload.tree_glue) and the chained regressions built on it."""
+"""The §8 host glue (eagle4.kernels.tree_glue) and the chained regressions built on it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from eagle4 import dtypes as dt
 from eagle4.backends.ref import ReferenceBackend
 from eagle4.cases import chain
 from eagle4.compare import compare_outputs
-from eagle4.workload import tree_glue as glue
+from eagle4.kernels import tree_glue as glue
 
 REF = ReferenceBackend()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eagle4.backends import csim
+from eagle4.backends import csim_build
 from eagle4.backends.csim import CsimBackend, CsimBuildError
 from eagle4.compare import compare_outputs
 from eagle4.kernels import PreconditionError
@@ -29,7 +29,7 @@ GOLDENS = Path(__file__).resolve().parents[1] / "data" / "goldens" / "cuda"
 
 
 def _need_tools():
-    missing = csim.tools_missing()
+    missing = csim_build.tools_missing()
     if missing:
         pytest.fail(f"the C-simulation needs {missing}: install g++ and `pip install hls4ml`", pytrace=False)
 
@@ -51,7 +51,7 @@ def test_library_builds_once_then_cache_hit(tmp_path):
     first = CsimBackend(cache_dir=tmp_path)
     path = first.build()
     assert first.cache_hit is False
-    assert path.is_file() and path.name == csim.LIB_NAME
+    assert path.is_file() and path.name == csim_build.LIB_NAME
     for k in MY_KERNELS:
         assert k in first.build_info["kernels"], first.build_info["errors"].get(k, "")
     assert first.build_info["seconds"] < 120, "the whole csim build should take well under a minute"
@@ -59,8 +59,8 @@ def test_library_builds_once_then_cache_hit(tmp_path):
     assert second.build() == path
     assert second.cache_hit is True
     # sanitize=True is its own cache key
-    assert csim.build_digest("lib", [], list(csim.BASE_FLAGS)) != \
-        csim.build_digest("lib", [], list(csim.BASE_FLAGS) + list(csim.SANITIZE_FLAGS))
+    assert csim_build.build_digest("lib", [], list(csim_build.BASE_FLAGS)) != \
+        csim_build.build_digest("lib", [], list(csim_build.BASE_FLAGS) + list(csim_build.SANITIZE_FLAGS))
 
 
 def test_concurrent_builds_do_not_race(tmp_path):
@@ -78,10 +78,10 @@ def test_concurrent_builds_do_not_race(tmp_path):
 
 
 def test_available_explains_what_is_missing(monkeypatch):
-    monkeypatch.setattr(csim, "find_cxx", lambda: None)
+    monkeypatch.setattr(csim_build, "find_cxx", lambda: None)
     ok, why = CsimBackend().available()
     assert not ok and "g++" in why
-    monkeypatch.setattr(csim, "hls4ml_ap_types", lambda: None)
+    monkeypatch.setattr(csim_build, "hls4ml_ap_types", lambda: None)
     ok, why = CsimBackend().available()
     assert not ok and "hls4ml" in why
 
@@ -89,7 +89,7 @@ def test_available_explains_what_is_missing(monkeypatch):
 def test_sanitized_library_needs_preloaded_asan(monkeypatch):
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     ok, why = CsimBackend(sanitize=True).available()
-    if csim.tools_missing():
+    if csim_build.tools_missing():
         pytest.fail("the C-simulation tools are missing (g++, hls4ml)", pytrace=False)
     assert not ok and "LD_PRELOAD" in why
 
@@ -97,7 +97,7 @@ def test_sanitized_library_needs_preloaded_asan(monkeypatch):
 def test_supports_the_kernels_with_a_capi(backend):
     for k in MY_KERNELS:
         assert backend.supports(k)
-    assert set(k for k in csim.kernel_keys_with_capi()) >= set(MY_KERNELS)
+    assert set(k for k in csim_build.kernel_keys_with_capi()) >= set(MY_KERNELS)
     assert backend.name == "csim" and backend.provenance == "csim"
 
 
@@ -240,7 +240,7 @@ def test_a_broken_kernel_is_isolated_and_reported(tmp_path):
     import shutil
 
     hls = tmp_path / "hls"
-    shutil.copytree(csim.HLS_DIR, hls, ignore=shutil.ignore_patterns("fused", "tcl"))
+    shutil.copytree(csim_build.HLS_DIR, hls, ignore=shutil.ignore_patterns("fused", "tcl"))
     src = hls / "work_deltas" / "work_deltas.cpp"
     src.write_text(src.read_text() + "\nthis is not C++;\n")
     code = """
@@ -285,7 +285,7 @@ def test_a_gxx_timeout_is_an_error_naming_the_cache_and_nothing_is_cached(tmp_pa
     assert not [d for d in tmp_path.iterdir() if d.is_dir() and not d.name.startswith(".failed-")]
     monkeypatch.setenv("EAGLE4_CXX_TIMEOUT_S", "soon")
     with pytest.raises(ValueError, match="EAGLE4_CXX_TIMEOUT_S"):
-        csim.cxx_timeout_s()
+        csim_build.cxx_timeout_s()
 
 
 def test_prune_cache_keeps_the_newest_entries(tmp_path):
@@ -294,9 +294,9 @@ def test_prune_cache_keeps_the_newest_entries(tmp_path):
     for i in range(4):
         d = tmp_path / f"entry{i}"
         d.mkdir()
-        (d / csim.LIB_NAME).write_bytes(b"")
+        (d / csim_build.LIB_NAME).write_bytes(b"")
         (d / "build.json").write_text("{}")
         os.utime(d / "build.json", (_time.time() - 100 + i, _time.time() - 100 + i))
-    removed = csim.prune_cache(tmp_path, keep=2)
+    removed = csim_build.prune_cache(tmp_path, keep=2)
     assert sorted(p.name for p in removed) == ["entry0", "entry1"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["entry2", "entry3"]

@@ -127,7 +127,7 @@ def test_register_values_are_32_bit():
 
 
 def test_fused_draft_pipeline_matches_the_fused_csim(xrt_backend):
-    from eagle4.budget import fused_csim as fc
+    from eagle4.backends import fused_csim as fc
     s = fc.DraftShape(B=3, K=8, widths=[1, 8, 3, 5], H=24, Vt=96, V=500, N=128, M=64, I=64, L=13, verify_num=40,
                       use_hot=True, hidden_dtype="bfloat16", weight_dtype="int4", seed=5)
     inputs = fc.make_draft_inputs(s)
@@ -139,7 +139,7 @@ def test_fused_draft_pipeline_matches_the_fused_csim(xrt_backend):
 
 
 def test_fused_verify_pipeline_matches_the_fused_csim(xrt_backend):
-    from eagle4.budget import fused_csim as fc
+    from eagle4.backends import fused_csim as fc
     s = fc.VerifyShape(B=5, Q=16, S=6, V=200, H=6, L=9, eos=-1, temperatures=[1.0, 0.0, 0.7], seed=3)
     rng = np.random.default_rng(3)
     par = np.stack([fc.random_tree(rng, s.Q, "random") for _ in range(s.B)])

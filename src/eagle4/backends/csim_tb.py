@@ -5,7 +5,7 @@ A testbench links its kernel's top and C ABI wrapper and reads a dump with
 ``csim_design -argv <dump>``). By default it is built with ``-fsanitize=address,undefined``: that is
 how the C-simulation code is checked for out-of-bounds accesses and undefined behaviour (an
 ASan-instrumented library cannot be loaded into Python without preloading libasan). Executables
-are cached like the library (``eagle4.backends.csim.cached_build``), keyed by every source, header
+are cached like the library (``eagle4.backends.csim_build.cached_build``), keyed by every source, header
 and flag.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from eagle4.backends import hls_designs
 from eagle4.backends.base import BackendUnavailable
-from eagle4.backends.csim import (
+from eagle4.backends.csim_build import (
     BASE_FLAGS,
     HLS_DIR,
     CsimBuildError,

@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from eagle4.backends import csim, hls_designs
+from eagle4.backends import hls_designs
 from eagle4.backends.hls_calltree import synthesis_view
 from eagle4.backends.hls_lex import (
     CONTROL,
@@ -390,9 +390,9 @@ def _fused_loop_files(prog, d, hls_dir: Path) -> list[Path]:
 
 def check_designs(hls_dir: Path | None = None, exemptions: tuple[Exemption, ...] | None = None) -> list[str]:
     """Every rule of RULESETS over every design (hls/**/design.desc), less the reviewed EXEMPTIONS."""
-    from eagle4.backends import hls_calltree, hls_dataflow
+    from eagle4.backends import csim_build, hls_calltree, hls_dataflow
 
-    hls_dir = Path(hls_dir or csim.HLS_DIR)
+    hls_dir = Path(hls_dir or csim_build.HLS_DIR)
     exemptions = EXEMPTIONS if exemptions is None else exemptions
     ds = hls_designs.designs(hls_dir)
     tops = {d.top for d in ds.values()}

@@ -30,11 +30,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from eagle4.backends import csim
+from eagle4.backends import csim_build
 from eagle4.backends.hls_lex import split_top
 from eagle4.report import atomic
 
-HLS = csim.HLS_DIR
+HLS = csim_build.HLS_DIR
 GENERATED_HLS_DIR = "xclbin/kernels"  # where the entry points sit in a build tree laid out like hls/
 
 # ---------------------------------------------------------------------------------------------
@@ -137,11 +137,11 @@ _PRAGMA = re.compile(r"HLS\s+INTERFACE\s+m_axi\s+port\s*=\s*(\w+)([^\"\n\\]*)")
 
 
 def _preprocess(path: Path) -> str:
-    cxx = csim.find_cxx()
+    cxx = csim_build.find_cxx()
     if cxx is None:
         raise InterfaceError("g++ is needed to read the HLS tops' declarations (install g++ or set CXX)")
     cmd = [cxx, "-E", "-P", "-std=c++17", "-DEAGLE4_CSIM_COUNTERS", "-DEAGLE4_HLS4ML_HEADERS",
-           *csim.include_flags(), f"-I{path.parent}", f"-I{HLS / 'fused' / 'common'}", str(path)]
+           *csim_build.include_flags(), f"-I{path.parent}", f"-I{HLS / 'fused' / 'common'}", str(path)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if p.returncode:
         raise InterfaceError(f"g++ -E {path} failed:\n{p.stderr[-2000:]}")
@@ -189,7 +189,7 @@ def interface(name: str) -> KernelIface:
         raise KeyError(f"unknown xclbin kernel {name!r}; known: {', '.join(KERNEL_NAMES)}")
     source = next(k[2] for k in KERNEL_TABLE if k[0] == name)
     h = hashlib.sha256()
-    for p in sorted(csim.header_files(include_tb=False)) + [HLS / source]:
+    for p in sorted(csim_build.header_files(include_tb=False)) + [HLS / source]:
         h.update(p.read_bytes())
     return _interface_cached(name, h.hexdigest())
 
@@ -268,7 +268,7 @@ def render_entry_point(k: KernelIface) -> str:
 
 def generated_sources() -> dict[str, bytes]:
     """{path relative to hls/: contents} of the entry points and of the connectivity file, as a snapshot to
-    add to the sources a build compiles (see eagle4.backends.csim.snapshot_sources)."""
+    add to the sources a build compiles (see eagle4.backends.csim_build.snapshot_sources)."""
     out = {f"{GENERATED_HLS_DIR}/{n}.cpp": render_entry_point(interface(n)).encode() for n in KERNEL_NAMES}
     out["xclbin/connectivity.cfg"] = render_connectivity().encode()
     return out
@@ -358,9 +358,9 @@ def design_of(name: str) -> str:
 def vitis_sources(name: str, gen_dir: Path) -> list[Path]:
     """What ``v++ -c -k name`` compiles: the generated entry point (in ``gen_dir``), then the design's
     synthesized sources (design.desc)."""
-    from eagle4.backends import hls_designs
+    from eagle4.backends import csim_build, hls_designs
 
-    return [Path(gen_dir) / "kernels" / f"{name}.cpp"] + hls_designs.synth_sources(design_of(name), csim.all_designs())
+    return [Path(gen_dir) / "kernels" / f"{name}.cpp"] + hls_designs.synth_sources(design_of(name), csim_build.all_designs())
 
 
 def vitis_includes(name: str) -> list[Path]:

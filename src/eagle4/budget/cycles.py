@@ -27,9 +27,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from eagle4.backends import csim
+from eagle4.backends import csim_build
 
-FUSED_DIR = csim.HLS_DIR / "fused"
+FUSED_DIR = csim_build.HLS_DIR / "fused"
 PERF_H = FUSED_DIR / "common" / "e4f_perf.h"
 SYNTH_TOP = {"fused_draft": FUSED_DIR / "draft_pipeline" / "draft_pipeline_synth.cpp",
              "fused_verify": FUSED_DIR / "verify_pipeline" / "verify_pipeline_synth.cpp"}
@@ -224,6 +224,7 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
     (``fused_draft_lm_head``), the rest of the draft step (``fused_draft``) and the verify step."""
     import numpy as np
 
+    from eagle4.backends import csim_build
     from eagle4.backends import fused_csim as fc
     from eagle4.budget import bytes as bb
 
@@ -240,7 +241,7 @@ def step_cycles(r, *, reports_dir: Path | None = None) -> list[StepCycles]:
     decl = f.fused
     K, widths, N, M, I, S, Q, L = dec["K"], dec["widths"], dec["N"], dec["M"], dec["I"], dec["S"], dec["Q"], r.trace.prefix_len
     use_hot = decl.lm_head_vocab == "hot"
-    reports_dir = Path(reports_dir) if reports_dir else csim.REPO / f.synth_reports_dir
+    reports_dir = Path(reports_dir) if reports_dir else csim_build.REPO / f.synth_reports_dir
     out = []
     for B in r.batches:
         elem_d: dict[str, int] = {}

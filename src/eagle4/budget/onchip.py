@@ -305,29 +305,30 @@ def measure_design(name: str, *, cache_dir=None) -> list:
     """Arrays of one design's synthesis-mode build (cached by the sources' hash), as its ARRAY_PARTITION and
     AGGREGATE pragmas shape them (a partitioned array is several memories, each rounded on its own), and its
     FIFOs (:class:`Fifo`)."""
-    from eagle4.backends import csim, hls_designs
+    from eagle4.backends import csim_build, hls_designs
+    from eagle4.backends.base import BackendUnavailable
 
-    ds = csim.all_designs()
+    ds = csim_build.all_designs()
     files = hls_designs.synth_sources(name, ds)
-    headers = csim.header_files(include_tb=False)
-    snap = csim.snapshot_sources(headers + files)
+    headers = csim_build.header_files(include_tb=False)
+    snap = csim_build.snapshot_sources(headers + files)
     texts = [b.decode(errors="replace") for b in snap.values()]
     pragmas, aggregated = storage_pragmas(texts)
-    digest = csim.build_digest(f"onchip5_{name}", snap, list(SYNTH_FLAGS))
-    root = csim.cache_root(cache_dir) / "onchip"
-    cxx = csim.find_cxx()
+    digest = csim_build.build_digest(f"onchip5_{name}", snap, list(SYNTH_FLAGS))
+    root = csim_build.cache_root(cache_dir) / "onchip"
+    cxx = csim_build.find_cxx()
 
     def builder(tmp: Path):
-        src_root = csim.materialize(snap, tmp / "src")
+        src_root = csim_build.materialize(snap, tmp / "src")
         arrays: dict[str, dict] = {}
         fifos: dict[str, dict] = {}
         for f in files:
-            rel = f.relative_to(csim.HLS_DIR)
-            obj = tmp / csim._object_name(str(rel))
-            cmd = [cxx, *SYNTH_FLAGS, *csim.include_flags(src_root), "-c", str(src_root / rel), "-o", str(obj)]
-            p = csim.run_cxx(cmd, f"compiling {rel} in synthesis mode", root)
+            rel = f.relative_to(csim_build.HLS_DIR)
+            obj = tmp / csim_build.object_name(str(rel))
+            cmd = [cxx, *SYNTH_FLAGS, *csim_build.include_flags(src_root), "-c", str(src_root / rel), "-o", str(obj)]
+            p = csim_build.run_cxx(cmd, f"compiling {rel} in synthesis mode", root)
             if p.returncode:
-                raise csim.CsimBuildError(f"synthesis-mode build of {name} failed (cache folder {root}; nothing "
+                raise csim_build.CsimBuildError(f"synthesis-mode build of {name} failed (cache folder {root}; nothing "
                                           f"was cached):\n{' '.join(cmd)}\n{p.stdout}{p.stderr}")
             for a in static_arrays(obj, aggregated):
                 (fifos if isinstance(a, Fifo) else arrays)[a.name] = asdict(a)
@@ -336,9 +337,9 @@ def measure_design(name: str, *, cache_dir=None) -> list:
         (tmp / "fifos.json").write_text(json.dumps(sorted(fifos.values(), key=lambda a: a["name"]), indent=1))
         (tmp / "build.json").write_text(json.dumps({"design": name, "complete": True}))
 
-    if csim.tools_missing():
-        raise csim.BackendUnavailable(f"on-chip measurement needs g++ and hls4ml: {csim.tools_missing()}")
-    entry, _ = csim.cached_build(root, digest, builder)
+    if csim_build.tools_missing():
+        raise BackendUnavailable(f"on-chip measurement needs g++ and hls4ml: {csim_build.tools_missing()}")
+    entry, _ = csim_build.cached_build(root, digest, builder)
     macros = _macros(texts)
     binds = bind_pragmas(texts)
     out = []
@@ -463,12 +464,12 @@ class DesignStorage:
 
 def measure(contract, designs: list[str] | None = None, *, cache_dir=None) -> list[DesignStorage]:
     """The storage of every design (default: all of hls/) against the contract's device budget."""
-    from eagle4.backends import csim
+    from eagle4.backends import csim_build
     from eagle4.budget.config import fpga_section
 
     f = fpga_section(contract)
     bram_cap, uram_cap = f.bram_mb * 1e6, f.uram_mb * 1e6
-    names = designs or sorted(csim.all_designs())
+    names = designs or sorted(csim_build.all_designs())
     return [storage_of(n, measure_design(n, cache_dir=cache_dir), bram_cap, uram_cap) for n in names]
 
 

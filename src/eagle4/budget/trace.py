@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from eagle4.contract import contract_dict, contract_sha256, fpga_section, sha256_file, trace_section
+from eagle4.contract import (
+    as_contract,
+    contract_dict,
+    contract_sha256,
+    fpga_section,
+    sha256_file,
+    trace_section,
+)
 
 # contract_dict / contract_sha256 live in eagle4.contract; re-exported for existing callers
 __all__ = ["Cycle", "Trace", "build_trace", "contract_dict", "contract_sha256"]
@@ -104,6 +111,7 @@ def _measured_accepts(path: Path, sha: str | None = None, most: int | None = Non
 
 def build_trace(contract, *, root: str | Path | None = None) -> Trace:
     """The deterministic trace of the contract (same contract + same measured CSV -> same trace)."""
+    contract = as_contract(contract)
     d = contract_dict(contract)
     dec = d.get("decode", {})
     tr = trace_section(contract)
@@ -124,7 +132,7 @@ def build_trace(contract, *, root: str | Path | None = None) -> Trace:
     cc = 1 + K * sum(widths)
     Q = min(max(1, min(Vn, M)), min(cc, N))
     batches = tr.batches or sorted({int(p["batch"]) for p in d.get("operating_points", [])}) or [1]
-    c_root = getattr(contract, "root_dir", None) or (d.get("root_dir") if isinstance(contract, dict) else None)
+    c_root = contract.root_dir
     root = Path(root) if root else Path(c_root or Path(__file__).resolve().parents[3])
     measured = None
     if tr.accept_source in ("auto", "measured"):

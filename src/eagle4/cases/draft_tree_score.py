@@ -10,14 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from eagle4 import dtypes as dt
-from eagle4.cases import Case
+from eagle4.cases import Case, draft_matrix
 
 KEY = "draft_tree_score"
 V_TOKENS = 4096  # token-id range of the synthetic samples
 HIDDEN = ("float32", "float16", "bfloat16")
-MATRIX_B = (1, 7, 128)
-MATRIX_KW = ((8, 1), (8, 3), (8, 8), (10, 6), (1, 1), (4, 4))
-MATRIX_SEEDS = (0, 1, 2)
 
 # NaN payloads / infinities per hidden dtype (bit patterns): must be copied bit-exactly
 SPECIAL_BITS = {
@@ -176,18 +173,13 @@ def _edge_cases() -> list[Case]:
 
 def _matrix() -> list[Case]:
     out = []
-    n = 0
-    for B in MATRIX_B:
-        for K, W in MATRIX_KW:
-            for s in MATRIX_SEEDS:
-                seed = 5000 + n
-                n += 1
-                hd = HIDDEN[(n + s) % 3]
-                rng = np.random.default_rng(seed + 77)
-                probas = quantized(rng, (B, W * K), 0, 32) if s == 2 else None  # seed 2: tie-heavy
-                out.append(make(f"matrix_b{B}_k{K}_w{W}_s{s}", B=B, K=K, W=W, H=16, cc=1 + 17 * s, seed=seed,
-                                hidden_dtype=hd, probas=probas, hot="perm" if s == 1 else None,
-                                tags=("matrix",)))
+    for i, B, K, W, s in draft_matrix():
+        seed = 5000 + i
+        hd = HIDDEN[(i + 1 + s) % 3]  # the hidden dtype rotates with the point and the variant
+        rng = np.random.default_rng(seed + 77)
+        probas = quantized(rng, (B, W * K), 0, 32) if s == 2 else None  # seed 2: tie-heavy
+        out.append(make(f"matrix_b{B}_k{K}_w{W}_s{s}", B=B, K=K, W=W, H=16, cc=1 + 17 * s, seed=seed,
+                        hidden_dtype=hd, probas=probas, hot="perm" if s == 1 else None, tags=("matrix",)))
     return out
 
 

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from eagle4.cases import Case
+from eagle4.cases import Case, draft_matrix
 
 KEY = "update_draft_state"
 V_TOKENS = 8192
-MATRIX_B = (1, 7, 128)
-MATRIX_KW = ((8, 1), (8, 3), (8, 8), (10, 6), (1, 1), (4, 4))
-MATRIX_SEEDS = (0, 1, 2)
 
 
 def f32(x) -> np.ndarray:
@@ -159,17 +156,11 @@ def _edge_cases() -> list[Case]:
 
 def _matrix() -> list[Case]:
     out = []
-    n = 0
-    for B in MATRIX_B:
-        for K, W in MATRIX_KW:
-            for s in MATRIX_SEEDS:
-                seed = 5000 + n
-                n += 1
-                C = K * W
-                cc = (1, 1 + C, 200)[s]  # fresh tree, second layer, near capacity
-                Ic = min(1 + 8 * s, 65)
-                out.append(make(f"matrix_b{B}_k{K}_w{W}_s{s}", B=B, K=K, W=W, cc=cc, Ic=Ic, N=224, M=64,
-                                Vn=(64, 16, 100)[s], d=1 + s, seed=seed, quant=(s == 1), tags=("matrix",)))
+    for i, B, K, W, s in draft_matrix():
+        cc = (1, 1 + K * W, 200)[s]  # fresh tree, second layer, near capacity
+        Ic = min(1 + 8 * s, 65)
+        out.append(make(f"matrix_b{B}_k{K}_w{W}_s{s}", B=B, K=K, W=W, cc=cc, Ic=Ic, N=224, M=64,
+                        Vn=(64, 16, 100)[s], d=1 + s, seed=5000 + i, quant=(s == 1), tags=("matrix",)))
     return out
 
 

@@ -168,38 +168,33 @@ def matrix_cases() -> list[Case]:
     return out
 
 
+def _edge(name: str, seed: int, note: str, *, B: int = 7, Q: int = 16, S: int = 6, H: int = 16,
+          tags: tuple[str, ...] = ("edge",), **options) -> Case:
+    """One edge case: a ``batch`` drawn from ``seed`` (B=7, Q=16, S=6, H=16 unless the case is about a size)."""
+    a, p = batch(seed, B, Q, S, H, **options)
+    return _case(name, seed, a, p, tags, note)
+
+
 def edge_cases() -> list[Case]:
-    out = []
-    a, p = batch(50, 7, 16, 6, 16, finish="all")
-    out.append(_case("u0_all_finished", 50, a, p, ("edge",), "U = 0: next_* hold only -1 padding, next_indptr = [0]"))
-    a, p = batch(51, 1, 16, 6, 16, finish="all", lengths="full")
-    out.append(_case("u0_b1", 51, a, p, ("edge",), "B = 1, U = 0"))
-    a, p = batch(52, 7, 16, 6, 16, finish="none")
-    out.append(_case("u_eq_b", 52, a, p, ("edge",), "no request finished"))
-    a, p = batch(53, 7, 16, 6, 16, finish="zero", lengths="full")
-    out.append(_case("finish_pos_zero", 53, a, p, ("edge",), "finished requests keep only the root position"))
-    a, p = batch(54, 7, 16, 6, 16, finish="full")
-    out.append(_case("finish_pos_full", 54, a, p, ("edge",), "finish_pos = a_b: finished, nothing truncated"))
-    a, p = batch(55, 7, 16, 6, 16, lengths="zero")
-    out.append(_case("all_a_zero", 55, a, p, ("edge",), "a_b = 0 everywhere: N_acc = B"))
-    a, p = batch(56, 7, 16, 6, 16, lengths="full", finish="none")
-    out.append(_case("all_a_full", 56, a, p, ("edge",), "a_b = S-1 everywhere"))
-    a, p = batch(57, 128, 16, 6, 16, lengths="variable")
-    out.append(_case("variable_lengths_b128", 57, a, p, ("edge",), "accept lengths 0, S-1, random: prefix sums"))
-    a, p = batch(58, 7, 16, 6, 16, tight=True, lengths="variable")
-    out.append(_case("last_legal_slot", 58, a, p, ("edge",), "L_b + a_b + 1 = S_max for every request"))
-    for i, dtype in enumerate(("float16", "bfloat16", "float32")):
-        a, p = batch(60 + i, 7, 16, 6, 16, hidden_dtype=dtype, nan_payloads=True)
-        out.append(_case(f"nan_payload_{dtype}", 60 + i, a, p, ("edge", "nan"), "hidden NaN payloads: bit copy"))
-    a, p = batch(63, 7, 16, 6, 16, node_ids=False)
-    out.append(_case("no_verify_node_ids", 63, a, p, ("edge",), "accepted_node_ids absent"))
-    a, p = batch(64, 7, 8, 4, 1, hidden_dtype="float32")
-    out.append(_case("h1", 64, a, p, ("edge",), "H = 1"))
-    a, p = batch(65, 1, 1, 1, 16)
-    out.append(_case("q1_s1", 65, a, p, ("edge",), "Q = 1, S = 1: only the root"))
-    a, p = batch(66, 1, 64, 9, 4096, hidden_dtype="float16", lengths="full", finish="none")
-    out.append(_case("h4096_example", 66, a, p, ("edge",), "§7.6 example shape (B=1, Q=64, S=9, H=4096, fp16)"))
-    return out
+    return [
+        _edge("u0_all_finished", 50, "U = 0: next_* hold only -1 padding, next_indptr = [0]", finish="all"),
+        _edge("u0_b1", 51, "B = 1, U = 0", B=1, finish="all", lengths="full"),
+        _edge("u_eq_b", 52, "no request finished", finish="none"),
+        _edge("finish_pos_zero", 53, "finished requests keep only the root position", finish="zero", lengths="full"),
+        _edge("finish_pos_full", 54, "finish_pos = a_b: finished, nothing truncated", finish="full"),
+        _edge("all_a_zero", 55, "a_b = 0 everywhere: N_acc = B", lengths="zero"),
+        _edge("all_a_full", 56, "a_b = S-1 everywhere", lengths="full", finish="none"),
+        _edge("variable_lengths_b128", 57, "accept lengths 0, S-1, random: prefix sums", B=128, lengths="variable"),
+        _edge("last_legal_slot", 58, "L_b + a_b + 1 = S_max for every request", tight=True, lengths="variable"),
+        *(_edge(f"nan_payload_{dtype}", 60 + i, "hidden NaN payloads: bit copy", tags=("edge", "nan"),
+                hidden_dtype=dtype, nan_payloads=True)
+          for i, dtype in enumerate(("float16", "bfloat16", "float32"))),
+        _edge("no_verify_node_ids", 63, "accepted_node_ids absent", node_ids=False),
+        _edge("h1", 64, "H = 1", Q=8, S=4, H=1, hidden_dtype="float32"),
+        _edge("q1_s1", 65, "Q = 1, S = 1: only the root", B=1, Q=1, S=1),
+        _edge("h4096_example", 66, "§7.6 example shape (B=1, Q=64, S=9, H=4096, fp16)", B=1, Q=64, S=9, H=4096,
+              hidden_dtype="float16", lengths="full", finish="none"),
+    ]
 
 
 def cases() -> list[Case]:

@@ -15,7 +15,7 @@ def cmd(args) -> int:
     from eagle4.gates import evaluate_all, summary
 
     contract = load_contract(args.contract)  # the one loader: a bad contract is a one-line error
-    engine = contract.engine is not None
+    engine = contract.kind == "engine"
     if engine and args.refresh:
         raise ValueError("--refresh re-runs the FPGA byte budget; an engine contract reads --results instead")
     if not engine and args.results:

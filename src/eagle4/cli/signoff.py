@@ -124,7 +124,20 @@ def _budget(args, contract, reports: Path) -> StepResult:
     summary = getattr(res, "summary_lines", None)
     if callable(summary):
         notes += list(summary())
+    notes += _system_model(contract, reports)
     return StepResult("budget", "OK", notes=notes)
+
+
+def _system_model(contract, reports: Path) -> list[str]:
+    """The offload's system step model (eagle4.workload.offload_model) on the budget sheet just written and the
+    record of the contract's [baseline] card: a plan the verdict never reads (only measured parts sign off)."""
+    from eagle4.workload import offload_model
+
+    try:
+        res = offload_model.write(contract, reports, budget_sheet=reports / "budget_sheet.csv")
+    except offload_model.OffloadRefused as e:
+        return [f"system model: refused: {e}"]
+    return [offload_model.one_line(res["models"], res["paths"]["summary"]), *offload_model.summary_lines(res["models"])]
 
 
 def _gates(args, contract, reports: Path):
@@ -152,7 +165,7 @@ def cmd(args) -> int:
     from eagle4.report import working_copy as wc
 
     # a malformed contract is bad input: one line, exit 2, no pack (the cli prints the ValueError)
-    if load_contract(args.contract).engine is not None:
+    if load_contract(args.contract).kind == "engine":
         raise ValueError(f"{args.contract} is an engine contract ([engine]): its gates read the engine's results; "
                          "run `eagle4 gates --contract ... --results DIR` (docs/engine_gates.md)")
     unknown = set(args.skip or []) - set(STEPS)

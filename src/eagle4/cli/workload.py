@@ -70,6 +70,8 @@ def register(sub) -> None:
     f.add_argument("--budget-sheet", default=None, help="budget_sheet.csv of eagle4.budget (default: OUT/budget_sheet.csv)")
     f.add_argument("--points", default=None, help="operating points (default: every point of the H100 CSV)")
     f.add_argument("--no-csim", action="store_true", help="skip the csim correctness leg (then no sign-off)")
+    f.add_argument("--record", default=None, help="the GPU baseline record the system model reads (its per-point "
+                   "e2e_points.csv; default: reports/cards/<card>/<contract>/ of the contract's [baseline] card)")
     f.set_defaults(func=_compare)
 
 
@@ -133,9 +135,23 @@ def _http(a) -> int:
 def _compare(a) -> int:
     from eagle4.contract import load_contract
     from eagle4.perf import records
+    from eagle4.workload import offload_model
     from eagle4.workload.compare_fpga import compare
 
     contract = load_contract(a.contract)
+    # the system step model of the offload (GPU + FPGA against the GPU alone): a plan, reported beside the legs
+    try:
+        sysres = offload_model.write(contract, a.out, record=a.record, budget_sheet=a.budget_sheet,
+                                     points=_points(a.points))
+    except offload_model.OffloadRefused as e:
+        print(f"system model: refused: {e}")
+    else:
+        for line in offload_model.summary_lines(sysres["models"]):
+            print(line)
+        print("wrote " + ", ".join(str(p) for p in sysres["paths"].values()))
+    if contract.model.load == "dummy":  # no csim leg (no prompts, no local pair): the system model is the report
+        print(f"{a.contract}: model.load = 'dummy': no csim or kernel leg; the system model above is the comparison")
+        return 0
     h100 = a.h100 or records.baseline_file(contract, "h100_baseline_raw.csv")
     res = compare(contract, h100, a.out, fpga_measured=a.fpga_measured, points=_points(a.points),
                   budget_sheet=a.budget_sheet, run_csim=not a.no_csim)

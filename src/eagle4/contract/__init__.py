@@ -1,6 +1,9 @@
 """The benchmark contract: what every run of the workload is pinned to. The one loader.
 
-``load_contract(path) -> Contract`` reads a TOML file with :mod:`tomllib`, validates every section
+``load_contract(path) -> Contract`` reads a TOML file with :mod:`tomllib` and returns the model of its kind:
+a :class:`WorkloadContract` (the workload every kernel and step measurement is pinned to) or, for a file
+with an ``[engine]`` section, an :class:`EngineContract` (gates over a GPU engine's results). It validates
+every section
 with pydantic (``[fpga]``, ``[trace]`` and ``[[gates]]`` included: :mod:`eagle4.contract.fpga`,
 :mod:`~eagle4.contract.trace`, :mod:`~eagle4.contract.gates`), checks every prompt file's sha256 and
 resolves model paths. Any error is one line naming the file and the dotted field. Every command
@@ -9,8 +12,8 @@ loads its contract here; nothing catches the error and reads the raw TOML instea
 ``Contract.sha256`` is the hash of the canonical content (sorted-key JSON of the validated document:
 core sections with their defaults, the owned sections as written, extension tables verbatim); every
 result row carries it, and :func:`ensure_same_contract` refuses to compare rows produced under
-different hashes. :func:`contract_sha256` hashes whatever a function was given (a Contract, a path,
-or a partial dict of sections, as tests use).
+different hashes. Library functions take "a contract" through :func:`as_contract`: a Contract, a path,
+or a dict (a :class:`PartialContract` of the sections given, as tests and embedding programs use).
 
 ``[baseline] card`` names the card (of :mod:`eagle4.cards`) whose committed GPU measurement the contract's GPU
 figures are judged on. It is a judgement parameter, not part of the workload: left out of the hash, so switching the
@@ -32,9 +35,9 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eagle4.cards import CARDS, Card, card_named
 from eagle4.contract.base import ContractError, ContractMismatch, Section
@@ -287,18 +290,16 @@ class Baseline(Section):
         return v
 
 
-class Contract(Section):
-    """The validated contract: the core sections, the sections of the FPGA accounting and the gates,
-    and any extension tables of other tools (verbatim, hashed)."""
+class _ContractBase(Section):
+    """What every contract kind holds: its name, the sections of the FPGA accounting and the gates, the
+    run rules, and any extension tables of other tools (verbatim, hashed)."""
+
+    kind: ClassVar[str]
+    # the other kind's sections, refused by name with the kind's message
+    _refused: ClassVar[tuple[str, ...]] = ()
+    _refusal: ClassVar[str] = ""
 
     contract: Meta
-    # the workload sections: required, except in an engine contract (which has [engine] instead)
-    model: ModelPair | None = None
-    decode: Decode | None = None
-    prompts: Prompts | None = None
-    batch_profile: BatchProfile = BatchProfile()
-    operating_points: list[OperatingPoint] | None = Field(None, min_length=1)
-    runs: Runs | None = None
     acceptance: Acceptance = Acceptance()
     slo: Slo | None = None
     measurement: Measurement = Measurement()
@@ -307,10 +308,6 @@ class Contract(Section):
     fpga: FpgaSection = FpgaSection()
     trace: TraceSection = TraceSection()
     gates: list[GateSpec] = Field(default_factory=list)
-    # an engine contract: gates over the results a GPU engine wrote (eagle4.contract.engine)
-    engine: EngineSection | None = None
-    scenarios: list[Scenario] = Field(default_factory=list)
-    log_invariants: dict[str, LogInvariants] = Field(default_factory=dict)
     extensions: dict[str, Any] = Field(default_factory=dict, exclude=True,
                                        description="top-level tables of other tools, verbatim")
 
@@ -323,6 +320,10 @@ class Contract(Section):
     def _split_extensions(cls, data):
         if not isinstance(data, dict):
             return data
+        data = cls._prepare(data)
+        given = [k for k in cls._refused if k in data]
+        if given:
+            raise ValueError(cls._refusal.format(given=given))
         known = set(cls.model_fields) - {"extensions"}
         ext = {k: v for k, v in data.items() if k not in known}
         if not ext:
@@ -335,45 +336,22 @@ class Contract(Section):
                 raise ValueError(f"unknown top-level key {k!r}: only tables of other tools are kept")
         return {**{k: v for k, v in data.items() if k in known}, "extensions": ext}
 
+    @classmethod
+    def _prepare(cls, data: dict) -> dict:
+        return data
+
     @model_validator(mode="after")
-    def _unique_points(self):
+    def _gate_names(self):
         check_gate_names(self.gates)
-        check_scenarios(self.scenarios, self.gates, self.engine)
-        for g in self.gates:
-            if isinstance(g.logs, str) and g.logs not in self.log_invariants:
-                raise ValueError(f"gate {g.name}: logs {g.logs!r} is not a [log_invariants.<name>] table "
-                                 f"({sorted(self.log_invariants)})")
-        if self.engine is not None:
-            given = [k for k in _WORKLOAD if k in self.model_fields_set]
-            if given:
-                raise ValueError(f"an engine contract ([engine]) gates imported results; {given} belong to a "
-                                 "workload contract")
-            return self
-        missing = [k for k in _WORKLOAD if getattr(self, k) is None]
-        if missing:
-            raise ValueError(f"missing section(s) {missing} (or an [engine] section for an engine contract)")
-        if self.scenarios or self.log_invariants:
-            raise ValueError("[[scenarios]] and [log_invariants] need an [engine] section (an engine contract)")
-        names = [p.name for p in self.operating_points]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"operating_points: duplicate name(s) {dup}")
-        if self.model.load == "local" and not self.prompts.files:
-            raise ValueError("prompts.files: model.load = 'local' needs at least one prompt file")
-        if self.model.load == "dummy" and self.acceptance.source != "trace":
-            raise ValueError("model.load = 'dummy' needs acceptance.source = 'trace' (dummy drafts are meaningless)")
-        if self.batch_profile.mode == "poisson":
-            miss = [p.name for p in self.operating_points if p.request_rate is None]
-            if miss:
-                raise ValueError(f"batch_profile.mode = 'poisson' needs request_rate on operating point(s) {miss}")
         return self
 
     # -- derived ---------------------------------------------------------------------------
     def canonical(self) -> dict[str, Any]:
         """What the hash covers: core sections with their defaults (fields added later left out while
-        they hold their defaults); [fpga], [trace] and [[gates]] as written (validated values, no
-        defaults filled in, so giving them a schema changed no hash); extension tables verbatim."""
-        owned = {"fpga", "trace", "gates", "engine", "scenarios", "log_invariants"}
+        they hold their defaults); [fpga], [trace], [[gates]] and the kind's own tables as written
+        (validated values, no defaults filled in, so giving them a schema changed no hash); extension
+        tables verbatim."""
+        owned = {"fpga", "trace", "gates", *self._as_written}
         d = self.model_dump(mode="json", exclude={"source_path", "root_dir", "extensions", "baseline", *owned})
         for name in owned & self.model_fields_set:
             v = getattr(self, name)
@@ -390,17 +368,9 @@ class Contract(Section):
                              ("http", HttpClient())):
             if getattr(self, sec) == default:
                 d.pop(sec, None)
-        if self.engine is not None:  # no workload sections: leave their absence out of the hash
-            for k in _WORKLOAD:
-                d.pop(k, None)
-            return d
-        for k, default in _MODEL_ADDED_DEFAULTS.items():
-            if d["model"].get(k) == default:
-                d["model"].pop(k)
-        for p in d["operating_points"]:
-            if p.get("request_rate") is None:
-                p.pop("request_rate", None)
         return d
+
+    _as_written: ClassVar[tuple[str, ...]] = ()
 
     @property
     def sha256(self) -> str:
@@ -413,6 +383,56 @@ class Contract(Section):
     def resolve(self, rel: str) -> Path:
         p = Path(rel)
         return p if p.is_absolute() else Path(self.root_dir or ".") / p
+
+    @property
+    def extra_sections(self) -> dict[str, Any]:
+        """Extension tables of other tools (kept verbatim, hashed, rendered)."""
+        return dict(self.extensions)
+
+
+class WorkloadContract(_ContractBase):
+    """A contract of the workload: the model pair, the decode tree, the prompts, the operating points and
+    the runs every measurement of the kernels and the step is pinned to."""
+
+    kind: ClassVar[str] = "workload"
+    _refused: ClassVar[tuple[str, ...]] = ("scenarios", "log_invariants")
+    _refusal: ClassVar[str] = "[[scenarios]] and [log_invariants] need an [engine] section (an engine contract)"
+
+    model: ModelPair
+    decode: Decode
+    prompts: Prompts
+    batch_profile: BatchProfile = BatchProfile()
+    operating_points: list[OperatingPoint] = Field(min_length=1)
+    runs: Runs
+
+    @model_validator(mode="after")
+    def _workload(self):
+        for g in self.gates:
+            if isinstance(g.logs, str):
+                raise ValueError(f"gate {g.name}: logs {g.logs!r} is not a [log_invariants.<name>] table ([])")
+        names = [p.name for p in self.operating_points]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"operating_points: duplicate name(s) {dup}")
+        if self.model.load == "local" and not self.prompts.files:
+            raise ValueError("prompts.files: model.load = 'local' needs at least one prompt file")
+        if self.model.load == "dummy" and self.acceptance.source != "trace":
+            raise ValueError("model.load = 'dummy' needs acceptance.source = 'trace' (dummy drafts are meaningless)")
+        if self.batch_profile.mode == "poisson":
+            miss = [p.name for p in self.operating_points if p.request_rate is None]
+            if miss:
+                raise ValueError(f"batch_profile.mode = 'poisson' needs request_rate on operating point(s) {miss}")
+        return self
+
+    def canonical(self) -> dict[str, Any]:
+        d = super().canonical()
+        for k, default in _MODEL_ADDED_DEFAULTS.items():
+            if d["model"].get(k) == default:
+                d["model"].pop(k)
+        for p in d["operating_points"]:
+            if p.get("request_rate") is None:
+                p.pop("request_rate", None)
+        return d
 
     def operating_point(self, name_or_batch) -> OperatingPoint:
         for p in self.operating_points:
@@ -435,10 +455,99 @@ class Contract(Section):
             raise ContractError("prompts: the prompt files hold no prompt")
         return out
 
+
+_ENGINE_BATCH_PROFILE = BatchProfile().model_dump(mode="json")
+
+
+class EngineContract(_ContractBase):
+    """A contract of gates over the results a GPU engine wrote (``[engine]``, ``[[scenarios]]``,
+    ``[log_invariants.<name>]``; :mod:`eagle4.contract.engine`)."""
+
+    kind: ClassVar[str] = "engine"
+    _refused: ClassVar[tuple[str, ...]] = (*_WORKLOAD, "batch_profile")
+    _refusal: ClassVar[str] = "an engine contract ([engine]) gates imported results; {given} belong to a workload contract"
+    _as_written: ClassVar[tuple[str, ...]] = ("engine", "scenarios", "log_invariants")
+
+    engine: EngineSection
+    scenarios: list[Scenario] = Field(default_factory=list)
+    log_invariants: dict[str, LogInvariants] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _engine(self):
+        check_scenarios(self.scenarios, self.gates, self.engine)
+        for g in self.gates:
+            if isinstance(g.logs, str) and g.logs not in self.log_invariants:
+                raise ValueError(f"gate {g.name}: logs {g.logs!r} is not a [log_invariants.<name>] table "
+                                 f"({sorted(self.log_invariants)})")
+        return self
+
+    @classmethod
+    def _prepare(cls, data: dict) -> dict:
+        if data.get("batch_profile") == _ENGINE_BATCH_PROFILE:  # a canonical document read back
+            data = {k: v for k, v in data.items() if k != "batch_profile"}
+        return data
+
+    def canonical(self) -> dict[str, Any]:
+        # Engine contracts were first hashed with the workload's [batch_profile] default in the document;
+        # it stays, so their committed rows keep their hash.
+        return {**super().canonical(), "batch_profile": dict(_ENGINE_BATCH_PROFILE)}
+
+
+Contract = WorkloadContract | EngineContract
+"""A loaded contract: one typed model per kind (``kind``: "workload" or "engine")."""
+
+_KINDS: dict[str, type[_ContractBase]] = {"workload": WorkloadContract, "engine": EngineContract}
+
+
+def _kind_of(doc: Mapping[str, Any]) -> type[_ContractBase]:
+    return EngineContract if "engine" in doc else WorkloadContract
+
+
+class PartialContract(Section):
+    """Some sections of a contract, as tests and embedding programs give them (a dict): each section is
+    validated by its schema when it is read; the hash is the document's as given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    kind: ClassVar[str] = "partial"
+
+    doc: dict[str, Any]
+
     @property
-    def extra_sections(self) -> dict[str, Any]:
-        """Extension tables of other tools (kept verbatim, hashed, rendered)."""
-        return dict(self.extensions)
+    def contract(self) -> Meta:
+        return Meta.model_validate(self.doc["contract"])
+
+    @property
+    def fpga(self) -> FpgaSection:
+        return FpgaSection.model_validate(self.doc.get("fpga", {}))
+
+    @property
+    def trace(self) -> TraceSection:
+        return TraceSection.model_validate(self.doc.get("trace", {}))
+
+    @property
+    def gates(self) -> list[GateSpec]:
+        return validate_gates(self.doc.get("gates", []))
+
+    @property
+    def baseline(self) -> Baseline | None:
+        return Baseline.model_validate(self.doc["baseline"]) if "baseline" in self.doc else None
+
+    @property
+    def root_dir(self) -> str | None:
+        return self.doc.get("root_dir")
+
+    source_path: ClassVar[None] = None
+
+    def section(self, name: str) -> dict[str, Any]:
+        """A section as given (empty when absent)."""
+        return dict(self.doc.get(name, {}))
+
+    def canonical(self) -> dict[str, Any]:
+        return dict(self.doc)
+
+    @property
+    def sha256(self) -> str:
+        return canonical_sha256(self.doc)
 
 
 def canonical_sha256(doc: Mapping[str, Any]) -> str:
@@ -469,7 +578,7 @@ def _root_for(path: Path) -> Path:
 def _fmt_loc(loc) -> str:
     out = ""
     for part in loc:
-        if part in ("function-after[_split_extensions(), Contract]",):
+        if isinstance(part, str) and part.startswith("function-"):
             continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(top level)"
@@ -538,12 +647,12 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
         raise ContractError(f"{path}: invalid contract: {', '.join(big)}: integer outside the 64-bit range TOML allows")
     root = Path(root).resolve() if root is not None else _root_for(path.resolve())
     try:
-        c = Contract.model_validate({**raw, "source_path": str(path), "root_dir": str(root)})
+        c = _kind_of(raw).model_validate({**raw, "source_path": str(path), "root_dir": str(root)})
     except ValidationError as e:
         raise _validation_error(path, e) from None
     except GateError as e:
         raise ContractError(f"{path}: invalid contract: {e}") from None
-    if verify_files and c.engine is None:  # an engine contract pins no prompt or model files
+    if verify_files and isinstance(c, WorkloadContract):  # an engine contract pins no prompt or model files
         for i, f in enumerate(c.prompts.files):
             p = c.resolve(f.path)
             if not p.is_file():
@@ -570,62 +679,58 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
 
 
 # ---------------------------------------------------------------------------------------------
-# what library functions accept as "a contract": a Contract, a path (loaded here), or a partial
-# dict of sections (tests and embedding programs); every section is validated by its schema.
+# what library functions accept as "a contract": a Contract, a path (loaded here), or a dict: a whole
+# document (validated as its kind) or some sections of one (a PartialContract).
 
 
-def as_contract(contract) -> Contract | dict:
-    """A Contract for a Contract or a path (loaded by :func:`load_contract`, files not re-verified);
-    a dict is returned as it is (a partial document: its sections are validated when read)."""
-    if isinstance(contract, Contract | dict):
+def as_contract(contract) -> Contract | PartialContract:
+    """The typed contract of a Contract, a path (loaded by :func:`load_contract`, files not re-verified) or a
+    dict (an engine document is validated as an EngineContract; any other dict is a PartialContract)."""
+    if isinstance(contract, _ContractBase | PartialContract):
         return contract
     if isinstance(contract, (str, Path)):
         return load_contract(contract, verify_files=False)
+    if isinstance(contract, Mapping):
+        if "engine" in contract:
+            return EngineContract.model_validate(dict(contract))
+        return PartialContract(doc=dict(contract))
     raise TypeError(f"cannot read a contract from {type(contract).__name__}")
 
 
 def contract_dict(contract) -> dict:
-    """The canonical document of a contract (a partial dict is returned as it is)."""
-    c = as_contract(contract)
-    return c if isinstance(c, dict) else c.canonical()
+    """The canonical document of a contract (a partial one as given)."""
+    return as_contract(contract).canonical()
 
 
 def contract_sha256(contract) -> str:
-    """The contract hash of a Contract, a contract file, or a partial dict of sections."""
-    c = as_contract(contract)
-    return canonical_sha256(c) if isinstance(c, dict) else c.sha256
+    """The contract hash of a Contract, a contract file, or a dict of sections."""
+    return as_contract(contract).sha256
 
 
 def fpga_section(contract) -> FpgaSection:
     """The validated ``[fpga]`` section (defaults when the contract has none)."""
-    c = as_contract(contract)
-    return FpgaSection.model_validate(c.get("fpga", {})) if isinstance(c, dict) else c.fpga
+    return as_contract(contract).fpga
 
 
 def trace_section(contract) -> TraceSection:
     """The validated ``[trace]`` section (defaults when the contract has none)."""
-    c = as_contract(contract)
-    return TraceSection.model_validate(c.get("trace", {})) if isinstance(c, dict) else c.trace
+    return as_contract(contract).trace
 
 
 def load_gates(contract) -> list[GateSpec]:
-    """The validated ``[[gates]]`` of a contract (a Contract, a path, a partial dict, or the raw list)."""
+    """The validated ``[[gates]]`` of a contract (a Contract, a path, a dict, or the raw list)."""
     if isinstance(contract, list):
         return validate_gates(contract)
-    c = as_contract(contract)
-    return validate_gates(c.get("gates", [])) if isinstance(c, dict) else list(c.gates)
+    return list(as_contract(contract).gates)
 
 
 def baseline_card(contract) -> Card:
     """The card a contract's GPU figures are judged on (its ``[baseline] card``); ContractError if it names none."""
     c = as_contract(contract)
-    b = Baseline.model_validate(c["baseline"]) if isinstance(c, dict) and "baseline" in c else \
-        None if isinstance(c, dict) else c.baseline
-    if b is None:
-        where = c.source_path if isinstance(c, Contract) else "the contract"
-        raise ContractError(f"{where}: no [baseline] card: name the card its GPU figures are judged on "
-                            "(a card of eagle4.cards.CARDS)")
-    return card_named(b.card)
+    if c.baseline is None:
+        raise ContractError(f"{c.source_path or 'the contract'}: no [baseline] card: name the card its GPU figures "
+                            "are judged on (a card of eagle4.cards.CARDS)")
+    return card_named(c.baseline.card)
 
 
 def _row_hash(r) -> str | None:
@@ -664,7 +769,7 @@ def ensure_same_contract(rows: Iterable, *, expected: str | None = None) -> str:
 
 from eagle4.contract.render import render_markdown, write_markdown  # noqa: E402
 
-__all__ = ["Contract", "ContractError", "ContractMismatch", "load_contract", "ensure_same_contract",
+__all__ = ["Contract", "WorkloadContract", "EngineContract", "PartialContract", "ContractError", "ContractMismatch", "load_contract", "ensure_same_contract",
            "render_markdown", "write_markdown", "sha256_file", "as_contract", "contract_dict", "contract_sha256",
            "canonical_sha256", "fpga_section", "trace_section", "load_gates", "FpgaSection", "TraceSection",
            "GateSpec", "GateError", "MIN_RUNS", "Baseline", "baseline_card"]

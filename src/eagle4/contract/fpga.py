@@ -65,6 +65,9 @@ class FpgaSection(Section):
     device: str = "AMD Versal V80 (xcv80)"
     hbm_peak_gbps: float = Field(820.0, gt=0)
     hbm_efficiency: float = Field(0.7, gt=0, le=1)
+    pcie_gbps: float = Field(32.0, gt=0, description="host link bandwidth per direction, GB/s (declared: PCIe Gen5 x8 "
+                             "/ Gen4 x16 payload; a board measurement replaces it)")
+    pcie_latency_us: float = Field(10.0, ge=0, description="fixed cost of one DMA transfer, us (declared)")
     bram_mb: float = 16.5
     uram_mb: float = 67.6
     fclk_target_mhz: float = Field(300.0, gt=0, description="declared target clock (model)")

@@ -48,7 +48,7 @@ def _render_engine(c) -> str:
 
 
 def render_markdown(c) -> str:
-    if getattr(c, "engine", None) is not None:
+    if c.kind == "engine":
         return _render_engine(c)
     d = c.decode
     L = [f"# Benchmark contract `{c.contract.name}` v{c.contract.version}", ""]

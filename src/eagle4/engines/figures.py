@@ -6,7 +6,8 @@ A row's stage is ``micro`` when it generated at most ``micro_max_decode_steps`` 
 else ``full``. Several rows of one scenario (repeated runs, JSONL lines) give their median; rows of
 one scenario from different engines, versions, devices or commits are not one measurement and give
 no figure; a ratio needs both scenarios measured on the same engine, version, device and commit. A
-run with failed requests gives no figure (its throughput counts only the requests that completed).
+run with failed requests gives no figure (its throughput counts only the requests that completed); a
+run in which no request completed says so, with its first error.
 """
 
 from __future__ import annotations
@@ -50,10 +51,16 @@ def figure(rows: list[EngineRow], metric: str, scenario: str) -> Figure:
     if mixed:
         fig.reasons.append(f"scenario {scenario!r}: rows differ in {', '.join(f'{k} {v}' for k, v in mixed.items())}; "
                            "one figure needs one engine build on one device")
-    lacking = [r.where for r in rows if metric not in r.metrics]
+    dead = [r for r in rows if r.metrics.get("completed_requests", 1) == 0]
+    for r in dead:
+        err = r.extra.get("first_error") or ""
+        fig.reasons.append(f"scenario {scenario!r}: no request completed in {r.where} "
+                           f"({int(r.metrics.get('failed_requests') or 0)} failed)" + (f": {err}" if err else ""))
+    lacking = [r.where for r in rows if metric not in r.metrics and r not in dead]
     if lacking:
         fig.reasons.append(f"scenario {scenario!r}: metric {metric!r} absent from {lacking}")
-    failed = [f"{r.where} ({int(r.metrics['failed_requests'])})" for r in rows if r.metrics.get("failed_requests", 0) > 0]
+    failed = [f"{r.where} ({int(r.metrics['failed_requests'])})" for r in rows
+              if r not in dead and (r.metrics.get("failed_requests") or 0) > 0]
     if failed:
         fig.reasons.append(f"scenario {scenario!r}: failed requests in {failed}; figures over completed requests only "
                            "are not comparable")

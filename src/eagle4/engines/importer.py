@@ -19,7 +19,7 @@ from eagle4.engines.rows import IDENTITY_FIELDS, SCENARIO_FIELDS, EngineRow, Res
 FORMATS = (spec_bench, vllm_bench, sglang_bench)
 DEFAULT_PATTERNS = ("**/*.json", "**/*.jsonl")
 MAX_RESULT_BYTES = 64 << 20  # a summary JSON is kilobytes; a bigger file is not a result summary
-_META_KEYS = set(IDENTITY_FIELDS) | set(SCENARIO_FIELDS) | {"label"}
+_META_KEYS = set(IDENTITY_FIELDS) | set(SCENARIO_FIELDS) | {"label", "failed_requests"}
 
 
 def _is_sidecar(p: Path) -> bool:
@@ -86,6 +86,17 @@ def _merge(parsed: dict, meta: dict, where: str, meta_name: str) -> dict:
         if out.get(k) in (None, "") and k != "label":
             raise ResultFormatError(f"{where}: field '{k}': missing (the file does not record it; add it to "
                                     f"meta.json or {Path(where.split(':')[0]).name}.meta.json)")
+    if "failed_requests" in out["metrics"]:  # serving benchmarks: failures are carried, never assumed
+        mine, side = out["metrics"]["failed_requests"], meta.get("failed_requests")
+        if side is not None:
+            side = number(meta_name, "failed_requests", side, integer=True)
+        if mine is None and side is None:
+            raise ResultFormatError(f"{where}: field 'failed_requests': missing (the file does not say how many "
+                                    "requests failed: save it with per-request details, or add failed_requests to "
+                                    f"meta.json or {Path(where.split(':')[0]).name}.meta.json)")
+        if mine is not None and side is not None and mine != side:
+            raise ResultFormatError(f"{where}: field 'failed_requests': the file says {mine}, {meta_name} says {side}")
+        out["metrics"] = {**out["metrics"], "failed_requests": mine if mine is not None else side}
     return out
 
 

@@ -34,7 +34,11 @@ METRICS = {
     "completed_requests": "requests completed (serving benchmarks)",
     "failed_requests": "requests failed (serving benchmarks); a row with failures gives no figure",
     **{f"{lat}_ms_{stat}": f"{stat} {lat.upper()} in ms (serving benchmarks)"
-       for lat in ("ttft", "tpot", "itl", "e2el") for stat in ("mean", "median", "p99")},
+       for lat in ("ttft", "tpot", "e2el") for stat in ("mean", "median", "p99")},
+    **{f"itl_{kind}_ms_{stat}": f"{stat} inter-token latency {what} in ms (serving benchmarks)"
+       for kind, what in (("chunk", "per streamed chunk (one verify step's tokens)"),
+                          ("token", "per token (a chunk's gap divided among its tokens)"))
+       for stat in ("mean", "median", "p99")},
 }
 
 

@@ -9,16 +9,19 @@ Top level: ``date``, ``backend``/``endpoint_type``, ``label``, ``model_id``, ``t
 speculative decoding, ``spec_decode_acceptance_rate`` (percent), ``spec_decode_acceptance_length``,
 ``spec_decode_num_drafts``, ``spec_decode_draft_tokens``, ``spec_decode_accepted_tokens``.
 
-The file does not say which device, commit or scenario it ran: pass them as metadata
-(``--metadata engine_version=0.11.0 device=H100 commit=abc123 context=32768 spec_tokens=3
-decode_steps=512``) or in a sidecar. ``max_concurrency`` is the batch.
+The file does not say which engine it measured (``backend`` is the client's request format: the
+vLLM client measures sglang or any OpenAI-compatible server as well), nor the device, commit or
+scenario: pass them as metadata (``--metadata engine=vllm engine_version=0.11.0 device=H100
+commit=abc123 context=32768 spec_tokens=3 decode_steps=512``) or in a sidecar. ``max_concurrency`` is
+the batch. vLLM's ``*_itl_ms`` are per streamed chunk (``itl_chunk_ms_*``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from eagle4.engines.rows import ResultFormatError, get, number, serving_metrics
+from eagle4.engines.rows import ResultFormatError, get, number
+from eagle4.engines.serving import engine_of_server_info, first_error, serving_metrics
 
 FORMAT = "vllm-serve"
 
@@ -28,8 +31,8 @@ def matches(obj: Any) -> bool:
 
 
 def parse(obj: dict, where: str) -> dict[str, Any]:
-    m = serving_metrics(obj, where, {lat: lat for lat in ("ttft", "tpot", "itl", "e2el")})
-    if obj.get("spec_decode_acceptance_length") is not None:
+    m = serving_metrics(obj, where, {lat: lat for lat in ("ttft", "tpot", "e2el")}, itl_kind="chunk")
+    if m["completed_requests"] and obj.get("spec_decode_acceptance_length") is not None:
         m["mean_acceptance_length"] = number(where, "spec_decode_acceptance_length", obj["spec_decode_acceptance_length"])
         rate = number(where, "spec_decode_acceptance_rate", get(where, obj, "spec_decode_acceptance_rate"))
         if not 0.0 <= rate <= 100.0:
@@ -50,9 +53,10 @@ def parse(obj: dict, where: str) -> dict[str, Any]:
         v = meta(*keys)
         return None if v is None else number(where, fld, v, integer=True)
 
+    engine, version = engine_of_server_info(obj.get("server_info"))
     return {
-        "engine": meta("engine") or "vllm",
-        "engine_version": meta("engine_version", "version"),
+        "engine": meta("engine") or engine,
+        "engine_version": meta("engine_version", "version") or version,
         "device": meta("device", "gpu"),
         "commit": meta("commit"),
         "context": opt_int("context", "context", "input_len"),
@@ -63,5 +67,6 @@ def parse(obj: dict, where: str) -> dict[str, Any]:
         "runs": 1,
         "timestamp": str(obj.get("date", "")),
         "metrics": m,
-        "extra": {"model_id": obj.get("model_id"), "num_prompts": obj.get("num_prompts")},
+        "extra": {"model_id": obj.get("model_id"), "num_prompts": obj.get("num_prompts"), "backend": obj.get("backend"),
+                  "first_error": first_error(obj)},
     }

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle4.contract import Contract, GateSpec, as_contract, contract_sha256, load_gates
+from eagle4.contract import GateSpec, as_contract, contract_sha256, load_gates
 from eagle4.gates.engine import EngineCtx, evaluate_engine_gate
 from eagle4.gates.metrics import METRICS, Ctx, MissingMetric, read_rows, throughput_ratio
 from eagle4.gates.verdict import decide
@@ -53,12 +53,15 @@ class GateResult:
     def passed(self) -> bool:
         return self.status == "PASS"
 
-    def line(self) -> str:
+    def line(self, shared: dict[str, str] | None = None) -> str:
+        """The gate's line and its reasons; a reason in ``shared`` is named by its tag (printed once by
+        :func:`summary`)."""
         v = "-" if self.value is None else f"{self.value:.4g}"
         what = f"{self.metric} = {v} (needs {self.op} {self.threshold:g})" if self.threshold is not None else self.metric
         head = f"{self.name:34s} {('VALID' if self.valid else 'INVALID'):8s} {self.status:10s} {what} " \
                f"[{','.join(self.provenance) or '-'}]"
-        return head + "".join(f"\n    - {r}" for r in self.reasons + self.notes)
+        shown = [f"see {shared[r]}" if shared and r in shared else r for r in self.reasons]
+        return head + "".join(f"\n    - {r}" for r in shown + self.notes)
 
     @property
     def report_miss(self) -> bool:
@@ -155,10 +158,16 @@ def evaluate_gate(g: GateSpec, ctx: Ctx, *, after: list[str] | None = None) -> G
     short = {a: n for a, n in counts.items() if n < g.after_consecutive}
     if short:
         mode = "" if hw is None else f" (--hw={hw})"
+        why = (f"{g.stage}-stage gate waits until {', '.join(short)} passed {g.after_consecutive} "
+               f"consecutive times{mode} in {ctx.reports_dir / LEDGER}; the ledger has "
+               + ", ".join(f"{a}: {n}" for a, n in short.items()))
+        if ctx.engine is not None:  # the figure is already measured: show it, and why it cannot count yet
+            res = _evaluate_engine(g, ctx, res)
+            fig = "its checks" if res.value is None else f"measured {res.value:.4g}"
+            res.notes = [f"{fig}: {res.status} on its own, not counted while blocked"] + \
+                [f"on its own: {r}" for r in res.reasons] + res.notes
         res.status = "BLOCKED"
-        res.reasons.append(f"{g.stage}-stage gate waits until {', '.join(short)} passed {g.after_consecutive} "
-                           f"consecutive times{mode} in {ctx.reports_dir / LEDGER}; the ledger has "
-                           + ", ".join(f"{a}: {n}" for a, n in short.items()))
+        res.reasons = [why]
         return res
     if ctx.engine is not None:
         return _evaluate_engine(g, ctx, res)
@@ -303,15 +312,13 @@ def evaluate_all(contract, reports_dir="reports", *, hw: str = "cpu", record_led
     An engine contract (``[engine]``) is judged on the engine results, logs and dumps under
     ``results_dir``; ``stage`` ("micro" / "full") evaluates the gates of one stage only."""
     contract = as_contract(contract)  # a path goes through the one loader; its errors propagate
-    if isinstance(contract, dict) and "engine" in contract:
-        contract = Contract.model_validate(contract)
     root = Path(root or Path(__file__).resolve().parents[3])
     reports = Path(reports_dir)
     if not reports.is_absolute():
         reports = root / reports
     sha = contract_sha256(contract)
     ctx = Ctx(reports, sha, hw, root, RunRule.from_contract(contract))
-    if isinstance(contract, Contract) and contract.engine is not None:
+    if contract.kind == "engine":
         if results_dir is None:
             raise ValueError("an engine contract is judged on engine results: give --results DIR (the folder of "
                              "the benchmark result files, logs and stage dumps)")
@@ -333,6 +340,15 @@ def evaluate_all(contract, reports_dir="reports", *, hw: str = "cpu", record_led
     return out
 
 
+def shared_reasons(results: list[GateResult]) -> dict[str, str]:
+    """Reasons that several gates share, each with a tag (``[R1]``, ...): printed once, named by each gate."""
+    seen: dict[str, int] = {}
+    for r in results:
+        for x in dict.fromkeys(r.reasons):
+            seen[x] = seen.get(x, 0) + 1
+    return {x: f"[R{i}]" for i, x in enumerate((x for x, n in seen.items() if n > 1), 1)}
+
+
 def summary(results: list[GateResult], *, contract_sha256: str = "", hw: str = "cpu", results_dir=None,
             verdict: bool = True) -> str:
     """Every gate's line, the GATES count line (how many evaluated gates were valid; no verdict word,
@@ -341,14 +357,18 @@ def summary(results: list[GateResult], *, contract_sha256: str = "", hw: str = "
     ``results_dir``: the engine results an engine contract was judged on."""
     where = f"results {results_dir}" if results_dir is not None else f"--hw={hw}"
     lines = [f"EAGLE4 gates (contract {contract_sha256[:12]}, {where})"]
+    shared = shared_reasons(results)
     for r in results:
-        lines.append("  " + r.line().replace("\n", "\n  "))
+        lines.append("  " + r.line(shared).replace("\n", "\n  "))
     failed = [r for r in results if not r.valid]
     desel = [r for r in results if r.status in ("DESELECTED", "SKIPPED")]
     lines.append(f"GATES: {len(results) - len(failed) - len(desel)} valid, {len(failed)} invalid"
                  + (f", {len(desel)} not evaluated (other --hw / --stage)" if desel else ""))
+    for reason, tag in shared.items():
+        names = [r.name for r in results if reason in r.reasons]
+        lines.append(f"  {tag} ({len(names)} gates: {', '.join(names)}): {reason}")
     for r in failed:
-        lines.append(f"  INVALID {r.name}: " + "; ".join(r.reasons))
+        lines.append(f"  INVALID {r.name}: " + "; ".join(f"see {shared[x]}" if x in shared else x for x in r.reasons))
     if verdict:
         lines += decide(results, hw=hw, engine=results_dir is not None).lines()
     return "\n".join(lines)

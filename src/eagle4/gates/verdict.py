@@ -44,6 +44,7 @@ def decide(results: Iterable, *, hw: str, extra_reasons: Iterable[str] = (), eng
                        "(measured board numbers, weakest provenance against signoff_provenance)")
     if not any(r.kind == "gate" for r in results):
         reasons.append("the contract declares no sign-off gate ([[gates]] with kind = 'gate')")
+    shared: dict[tuple[str, str], list[str]] = {}  # one line per shared reason, naming every gate it holds
     for r in results:
         why = "; ".join(r.reasons) or "no reason recorded"
         if r.kind == "report":
@@ -57,10 +58,9 @@ def decide(results: Iterable, *, hw: str, extra_reasons: Iterable[str] = (), eng
             continue
         if r.status == "DESELECTED":
             reasons.append(f"gate {r.name} not evaluated on --hw={hw} ({why})")
-        elif r.status == "BLOCKED":
-            reasons.append(f"gate {r.name} not evaluated (blocked): {why}")
-        elif r.status == "FAIL":
-            reasons.append(f"gate {r.name} FAILED: {why}")
-        else:
-            reasons.append(f"gate {r.name} {r.status}: {why}")
+            continue
+        label = {"BLOCKED": "not evaluated (blocked)", "FAIL": "FAILED"}.get(r.status, r.status)
+        shared.setdefault((label, why), []).append(r.name)
+    for (label, why), names in shared.items():
+        reasons.append(f"gate{'s' if len(names) > 1 else ''} {', '.join(names)} {label}: {why}")
     return Verdict(not reasons, reasons, misses)

@@ -23,6 +23,28 @@ class PreconditionError(ValueError):
     """A kernel precondition from KERNELS.md is violated; the message names the argument and the bound."""
 
 
+def require_min(name: str, value: int, low: int, why: str = "") -> None:
+    """Precondition on one integer argument: ``value >= low``; ``why`` (e.g. ``" (1 <= K)"``) says which bound."""
+    if value < low:
+        raise PreconditionError(f"{name} must be >= {low}{why}, got {value}")
+
+
+def draft_layer_geometry(batch_size, node_top_k, tree_width) -> tuple[int, int, int, int]:
+    """K1/K2 layer geometry (§1.3, §2.3): ``B >= 0``, ``K >= 1``, ``W >= 1``, ``C = W*K <= 64``.
+
+    K, W >= 1 because the kernels divide by K and a layer has at least one frontier slot; C <= 64
+    is the width of one candidate row. Returns ``(B, K, W, C)``.
+    """
+    B, K, W = int(batch_size), int(node_top_k), int(tree_width)
+    require_min("batch_size", B, 0)
+    require_min("node_top_k", K, 1, " (1 <= K)")
+    require_min("tree_width", W, 1, " (1 <= W)")
+    C = W * K
+    if C > 64:
+        raise PreconditionError(f"node_top_k*tree_width = C must be <= 64, got C = {K}*{W} = {C}")
+    return B, K, W, C
+
+
 def require_tensor(t, name: str, shape: tuple, dtype) -> None:
     """Precondition on one tensor argument: present, of ``shape``, of ``dtype`` (or one of a tuple)."""
     if t is None:

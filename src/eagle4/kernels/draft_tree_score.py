@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from eagle4.kernels import PreconditionError, poison, require_tensor
+from eagle4.kernels import PreconditionError, draft_layer_geometry, poison, require_tensor
 
 _BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
 HIDDEN_TORCH = tuple(_BITS)
@@ -18,8 +18,6 @@ HIDDEN_TORCH = tuple(_BITS)
 def _bits(t: torch.Tensor) -> torch.Tensor:
     """Integer view of a float tensor: indexing it copies bits, never converts (NaN payloads kept)."""
     return t.view(_BITS[t.dtype]) if t.dtype in _BITS else t
-
-
 
 
 def sort_key(s: torch.Tensor) -> torch.Tensor:
@@ -33,20 +31,19 @@ def stable_desc_order(s: torch.Tensor) -> torch.Tensor:
     return torch.sort(sort_key(s), dim=-1, descending=True, stable=True).indices
 
 
+def output_shapes(B: int, K: int, C: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """Shape and dtype of K1's fixed-shape outputs (§1.4); the hidden rows and the optional tokens
+    take their shape from the inputs."""
+    return {"curr_layer_scores": ((B, C), torch.float32), "sort_layer_scores": ((B, C), torch.float32),
+            "sort_layer_indices": ((B, C), torch.int64), "cache_topk_indices": ((B, K), torch.int64),
+            "parent_indices_in_layer": ((B, K), torch.int64)}
+
+
 def check_preconditions(*, topk_probas_sampling, topk_tokens_sampling, last_layer_scores, curr_layer_scores,
                         sort_layer_scores, sort_layer_indices, cache_topk_indices, parent_indices_in_layer,
                         input_hidden_states, output_hidden_states, hot_token_id, batch_size, node_top_k,
                         tree_width, cumu_count, use_hot_token_id, output_tokens=None) -> None:
-    B, K, W = int(batch_size), int(node_top_k), int(tree_width)
-    if B < 0:
-        raise PreconditionError(f"batch_size must be >= 0, got {B}")
-    if K < 1:
-        raise PreconditionError(f"node_top_k must be >= 1 (1 <= K), got {K}")
-    if W < 1:
-        raise PreconditionError(f"tree_width must be >= 1 (1 <= W), got {W}")
-    C = W * K
-    if C > 64:
-        raise PreconditionError(f"node_top_k*tree_width = C must be <= 64, got C = {K}*{W} = {C}")
+    B, K, W, C = draft_layer_geometry(batch_size, node_top_k, tree_width)
     if K > C:  # unreachable with W >= 1; kept because the spec lists it
         raise PreconditionError(f"node_top_k must be <= C = {C}, got {K}")
     require_tensor(topk_probas_sampling, "topk_probas_sampling", (B, C), torch.float32)
@@ -56,12 +53,9 @@ def check_preconditions(*, topk_probas_sampling, topk_tokens_sampling, last_laye
     H = input_hidden_states.shape[1]
     require_tensor(input_hidden_states, "input_hidden_states", (B * W, H), HIDDEN_TORCH)
     require_tensor(output_hidden_states, "output_hidden_states", (B, K, H), input_hidden_states.dtype)
-    for name, t, shape, dtype in (("curr_layer_scores", curr_layer_scores, (B, C), torch.float32),
-                                  ("sort_layer_scores", sort_layer_scores, (B, C), torch.float32),
-                                  ("sort_layer_indices", sort_layer_indices, (B, C), torch.int64),
-                                  ("cache_topk_indices", cache_topk_indices, (B, K), torch.int64),
-                                  ("parent_indices_in_layer", parent_indices_in_layer, (B, K), torch.int64)):
-        require_tensor(t, name, shape, dtype)
+    given = locals()
+    for name, (shape, dtype) in output_shapes(B, K, C).items():
+        require_tensor(given[name], name, shape, dtype)
     if topk_tokens_sampling is not None:
         require_tensor(topk_tokens_sampling, "topk_tokens_sampling", (B, C), torch.int64)
     if use_hot_token_id:
@@ -120,12 +114,8 @@ def allocate(tensors: dict, params: dict, device) -> dict:
     B = max(int(params["batch_size"]), 0)
     K = max(int(params["node_top_k"]), 0)
     W = max(int(params["tree_width"]), 0)
-    C = W * K
     out = {}
-    shapes = {"curr_layer_scores": ((B, C), torch.float32), "sort_layer_scores": ((B, C), torch.float32),
-              "sort_layer_indices": ((B, C), torch.int64), "cache_topk_indices": ((B, K), torch.int64),
-              "parent_indices_in_layer": ((B, K), torch.int64)}
-    for name, (shape, dtype) in shapes.items():
+    for name, (shape, dtype) in output_shapes(B, K, W * K).items():
         if name not in tensors:
             out[name] = poison(shape, dtype, device)
     hin = tensors.get("input_hidden_states")

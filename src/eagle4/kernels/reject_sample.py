@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from eagle4.kernels import PreconditionError, poison, require_tensor
+from eagle4.kernels import PreconditionError, poison, require_min, require_tensor
 
 F32_ONE_E9 = np.float32(1e-9)
 TWO_POW_32 = 4294967296.0  # exact in f32: scaling by it is exact, so floor() is the only rounding
@@ -34,14 +34,10 @@ def check_preconditions(*, candidates, retrive_index, retrive_next_token, retriv
                         target_predict, is_greedy, coins, final_coins, threshold_single, threshold_acc,
                         B, Q, S, V, predicts, accept_index, accept_length) -> None:
     B, Q, S, V = int(B), int(Q), int(S), int(V)
-    if B < 1:
-        raise PreconditionError(f"B must be >= 1, got {B}")
-    if Q < 1:
-        raise PreconditionError(f"Q must be >= 1 (the root is verify token 0), got {Q}")
-    if S < 1:
-        raise PreconditionError(f"S must be >= 1 (1 <= S = D_max + 1), got {S}")
-    if V < 1:
-        raise PreconditionError(f"V must be >= 1, got {V}")
+    require_min("B", B, 1)
+    require_min("Q", Q, 1, " (the root is verify token 0)")
+    require_min("S", S, 1, " (1 <= S = D_max + 1)")
+    require_min("V", V, 1)
     if B * Q > 2**31 - 1:
         raise PreconditionError(f"B*Q must fit the int32 positions (<= 2^31-1), got {B * Q}")
     for name, t in (("candidates", candidates), ("retrive_index", retrive_index),

@@ -9,11 +9,22 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from eagle4.kernels import PreconditionError, poison, require_tensor
+from eagle4.kernels import PreconditionError, draft_layer_geometry, poison, require_min, require_tensor
 
 # 0.9999f as its binary32 bit pattern: the product must be one f32 multiply by exactly this value
 DECAY_BITS = 0x3F7FF972
 DECAY_F32 = float(np.array(DECAY_BITS, dtype=np.uint32).view(np.float32))
+
+
+def buffer_shapes(B: int, K: int, N: int, M: int, I: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """Shape and dtype of every buffer K2 writes (§2.4), in ABI order: the draft state rows, the
+    top-K outputs, the work/sort score rows and the output mask."""
+    return {"cumu_tokens": ((B, N), torch.int64), "cumu_scores": ((B, N), torch.float32),
+            "cumu_deltas": ((B, N), torch.int64), "prev_indexs": ((B, N), torch.int64),
+            "next_indexs": ((B, N), torch.int64), "side_indexs": ((B, N), torch.int64),
+            "output_scores": ((B, K), torch.float32), "output_tokens": ((B, K), torch.int64),
+            "work_scores": ((B, M + K), torch.float32), "sort_scores": ((B, M), torch.float32),
+            "output_tree_mask": ((B, K, I + 1), torch.bool)}
 
 
 def check_preconditions(*, topk_probas, topk_tokens, sorted_scores, sorted_indexs, parent_indexs, topk_indexs,
@@ -21,29 +32,15 @@ def check_preconditions(*, topk_probas, topk_tokens, sorted_scores, sorted_index
                         curr_depth, max_input_size, max_node_count, max_verify_num, cumu_tokens, cumu_scores,
                         cumu_deltas, prev_indexs, next_indexs, side_indexs, output_scores, output_tokens,
                         work_scores, sort_scores, output_tree_mask) -> None:
-    B, K, W, Ic = int(batch_size), int(node_top_k), int(tree_width), int(input_count)
-    I, N, M, cc = int(max_input_size), int(max_node_count), int(max_verify_num), int(cumu_count)
-    if B < 0:
-        raise PreconditionError(f"batch_size must be >= 0, got {B}")
-    # K, W >= 1: the kernel divides by K and a layer has at least one frontier slot
-    if K < 1:
-        raise PreconditionError(f"node_top_k must be >= 1, got {K}")
-    if W < 1:
-        raise PreconditionError(f"tree_width must be >= 1, got {W}")
-    C = W * K
-    if C > 64:
-        raise PreconditionError(f"node_top_k*tree_width = C must be <= 64, got {K}*{W} = {C}")
-    if Ic < 1:
-        raise PreconditionError(f"input_count must be >= 1 (Ic >= 1), got {Ic}")
+    B, K, W, C = draft_layer_geometry(batch_size, node_top_k, tree_width)
+    Ic, I, N, M = int(input_count), int(max_input_size), int(max_node_count), int(max_verify_num)
+    require_min("input_count", Ic, 1, " (Ic >= 1)")
     if Ic - 1 > I:
         raise PreconditionError(f"input_count-1 must be <= max_input_size (Ic-1 <= I), got Ic={Ic}, I={I}")
     # bounds of §0.4 the indexing relies on
-    if cc < 0:
-        raise PreconditionError(f"cumu_count must be >= 0, got {cc}")
-    if N < 0:
-        raise PreconditionError(f"max_node_count must be >= 0, got {N}")
-    if M < 1:
-        raise PreconditionError(f"max_verify_num must be >= 1 (clamp(Vn, 1, M) needs M >= 1), got {M}")
+    require_min("cumu_count", int(cumu_count), 0)
+    require_min("max_node_count", N, 0)
+    require_min("max_verify_num", M, 1, " (clamp(Vn, 1, M) needs M >= 1)")
     for name, t, shape, dtype in (
             ("topk_probas", topk_probas, (B, C), torch.float32),
             ("topk_tokens", topk_tokens, (B, C), torch.int64),
@@ -51,19 +48,11 @@ def check_preconditions(*, topk_probas, topk_tokens, sorted_scores, sorted_index
             ("sorted_indexs", sorted_indexs, (B, C), torch.int64),
             ("parent_indexs", parent_indexs, (B, K), torch.int64),
             ("topk_indexs", topk_indexs, (B, W), torch.int64),
-            ("input_tree_mask", input_tree_mask, (B, W, Ic - 1), torch.bool),
-            ("cumu_tokens", cumu_tokens, (B, N), torch.int64),
-            ("cumu_scores", cumu_scores, (B, N), torch.float32),
-            ("cumu_deltas", cumu_deltas, (B, N), torch.int64),
-            ("prev_indexs", prev_indexs, (B, N), torch.int64),
-            ("next_indexs", next_indexs, (B, N), torch.int64),
-            ("side_indexs", side_indexs, (B, N), torch.int64),
-            ("output_scores", output_scores, (B, K), torch.float32),
-            ("output_tokens", output_tokens, (B, K), torch.int64),
-            ("work_scores", work_scores, (B, M + K), torch.float32),
-            ("sort_scores", sort_scores, (B, M), torch.float32),
-            ("output_tree_mask", output_tree_mask, (B, K, I + 1), torch.bool)):
+            ("input_tree_mask", input_tree_mask, (B, W, Ic - 1), torch.bool)):
         require_tensor(t, name, shape, dtype)
+    given = locals()
+    for name, (shape, dtype) in buffer_shapes(B, K, N, M, I).items():
+        require_tensor(given[name], name, shape, dtype)
 
 
 def descending_merge(A: torch.Tensor, S: torch.Tensor, n1: int) -> torch.Tensor:
@@ -160,10 +149,5 @@ def allocate(tensors: dict, params: dict, device) -> dict:
     N = max(int(params["max_node_count"]), 0)
     M = max(int(params["max_verify_num"]), 0)
     I = max(int(params["max_input_size"]), -1)
-    shapes = {"output_scores": ((B, K), torch.float32), "output_tokens": ((B, K), torch.int64),
-              "cumu_tokens": ((B, N), torch.int64), "cumu_scores": ((B, N), torch.float32),
-              "cumu_deltas": ((B, N), torch.int64), "prev_indexs": ((B, N), torch.int64),
-              "next_indexs": ((B, N), torch.int64), "side_indexs": ((B, N), torch.int64),
-              "work_scores": ((B, M + K), torch.float32), "sort_scores": ((B, M), torch.float32),
-              "output_tree_mask": ((B, K, I + 1), torch.bool)}
-    return {name: poison(shape, dtype, device) for name, (shape, dtype) in shapes.items() if name not in tensors}
+    return {name: poison(shape, dtype, device)
+            for name, (shape, dtype) in buffer_shapes(B, K, N, M, I).items() if name not in tensors}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from eagle4.kernels import PreconditionError, poison, require_tensor
+from eagle4.kernels import PreconditionError, poison, require_min, require_tensor
 
 _BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
 HIDDEN_TORCH = tuple(_BITS)
@@ -64,9 +64,8 @@ def check_preconditions(*, accept_index, accept_length, predicts, finish_pos, se
                         req_to_token, out_cache_loc, hidden_states, verify_node_ids, B, Q, S, H, S_max,
                         outputs: dict) -> None:
     B, Q, S, H, S_max = int(B), int(Q), int(S), int(H), int(S_max)
-    for name, val, lo in (("B", B, 1), ("Q", Q, 1), ("S", S, 1), ("H", H, 1), ("S_max", S_max, 1)):
-        if val < lo:
-            raise PreconditionError(f"{name} must be >= {lo}, got {val}")
+    for name, val in (("B", B), ("Q", Q), ("S", S), ("H", H), ("S_max", S_max)):
+        require_min(name, val, 1)
     if B * Q > INT32_MAX:
         raise PreconditionError(f"B*Q must fit the int32 positions (<= 2^31-1), got {B * Q}")
     require_tensor(accept_index, "accept_index", (B, S), torch.int32)

@@ -22,17 +22,14 @@ from __future__ import annotations
 
 import torch
 
-from eagle4.kernels import PreconditionError, poison
+from eagle4.kernels import PreconditionError, poison, require_min
 
 
 def _check(work_scores, batch_size, node_count, node_top_k, row_stride, work_deltas, per_req_deltas):
     B, n0, K, stride = int(batch_size), int(node_count), int(node_top_k), int(row_stride)
-    if B < 0:
-        raise PreconditionError(f"work_deltas: batch_size = {B} must be >= 0")
-    if n0 < 0:
-        raise PreconditionError(f"work_deltas: node_count (n0) = {n0} must be >= 0")
-    if K < 0:
-        raise PreconditionError(f"work_deltas: node_top_k (K) = {K} must be >= 0")
+    require_min("batch_size", B, 0)
+    require_min("node_count", n0, 0, " (n0)")
+    require_min("node_top_k", K, 0, " (K)")
     if n0 + K > stride:
         raise PreconditionError(
             f"work_deltas: node_count + node_top_k (n0 + K = {n0} + {K} = {n0 + K}) must be <= row_stride = {stride}")
@@ -97,7 +94,6 @@ def allocate(tensors, params, device):
     out = {}
     if tensors.get("work_deltas") is None:
         K = int(params["node_top_k"])
-        if K < 0:
-            raise PreconditionError(f"work_deltas: node_top_k (K) = {K} must be >= 0")
+        require_min("node_top_k", K, 0, " (K)")
         out["work_deltas"] = poison((K + 1,), torch.float32, device)
     return out

@@ -40,9 +40,21 @@ class ByteTokenizer:
                 "vocab_size": self.vocab_size}
 
 
+def add_bos_template(tok) -> None:
+    """Give a ``tokenizers.Tokenizer`` the post-processor that prepends ``<|bos|>`` when special tokens
+    are added: a Hugging Face client (``AutoTokenizer``, default ``add_special_tokens=True``) then
+    counts a prompt as the server does. The model folder's ``tokenizer_config.json`` names the three
+    special tokens for it."""
+    from tokenizers.processors import TemplateProcessing
+
+    bos = tok.token_to_id(BOS)
+    tok.post_processor = TemplateProcessing(single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, bos)])
+
+
 class HFTokenizer:
     """A ``tokenizers.Tokenizer`` file with ``<|bos|>``/``<|eos|>``/``<|pad|>`` specials; BOS is
-    prepended by :meth:`encode` (the file has no post-processor, so training and serving agree)."""
+    prepended by :meth:`encode` (which encodes without the file's post-processor, so training and
+    serving agree whether or not the file has one)."""
 
     def __init__(self, tok, path: str = ""):
         self._tok = tok

@@ -85,7 +85,7 @@ def baseline_dir(contract, root: Path = REPO) -> Path:
     """Where the record of the contract's ``[baseline] card`` lives (whether or not it exists yet)."""
     c = as_contract(contract)
     card = baseline_card(c)  # ContractError where the contract names none
-    return record_dir(card, c["contract"]["name"] if isinstance(c, dict) else c.contract.name, root)
+    return record_dir(card, c.contract.name, root)
 
 
 def baseline_file(contract, name: str, root: Path = REPO) -> Path:

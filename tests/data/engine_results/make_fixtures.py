@@ -128,7 +128,7 @@ def write_vllm() -> None:
     d = HERE / "vllm"
     common = {"date": "20261120-101500", "endpoint_type": "openai", "backend": "openai", "label": None,
               "model_id": "meta-llama/Llama-3.1-8B-Instruct", "tokenizer_id": "meta-llama/Llama-3.1-8B-Instruct",
-              "num_prompts": 32, "version": "0.11.0", "device": GPU, "commit": "a1b2c3d4e5f6", "context": "16384",
+              "num_prompts": 32, "engine": "vllm", "version": "0.11.0", "device": GPU, "commit": "a1b2c3d4e5f6", "context": "16384",
               "decode_steps": "512", "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 4}
 
     def run(spec, tps, ttft, tpot, acc_len=None, acc_rate=None):
@@ -174,7 +174,7 @@ def write_sglang() -> None:
 
     _w(d / "sglang_eagle3_32k.jsonl", line(139.8, 3.12, "32k-single-spec3") + line(141.2, 3.15, "32k-single-spec3"))
     _w(d / "sglang_eagle3_32k.jsonl.meta.json",
-       json.dumps({"device": GPU, "commit": "0f9e8d7c6b5a", "spec_tokens": 3}, indent=2) + "\n")
+       json.dumps({"device": GPU, "commit": "0f9e8d7c6b5a", "spec_tokens": 3, "failed_requests": 0}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

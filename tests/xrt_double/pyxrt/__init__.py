@@ -386,32 +386,32 @@ def _library() -> ctypes.CDLL:
         return _LIBS["lib"]
     import subprocess
 
-    from eagle4.backends import csim, hls_designs, xrt_abi
+    from eagle4.backends import csim_build, hls_designs, xrt_abi
 
-    hls = csim.HLS_DIR
-    ds = csim.all_designs()
+    hls = csim_build.HLS_DIR
+    ds = csim_build.all_designs()
     srcs: list[Path] = []
     for d in ("draft_tree_score", "update_draft_state", "work_deltas", "tree_mask", "logits_to_probas",
               "reject_sample", "update_verify", "fused_draft", "fused_verify"):
         srcs += [f for f in hls_designs.synth_sources(d, ds) if f not in srcs]
-    snap = csim.snapshot_sources(csim.header_files(include_tb=False) + srcs)
+    snap = csim_build.snapshot_sources(csim_build.header_files(include_tb=False) + srcs)
     generated = {rel: data for rel, data in xrt_abi.generated_sources().items() if rel.endswith(".cpp")}
     snap.update(generated)  # the entry points, generated from the tops as the board build generates them
     rels = [str(s.relative_to(hls)) for s in srcs] + sorted(generated)
-    flags = list(csim.BASE_FLAGS)
-    digest = "xrtdouble-" + csim.build_digest("xrt-double", snap, flags + rels)
-    root = csim.cache_root()
+    flags = list(csim_build.BASE_FLAGS)
+    digest = "xrtdouble-" + csim_build.build_digest("xrt-double", snap, flags + rels)
+    root = csim_build.cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    cxx = csim.find_cxx()
+    cxx = csim_build.find_cxx()
 
     def builder(tmp: Path):
-        src_root = csim.materialize(snap, tmp / "src")
+        src_root = csim_build.materialize(snap, tmp / "src")
         objs = []
         for rel in rels:
             # the tops include their headers by folder-relative names; the entry points by "<key>/<key>.hpp"
             fl = flags + [f"-I{src_root}", f"-I{(src_root / rel).parent}", f"-I{src_root / 'fused' / 'common'}"]
             obj = tmp / rel.replace("/", "__").replace(".cpp", ".o")
-            _, rc, out = csim._compile(cxx, fl, src_root / rel, obj, src_root, root)
+            _, rc, out = csim_build.compile_source(cxx, fl, src_root / rel, obj, src_root, root)
             if rc:
                 raise RuntimeError(f"test double: compiling {rel} failed (nothing cached):\n{out}")
             objs.append(str(obj))
@@ -423,7 +423,7 @@ def _library() -> ctypes.CDLL:
         (tmp / "build.json").write_text(json.dumps({"kernels": list(xrt_abi.KERNEL_NAMES), "sources": rels,
                                                     "complete": True}))
 
-    entry, _ = csim.cached_build(root, digest, builder)
+    entry, _ = csim_build.cached_build(root, digest, builder)
     _LIBS["lib"] = ctypes.CDLL(str(entry / "libxrtdouble.so"))
     return _LIBS["lib"]
 

@@ -1,0 +1,2 @@
+def get_adapter_absolute_path(path):
+    return path

@@ -1,0 +1,2 @@
+def convert_image_mode(image, mode):
+    return image.convert(mode)

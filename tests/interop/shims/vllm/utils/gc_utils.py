@@ -1,0 +1,6 @@
+import gc
+
+
+def freeze_gc_heap():
+    gc.collect()
+    gc.freeze()

@@ -1,0 +1,2 @@
+def is_mistral_tokenizer(tokenizer) -> bool:
+    return False
