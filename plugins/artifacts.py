@@ -13,6 +13,7 @@ only a run given ``--reports-dir`` inside reports/ may write there.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from plugins.api import interrupted, reports_dir, requested_hw
 def pytest_addoption(parser):
     group = parser.getgroup("eagle4 artifacts")
     group.addoption("--reports-dir", default=None,
-                    help="where the artifact pack goes (default: a scratch copy of <rootdir>/reports, named at the end)")
+                    help="where the artifact pack goes (default: a scratch copy of <rootdir>/reports, removed at the end)")
+    group.addoption("--keep-scratch", action="store_true", default=False,
+                    help="keep the scratch copy of reports/ after the session (its path is printed at the end)")
 
 
 def pytest_configure(config):
@@ -115,8 +118,10 @@ _CHANGED = pytest.StashKey[list]()
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if config.stash.get(_SCRATCH, False):
-        terminalreporter.write_line(f"eagle4: this run's artifacts went to {reports_dir(config)} (a scratch copy; "
-                                    "reports/ is written only by --reports-dir reports or `eagle4 signoff --reports reports`)")
+        fate = "kept (--keep-scratch)" if config.getoption("--keep-scratch") else "removed now; --keep-scratch keeps it"
+        terminalreporter.write_line(f"eagle4: this run's artifacts went to {reports_dir(config)} (a scratch copy, "
+                                    f"{fate}; reports/ is written only by --reports-dir reports or "
+                                    "`eagle4 signoff --reports reports`)")
     changed = config.stash.get(_CHANGED, None)
     if changed:
         terminalreporter.write_sep("=", "committed files changed by this test run", red=True)
@@ -124,3 +129,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             terminalreporter.write_line(f"  {k}")
         terminalreporter.write_line("tests must write to tmp_path or the scratch reports folder; "
                                     "restore with `git checkout -- <file>` (run FAILED)")
+
+
+def pytest_unconfigure(config):
+    """The controller removes its scratch copy (the whole ``eagle4-reports-*`` folder) unless --keep-scratch."""
+    if hasattr(config, "workerinput") or not config.stash.get(_SCRATCH, False):
+        return
+    if config.getoption("--keep-scratch"):
+        return
+    top = reports_dir(config).parent
+    if top.name.startswith("eagle4-reports-"):
+        shutil.rmtree(top, ignore_errors=True)

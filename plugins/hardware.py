@@ -17,6 +17,7 @@ import pytest
 from plugins.api import HW_KINDS, requested_hw  # noqa: F401 - requested_hw: callers import it here
 
 _DESELECTED = pytest.StashKey[dict]()  # hardware kind -> tests deselected because it was not asked for
+_COLLAPSED = pytest.StashKey[dict]()  # hardware kind asked for but missing -> tests that one failure stands for
 
 
 def pytest_addoption(parser):
@@ -88,6 +89,20 @@ def pytest_collection_modifyitems(config, items):
                 config.stash[_DESELECTED][k] = config.stash[_DESELECTED].get(k, 0) + 1
         else:
             keep.append(item)
+    # hardware asked for but missing here: one test per kind fails naming it and the count, the rest are
+    # deselected (one reason, one line: not 1,276 copies of "no CUDA device")
+    collapsed: dict[str, list] = {}
+    for item in keep:
+        needs = _item_hw(item) | ({"docker"} if item.get_closest_marker("docker") else set())
+        kind = next((k for k in sorted(needs) if hardware_missing(k)), None)
+        if kind is not None:
+            collapsed.setdefault(kind, []).append(item)
+    config.stash[_COLLAPSED] = {k: len(v) for k, v in collapsed.items()}
+    for _kind, group in collapsed.items():
+        if len(group) > 1:
+            gone = set(map(id, group[1:]))
+            drop += group[1:]
+            keep = [i for i in keep if id(i) not in gone]
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -102,7 +117,10 @@ def pytest_runtest_call(item):
     for kind in sorted(needs):
         why = hardware_missing(kind)
         if why:
-            pytest.fail(f"this test needs {kind} (asked for with --hw / --with-docker) but {why}", pytrace=False)
+            n = item.config.stash.get(_COLLAPSED, {}).get(kind, 1)
+            more = f"; it stands for all {n} selected tests that need {kind} (the other {n - 1} were deselected)" \
+                if n > 1 else ""
+            pytest.fail(f"this test needs {kind} (asked for with --hw / --with-docker) but {why}{more}", pytrace=False)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,7 +153,10 @@ class _Dump:
         if name not in self.names:
             raise StageDumpError(f"{self.shown}: field '{name}': stage missing (the dump has {sorted(self.names)})")
         if hasattr(self, "_npz"):
-            a = self._npz[name]
+            try:  # a CRC error, an object array, a truncated entry: one line naming file and stage
+                a = self._npz[name]
+            except (zipfile.BadZipFile, ValueError, OSError, EOFError, MemoryError) as e:
+                raise StageDumpError(f"{self.shown}: field '{name}': unreadable ({type(e).__name__}: {e})") from None
         else:
             info = self._header[name]
             try:

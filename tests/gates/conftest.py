@@ -120,7 +120,9 @@ def gate_results(pytestconfig):
         xclbin = resolve_xclbin(None, contract)
         why = board_missing(xclbin)
         if why:
-            return {BOARD_MISSING: f"--hw=fpga: the FPGA board is not usable: {why}"}
+            msg = f"--hw=fpga: the FPGA board is not usable: {why}"
+            pytestconfig.stash[_KEY] = dict(mode=mode, refused=msg)  # the summary still ends with a verdict
+            return {BOARD_MISSING: msg}
         from eagle4.workload.board import run_board_signoff
 
         run_board_signoff(contract, reports, xclbin=xclbin)
@@ -128,6 +130,7 @@ def gate_results(pytestconfig):
         res = evaluate_all(contract, reports, hw=mode, record_ledger=True, results_dir=results,
                            stage=_option(pytestconfig, "--stage"))
     except ValueError as e:  # a malformed result file, log or dump: its one line naming file and field
+        pytestconfig.stash[_KEY] = dict(mode=mode, refused=str(e))
         pytest.fail(str(e), pytrace=False)
     pytestconfig.stash[_KEY] = dict(mode=mode, sha=contract.sha256, results=res, results_dir=results if engine else None)
     return {r.name: r for r in res}
@@ -142,7 +145,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if dropped:
         terminalreporter.write_line(f"eagle4: engine contract: deselected the FPGA design tests of {dropped}")
     got = config.stash.get(_KEY, None)
-    if got and got.get("results"):
+    if got and got.get("refused"):  # nothing was evaluated: say so, and that this cannot sign off
+        terminalreporter.write_sep("=", "EAGLE4 gate summary")
+        terminalreporter.write_line("VERDICT: NOT SIGNED OFF")
+        terminalreporter.write_line(f"* no gate evaluated: {got['refused']}")
+    elif got and got.get("results"):
         from eagle4.gates import summary
 
         terminalreporter.write_sep("=", "EAGLE4 gate summary")

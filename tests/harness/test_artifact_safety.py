@@ -137,7 +137,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 
 def test_a_test_run_writes_a_scratch_copy_not_reports(project):
     before = _snapshot(project.path / "reports")
-    res = project.runpytest_subprocess(project.makepyfile(RECORDING), "-p", "no:cacheprovider")
+    res = project.runpytest_subprocess(project.makepyfile(RECORDING), "-p", "no:cacheprovider", "--keep-scratch")
     res.assert_outcomes(passed=1)
     assert _snapshot(project.path / "reports") == before
     (line,) = [x for x in res.outlines if "this run's artifacts went to" in x]
@@ -186,7 +186,8 @@ def test_xdist_workers_write_the_controllers_scratch_copy(project):
     # a test writing through reports_dir (as tests/gates records its ledger) in an xdist worker: the scratch
     # copy the controller made, never the committed reports/ (workers parse the command line again)
     before = _snapshot(project.path / "reports")
-    res = project.runpytest_subprocess(project.makepyfile(WORKER_WRITES), "-p", "no:cacheprovider", "-n", "1")
+    res = project.runpytest_subprocess(project.makepyfile(WORKER_WRITES), "-p", "no:cacheprovider", "-n", "1",
+                                       "--keep-scratch")
     res.assert_outcomes(passed=1)
     assert _snapshot(project.path / "reports") == before
     (line,) = [x for x in res.outlines if "this run's artifacts went to" in x]

@@ -90,3 +90,24 @@ def test_planted_mismatch_is_reported_with_indices_and_matrix_written(pytester, 
     assert "work_deltas/planted" in md and "| work_deltas |" in md
     manifest = (pytester.path / "rep" / "env_manifest.txt").read_text()
     assert "git_commit:" in manifest and "pytest_hw: cpu" in manifest
+
+
+MANY_GPU_TESTS = """
+import pytest
+@pytest.mark.cuda
+@pytest.mark.parametrize("i", range(40))
+def test_needs_gpu(i):
+    pass
+def test_plain():
+    pass
+"""
+
+
+@pytest.mark.skipif(_torch_has_cuda(), reason="this machine has a GPU; the missing-hardware path cannot be shown")
+def test_missing_hardware_is_one_failure_with_a_count(pytester, run):
+    """40 tests that need a missing CUDA device: one failure names the reason and the count, not 40 copies."""
+    pytester.makepyfile(MANY_GPU_TESTS)
+    res = run("--hw=cuda")
+    res.assert_outcomes(passed=1, failed=1, deselected=39)
+    assert sum("no CUDA device" in ln for ln in res.outlines) <= 2
+    res.stdout.fnmatch_lines(["*no CUDA device*stands for all 40 selected tests that need cuda*"])

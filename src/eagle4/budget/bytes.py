@@ -241,8 +241,9 @@ class BytesResult:
     def summary_lines(self) -> list[str]:
         u, f = self.unfused, self.fused
         out = [f"bytes/token: unfused {u.bytes_per_token / 2**20:.3f} MiB, fused {f.bytes_per_token / 2**20:.3f} MiB, "
-               f"ratio {self.ratio:.3f}x (counted parts only {self.ratio_p0():.3f}x); accept lengths "
-               f"{self.trace.accept_provenance} (mean {self.trace.mean_accept:.3f}), prefix L={self.trace.prefix_len}"]
+               f"ratio {self.ratio:.3f}x (counted parts only {self.ratio_p0():.3f}x); accept length "
+               f"{self.trace.accept_provenance} (mean {self.trace.mean_accept + 1:.3f} tokens per verify step, bonus "
+               f"included), prefix L={self.trace.prefix_len}"]
         for comp, fb, ub in self.top_contributors(2):
             out.append(f"fused top contributor {comp}: {fb / 2**20:.3f} MiB/token (unfused {ub / 2**20:.3f}) "
                        f"[{f.prov.get(comp)}]")

@@ -76,17 +76,36 @@ class Trace:
         return json.dumps(asdict(self), indent=1)
 
 
-def _measured_accepts(path: Path, sha: str | None = None) -> list[int] | None:
+def _measured_accepts(path: Path, sha: str | None = None, most: int | None = None) -> list[int] | None:
     """Accepted draft tokens per request and verify step from the e2e driver's CSV (rows of this
-    contract only, provenance 'measured'); None when there are none."""
+    contract only, provenance 'measured'); None when there are none. A file without an
+    ``accept_length`` column, or a value that is not an integer in [0, ``most``], is a one-line error
+    naming file, row and field: nothing is clipped or replaced silently."""
     if not path.is_file():
         return None
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        rows = list(enumerate(reader, start=2))
+        fields = reader.fieldnames or []
+    if "accept_length" not in fields:
+        raise ValueError(f"{path}: field 'accept_length': no such column (columns {fields[:8]}); "
+                         "not an acceptance-length CSV")
     if sha:  # rows without a contract hash (or of another contract) are refused, never taken as this one's
-        rows = [r for r in rows if r.get("contract_sha256") == sha]
-    rows = [r for r in rows if r.get("provenance", "measured") == "measured"]
-    vals = [int(float(r["accept_length"])) for r in rows if r.get("accept_length") not in (None, "")]
+        rows = [(n, r) for n, r in rows if r.get("contract_sha256") == sha]
+    rows = [(n, r) for n, r in rows if r.get("provenance", "measured") == "measured"]
+    vals = []
+    for n, r in rows:
+        raw = r.get("accept_length")
+        if raw in (None, ""):
+            continue
+        try:
+            v = float(raw)
+        except ValueError:
+            raise ValueError(f"{path}:{n}: field 'accept_length': {raw!r} is not a number") from None
+        if not v.is_integer() or v < 0 or (most is not None and v > most):
+            raise ValueError(f"{path}:{n}: field 'accept_length': {raw} is not an integer in [0, {most}] "
+                             "(accepted draft tokens of one verify step)")
+        vals.append(int(v))
     return vals or None
 
 
@@ -117,7 +136,7 @@ def build_trace(contract, *, root: str | Path | None = None) -> Trace:
     root = Path(root) if root else Path(c_root or Path(__file__).resolve().parents[3])
     measured = None
     if tr.accept_source in ("auto", "measured"):
-        measured = _measured_accepts(root / tr.measured_csv, contract_sha256(contract))
+        measured = _measured_accepts(root / tr.measured_csv, contract_sha256(contract), most=D)
         if measured is None and tr.accept_source == "measured":
             raise FileNotFoundError(f"[trace].accept_source = 'measured' but {tr.measured_csv} is missing")
     rng = np.random.default_rng(tr.seed)

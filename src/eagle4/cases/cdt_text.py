@@ -65,11 +65,22 @@ def _parse_int(tok: str, src: str, line: int, key: str) -> int:
     return int(tok)
 
 
-def _parse_float(tok: str, src: str, line: int, key: str) -> float:
+_NONFINITE = {"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan", "+nan", "-nan"}
+
+
+def _parse_float(tok: str, src: str, line: int, key: str, dtype=np.float64) -> float:
+    """``tok`` as a float of ``dtype``; a finite decimal that overflows it (1e400, 3.5e38 for f32) is an
+    error, never stored as inf (only an explicit inf/nan token gives one)."""
     try:
-        return float(tok)  # 17-digit decimals of f32 values round-trip exactly through f64
+        v = float(tok)  # 17-digit decimals of f32 values round-trip exactly through f64
     except ValueError:
         raise _err(src, line, f"{key}: bad number {tok!r}") from None
+    if tok.strip().lower() not in _NONFINITE:
+        with np.errstate(over="ignore"):
+            stored = np.array(v, dtype=np.float64).astype(dtype)
+        if not math.isfinite(v) or not np.isfinite(stored):
+            raise _err(src, line, f"{key}: {tok} does not fit {np.dtype(dtype).name} (it would be stored as inf)")
+    return v
 
 
 def _storage_dtype(dtype: str) -> np.dtype:
@@ -79,7 +90,7 @@ def _storage_dtype(dtype: str) -> np.dtype:
 
 def _convert(tokens: list[str], dtype: np.dtype, src: str, line: int, key: str) -> np.ndarray:
     if dtype.kind == "f":
-        return np.array([_parse_float(t, src, line, key) for t in tokens], dtype=np.float64).astype(dtype)
+        return np.array([_parse_float(t, src, line, key, dtype) for t in tokens], dtype=np.float64).astype(dtype)
     vals = [_parse_int(t, src, line, key) for t in tokens]
     if dtype == np.bool_:
         bad = [v for v in vals if v not in (0, 1)]
@@ -200,7 +211,7 @@ def parse_cdt_text(path: str | Path, kernel: str) -> Case:
         if name in params:
             raise _err(src, lineno, f"{name}: given both in 'meta' and on its own line")
         if a.dtype == "f32":
-            params[name] = float(np.float32(_parse_float(vals[0], src, lineno, name)))
+            params[name] = float(np.float32(_parse_float(vals[0], src, lineno, name, np.float32)))
         elif a.dtype == "bool":
             v = _parse_int(vals[0], src, lineno, name)
             if v not in (0, 1):

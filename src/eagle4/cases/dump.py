@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -90,16 +91,46 @@ def save_dump(path: str | os.PathLike, case: Case, expected: dict[str, np.ndarra
     return sha
 
 
+#: the largest array entry a dump may hold (uncompressed); kernel cases are megabytes
+MAX_ENTRY_BYTES = 512 << 20
+
+
+def _check_entries(path: Path) -> None:
+    """Refuse, before anything is inflated or allocated, an entry over :data:`MAX_ENTRY_BYTES` and an
+    ``.npy`` header whose shape claims more bytes than its entry holds (a 8 PiB header in a 1 kB file)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for zi in zf.infolist():
+                name = zi.filename.removesuffix(".npy")
+                if zi.file_size > MAX_ENTRY_BYTES:
+                    raise DumpError(f"{path}: array {name!r}: {zi.file_size} bytes uncompressed, over the "
+                                    f"{MAX_ENTRY_BYTES} byte limit of a dump entry")
+                with zf.open(zi) as f:
+                    version = np.lib.format.read_magic(f)
+                    reader = np.lib.format.read_array_header_1_0 if version == (1, 0) \
+                        else np.lib.format.read_array_header_2_0
+                    shape, _, dtype = reader(f)
+                    need = math.prod(shape) * dtype.itemsize
+                    if need > zi.file_size:
+                        raise DumpError(f"{path}: array {name!r}: header claims shape {shape} of {dtype} "
+                                        f"({need} bytes), the entry holds {zi.file_size}")
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+        if isinstance(e, DumpError):
+            raise
+        raise DumpError(f"{path}: not a readable .npz dump ({type(e).__name__}: {e})") from None
+
+
 def read_npz(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     """Raw read: (meta, arrays with logical dtypes). Raises DumpError on any corruption."""
     path = Path(path)
     if not path.is_file():
         raise DumpError(f"{path}: no such file")
+    _check_entries(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             raw = {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-        raise DumpError(f"{path}: not a readable .npz dump ({type(e).__name__}: {e})") from e
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, MemoryError) as e:
+        raise DumpError(f"{path}: not a readable .npz dump ({type(e).__name__}: {e})") from None
     if "meta_json" not in raw:
         raise DumpError(f"{path}: no 'meta_json' entry (a 0-d string array holding a JSON object)")
     try:

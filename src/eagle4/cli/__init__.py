@@ -27,8 +27,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as e:  # clear message, no traceback
+    except (ValueError, KeyError, RuntimeError) as e:  # clear message, no traceback
         print(f"eagle4 {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a path that is a folder, under a file, unreadable, ...: one line naming it
+        what = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+        print(f"eagle4 {args.command}: error: {what}", file=sys.stderr)
         return 2
 
 

@@ -17,7 +17,8 @@ def cmd(args) -> int:
     res, rows = run_budget(contract, args.reports, progress=prog)
     u, f = res.unfused, res.fused
     print(f"trace: {len(res.trace.cycles)} cycles, batches {res.trace.batches}, prefix L={res.trace.prefix_len}, "
-          f"accept lengths {res.trace.accept_provenance} (mean {res.trace.mean_accept:.3f})")
+          f"accept length {res.trace.accept_provenance} (mean {res.trace.mean_accept + 1:.3f} tokens per verify step, "
+          f"the bonus token included)")
     print(f"unfused: {u.bytes_per_token / 2**20:.3f} MiB/token   fused: {f.bytes_per_token / 2**20:.3f} MiB/token   "
           f"ratio {res.ratio:.3f}x   (counted parts only: {res.ratio_p0():.3f}x)")
     for comp, fb, ub in res.top_contributors(3):

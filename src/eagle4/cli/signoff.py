@@ -9,18 +9,24 @@ Steps (each reported; a step that cannot run here says why, it is never silently
 4. budget: bytes/token of the unfused and fused FPGA dataflow from C-sim counters, budget sheet;
 5. gates: every [[gates]] entry of the contract, recorded in the gate ledger;
 6. env manifest.
-The pack goes to runs/signoff-<UTC time>/ (git-ignored): a working copy of the committed reports/ (the
-committed evidence the gates read) updated by this run, so the checkout stays as committed;
-`--reports reports` publishes into the committed pack (as `eagle4 replay` does).
-Exit code 0 when every step ran (the verdict is printed, SIGNED OFF or NOT SIGNED OFF); with --strict,
-3 when NOT SIGNED OFF; 1 when a step crashed.
---hw=fpga needs pyxrt, a device and the xclbin (--xclbin / EAGLE4_XCLBIN / [fpga] xclbin): when one is
-missing the run stops after the contract step with exit code 2, naming it (nothing falls back to the CPU).
+Every step writes into a staging folder (runs/signoff-<UTC time>-<pid>.staging, a copy of the committed
+pack the gates read); nothing is published until every step finished. The default publishes the pack
+runs/signoff-<UTC time>-<pid>/ (git-ignored): the files this run wrote plus index.json naming each file
+and the verdict. `--reports DIR` (e.g. `--reports reports`, as `eagle4 replay` does) publishes the
+written files into DIR instead, each by a rename. SIGINT/SIGTERM stop the parity child's process group,
+publish nothing (DIR and earlier packs stay byte-identical) and keep the staging folder as
+runs/signoff-...interrupted/ with an INTERRUPTED note; exit 130 (SIGINT) or 143 (SIGTERM).
+Exit codes (docs/cli.md): 0 SIGNED OFF, 1 NOT SIGNED OFF (a crashed step included), 2 usage or bad input
+(a malformed contract: one line, no pack; --hw=fpga without a board: no step runs the FPGA's part elsewhere).
+--hw=fpga needs pyxrt, a device and the xclbin (--xclbin / EAGLE4_XCLBIN / [fpga] xclbin).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -48,13 +54,25 @@ def _backend_for(hw: str) -> str:
     return {"cpu": "ref", "cuda": "cuda", "fpga": "xrt"}[hw]
 
 
+_PERCENT = re.compile(r"\[\s*(\d+)%\]\s*$")
+
+
+def _parity_progress(line: str) -> None:
+    """A line per pytest progress line (each ends in ``[ NN%]``): the step is not silent for minutes."""
+    m = _PERCENT.search(line)
+    if m:
+        fails = line[: m.start()].count("F") + line[: m.start()].count("E")
+        print(f"  parity: {m.group(1)}% of the tests done" + (f" ({fails} failed on this line)" if fails else ""),
+              flush=True)
+
+
 def _parity(args, reports: Path) -> StepResult:
     cmd = [sys.executable, "-m", "pytest", "-m", "parity", f"--hw={args.hw}", f"--reports-dir={reports}",
            "-q", "-p", "no:cacheprovider", "-n", str(args.workers)]
     if args.workers == 0:
         cmd[-2:] = ["-p", "no:xdist"]
     try:
-        out = run_bounded(cmd, args.parity_timeout)
+        out = run_bounded(cmd, args.parity_timeout, on_line=_parity_progress)
     except subprocess.TimeoutExpired as e:
         tail = [ln for ln in (e.output or "").splitlines() if ln.strip()][-3:]
         return StepResult("parity", "FAILED", notes=[
@@ -130,7 +148,65 @@ def _gates(args, contract, reports: Path):
     return StepResult("gates", "OK", notes=[]), text, results
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: the run stops, its children with it, and nothing is published."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum, _frame):
+    raise Interrupted(signum)
+
+
 def cmd(args) -> int:
+    from eagle4.contract import load_contract
+    from eagle4.report import working_copy as wc
+
+    # a malformed contract is bad input: one line, exit 2, no pack (the cli prints the ValueError)
+    if load_contract(args.contract).kind == "engine":
+        raise ValueError(f"{args.contract} is an engine contract ([engine]): its gates read the engine's results; "
+                         "run `eagle4 gates --contract ... --results DIR` (docs/engine_gates.md)")
+    unknown = set(args.skip or []) - set(STEPS)
+    if unknown:
+        raise ValueError(f"--skip: unknown step(s) {sorted(unknown)}; steps: {', '.join(STEPS)}")
+    target = Path(args.reports).resolve() if args.reports is not None else None
+    if target is not None and target.exists() and not target.is_dir():
+        raise ValueError(f"--reports {args.reports}: exists and is not a folder")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    name = f"signoff-{stamp}-{os.getpid()}"
+    runs = Path("runs").resolve()
+    runs.mkdir(parents=True, exist_ok=True)
+    staging = runs / f"{name}.staging"
+    committed = target if target is not None else Path("reports")
+    old = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        wc.working_copy(committed, staging)
+        before = wc.snapshot(staging)
+        try:
+            rc, word = _run(args, staging)
+        except Interrupted as e:
+            dest = wc.mark_interrupted(staging, before, f"{e} during the run")
+            print(f"eagle4 signoff: interrupted ({e}); nothing published; partial output kept in {dest}",
+                  file=sys.stderr)
+            return 128 + e.signum
+        if target is None:
+            pack = wc.publish_pack(staging, runs / name, before, {
+                "command": "eagle4 signoff", "contract": str(args.contract), "hw": args.hw,
+                "verdict": word, "exit_code": rc})
+            print(f"artifact pack: {pack} (index.json names each file)")
+        else:
+            files = wc.publish_into(staging, target, before)
+            print(f"artifact pack: published {len(files)} file(s) into {target}")
+        return rc
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _run(args, reports: Path) -> tuple[int, str]:
+    """Every step on the staging folder ``reports``; (exit code, verdict word)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -138,26 +214,8 @@ def cmd(args) -> int:
     from eagle4.contract.render import write_markdown
     from eagle4.report import env_manifest
 
-    try:
-        engine = load_contract(args.contract).kind == "engine"
-    except ValueError:
-        engine = False  # a bad contract is reported by the contract step
-    if engine:
-        raise ValueError(f"{args.contract} is an engine contract ([engine]): its gates read the engine's results; "
-                         "run `eagle4 gates --contract ... --results DIR` (docs/engine_gates.md)")
     console = Console()
-    if args.reports is None:  # a working copy of the committed pack: the checkout stays as committed
-        from eagle4.report.working_copy import working_copy
-
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        reports = working_copy(Path("reports"), Path("runs") / f"signoff-{stamp}-{os.getpid()}").resolve()
-    else:
-        reports = Path(args.reports).resolve()
-    reports.mkdir(parents=True, exist_ok=True)
     skip = set(args.skip or [])
-    unknown = skip - set(STEPS)
-    if unknown:
-        raise ValueError(f"--skip: unknown step(s) {sorted(unknown)}; steps: {', '.join(STEPS)}")
     results: list[StepResult] = []
     contract = None
     gate_text, gate_results = "", None
@@ -195,7 +253,7 @@ def cmd(args) -> int:
             console.print("[bold]VERDICT: NOT SIGNED OFF", highlight=False)
             atomic.write_text(reports / "signoff_summary.md", f"# eagle4 signoff --hw=fpga ({args.contract})\n\n"
                               f"**VERDICT: NOT SIGNED OFF**\n\n* {why}\n")
-            return 2
+            return 2, "NOT SIGNED OFF"
     if contract is None:
         console.print("[red]the contract did not load; nothing else can run")
     else:
@@ -239,10 +297,7 @@ def cmd(args) -> int:
     lines += ["", "```", gate_text or "(no gate evaluated)", "```", "", f"**VERDICT: {v.word}**", ""]
     lines += [f"* {x}" for x in v.reasons] + [f"* report-only miss: {x}" for x in v.report_misses]
     atomic.write_text(reports / "signoff_summary.md", "\n".join(lines) + "\n")
-    console.print(f"artifact pack: {reports}")
-    if any(r.status == "CRASHED" for r in results):
-        return 1
-    return 3 if (args.strict and not v.signed_off) else 0
+    return (0 if v.signed_off else 1), v.word
 
 
 def register(sub) -> None:
@@ -250,13 +305,13 @@ def register(sub) -> None:
     p.add_argument("--contract", default="contracts/default.toml")
     p.add_argument("--hw", choices=("cpu", "cuda", "fpga"), default="cpu")
     p.add_argument("--reports", default=None,
-                   help="where the artifact pack goes (default: runs/signoff-<UTC time>/, a working copy of the "
-                        "committed reports/ that this run updates; `--reports reports` publishes into reports/)")
+                   help="publish the files this run wrote into this folder (e.g. reports) once every step "
+                        "finished (default: a pack runs/signoff-<UTC time>-<pid>/ with index.json)")
     p.add_argument("--workers", type=int, default=2, help="pytest-xdist workers for the parity step (0: none)")
     p.add_argument("--parity-timeout", type=float, default=PARITY_TIMEOUT_S, metavar="SECONDS",
                    help=f"stop the parity step (pytest and its workers) after this long (default {PARITY_TIMEOUT_S:g})")
     p.add_argument("--skip", nargs="*", metavar="STEP", help=f"steps to leave out: {', '.join(STEPS)}")
-    p.add_argument("--strict", action="store_true", help="exit 3 when NOT SIGNED OFF")
+    p.add_argument("--strict", action="store_true", help=argparse.SUPPRESS)  # kept for old scripts: exit 1 is the default
     p.add_argument("--xclbin", default=None,
                    help="--hw=fpga: the xclbin to load (else EAGLE4_XCLBIN or the contract's [fpga] xclbin)")
     p.add_argument("--bench-points", default="all", choices=("all", "B1", "smoke"),

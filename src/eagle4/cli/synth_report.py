@@ -1,4 +1,5 @@
-"""`eagle4 synth-report FILE... --json`: parse HLS synthesis reports; writes reports/synth/summary.csv."""
+"""`eagle4 synth-report FILE... [--json] [--csv PATH]`: parse HLS synthesis reports and print them; a
+summary CSV is written only where --csv names one (no command writes into the current folder unasked)."""
 
 from __future__ import annotations
 
@@ -39,5 +40,6 @@ def register(sub) -> None:
     p = sub.add_parser("synth-report", help="parse Vitis/Vivado HLS synthesis reports")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per file")
-    p.add_argument("--csv", default="reports/synth/summary.csv", help="summary CSV path ('' to skip)")
+    p.add_argument("--csv", default=None, metavar="PATH",
+                   help="also write the summary CSV here (e.g. reports/synth/summary.csv); default: print only")
     p.set_defaults(func=cmd)

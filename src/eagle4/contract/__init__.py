@@ -558,6 +558,9 @@ def canonical_sha256(doc: Mapping[str, Any]) -> str:
 
 
 def sha256_file(path: str | Path) -> str:
+    """sha256 of a regular file; a folder, device or pipe (``/dev/zero`` never ends) is a one-line error."""
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: not a regular file (a folder, device or pipe cannot be hashed)")
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -631,7 +634,10 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
     path = Path(path)
     if not path.is_file():
         raise ContractError(f"contract file {path} does not exist")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ContractError(f"{path}: not a TOML contract: not UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -649,8 +655,9 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
     if verify_files and isinstance(c, WorkloadContract):  # an engine contract pins no prompt or model files
         for i, f in enumerate(c.prompts.files):
             p = c.resolve(f.path)
-            if not p.exists():
-                raise ContractError(f"{path}: prompts.files[{i}].path: {f.path} does not exist (looked at {p})")
+            if not p.is_file():
+                what = "is not a regular file" if p.exists() else "does not exist"
+                raise ContractError(f"{path}: prompts.files[{i}].path: {f.path} {what} (looked at {p})")
             got = sha256_file(p)
             if got != f.sha256:
                 raise ContractError(f"{path}: prompts.files[{i}].sha256: {f.path} has sha256 {got}, "
@@ -661,8 +668,9 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
                 raise ContractError(f"{path}: model.{fld}: {p} has no config.json (a local model directory is needed)")
         if c.acceptance.source == "trace":
             p = c.resolve(c.acceptance.trace)
-            if not p.exists():
-                raise ContractError(f"{path}: acceptance.trace: {c.acceptance.trace} does not exist (looked at {p})")
+            if not p.is_file():
+                what = "is not a regular file" if p.exists() else "does not exist"
+                raise ContractError(f"{path}: acceptance.trace: {c.acceptance.trace} {what} (looked at {p})")
             got = sha256_file(p)
             if got != c.acceptance.sha256:
                 raise ContractError(f"{path}: acceptance.sha256: {c.acceptance.trace} has sha256 {got}, the contract "

@@ -33,7 +33,7 @@ Example (other programs): throughput(spec) >= 2.0x throughput(baseline) and mean
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -53,7 +53,7 @@ class GateSpec(Section):
     metric: str | None = Field(None, description="what is compared (absent: a gate of log invariants / parity only)")
     comparison: Literal["absolute", "ratio"] = "absolute"
     op: Literal[">=", ">", "<=", "<", "=="] = ">="
-    threshold: float | None = None
+    threshold: float | None = Field(None, allow_inf_nan=False, description="finite: NaN/inf never compare honestly")
     run: str | None = Field(None, description="ratio: the run in the numerator (default 'spec')")
     baseline: str | None = Field(None, description="ratio: the named baseline run (engine contracts: scenario)")
     scenario: str | None = Field(None, description="engine contracts: the [[scenarios]] entry the metric is read from")
@@ -66,7 +66,7 @@ class GateSpec(Section):
         None, description="accepted provenance under --hw=fpga (default: only 'measured')")
     artifacts: list[str] = Field(default_factory=list, description="raw CSVs that must exist and carry provenance")
     kind: Literal["gate", "report"] = "gate"
-    report_band: list[float] | None = Field(None, min_length=2, max_length=2)
+    report_band: list[Annotated[float, Field(allow_inf_nan=False)]] | None = Field(None, min_length=2, max_length=2)
     stage: Literal["micro", "full"] = "micro"
     hw: list[Literal["cpu", "cuda", "fpga"]] = Field(default_factory=lambda: ["cpu", "fpga"], min_length=1)
     after: list[str] = Field(default_factory=list)

@@ -42,6 +42,13 @@ METRICS = {
 }
 
 
+#: physical bounds of each metric, checked on every row (a violation refuses the file): throughputs and
+#: per-token latency are > 0, fractions lie in [0, 1], every other figure is >= 0; the acceptance length
+#: (bonus token included) lies in [1, spec_tokens + 1] (see :meth:`EngineRow.__post_init__`)
+POSITIVE = frozenset({"output_tokens_per_s", "latency_ms_per_token", "request_throughput"})
+FRACTIONS = frozenset({"mean_acceptance_rate", "fraction_steps_accept_ge2"})
+
+
 class ResultFormatError(ValueError):
     """A result file (or its sidecar) is malformed; the one-line message names the file and the field."""
 
@@ -67,6 +74,36 @@ class EngineRow:
     provenance: str = "measured"
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """Refuse a row no measurement can produce: a figure that is not a finite number (a string such
+        as "131.2" included), a negative or zero throughput, a fraction outside [0, 1], an acceptance
+        length outside [1, spec_tokens + 1], more accepted than drafted tokens, an empty scenario."""
+        w = self.where
+        for k, lo in (("context", 1), ("batch", 1), ("decode_steps", 1), ("spec_tokens", 0), ("runs", 1)):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ResultFormatError(f"{w}: field '{k}': expected an integer >= {lo}, got {v!r}")
+        for k, v in self.metrics.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ResultFormatError(f"{w}: field '{k}': expected a number, got {v!r}")
+            if not math.isfinite(v):
+                raise ResultFormatError(f"{w}: field '{k}': not a finite number ({v!r})")
+            if k in POSITIVE and v <= 0:
+                raise ResultFormatError(f"{w}: field '{k}': {v!r} is not > 0")
+            if k in FRACTIONS and not 0 <= v <= 1:
+                raise ResultFormatError(f"{w}: field '{k}': {v!r} is not a fraction in [0, 1]")
+            if v < 0:
+                raise ResultFormatError(f"{w}: field '{k}': {v!r} is negative")
+        acc = self.metrics.get("mean_acceptance_length")
+        # a row without speculation (spec_tokens 0) that carries an acceptance length has no upper bound
+        # to check it against here; the formats refuse such rows where they can tell
+        if acc is not None and (acc < 1 or (self.spec_tokens > 0 and acc > self.spec_tokens + 1)):
+            raise ResultFormatError(f"{w}: field 'mean_acceptance_length': {acc!r} is outside [1, spec_tokens + 1 "
+                                    f"= {self.spec_tokens + 1}] (tokens per verify step, the bonus included)")
+        got, drafted = self.metrics.get("accepted_tokens_total"), self.metrics.get("draft_tokens_total")
+        if got is not None and drafted is not None and got > drafted:
+            raise ResultFormatError(f"{w}: field 'accepted_tokens_total': {got!r} > draft_tokens_total {drafted!r}")
+
     @property
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
@@ -82,11 +119,17 @@ class EngineRow:
         return d
 
 
-def number(where: str, fld: str, value: Any, *, integer: bool = False, allow_none: bool = False) -> float | int | None:
-    """``value`` as a finite number (JSON NaN/Infinity and strings of numbers included), else a one-line error."""
+def number(where: str, fld: str, value: Any, *, integer: bool = False, allow_none: bool = False,
+           positive: bool = False, nonnegative: bool = False) -> float | int | None:
+    """``value`` as a finite JSON number, else a one-line error: a string ("131.2"; only an integer
+    field may be written as decimal digits), a boolean, JSON
+    NaN/Infinity or a number JSON parsed to ``inf`` (1e400) is refused, never converted. ``positive``
+    / ``nonnegative``: the sign a physical figure must have."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, str) and integer and value.strip().isdigit():
+        value = int(value)  # metadata written as text (a sidecar's "16384", vLLM's --metadata k=v)
+    if isinstance(value, (bool, str)) or not isinstance(value, (int, float)):
         raise ResultFormatError(f"{where}: field '{fld}': expected a number, got {value!r}")
     try:
         v = float(value)
@@ -94,6 +137,10 @@ def number(where: str, fld: str, value: Any, *, integer: bool = False, allow_non
         raise ResultFormatError(f"{where}: field '{fld}': expected a number, got {value!r}") from None
     if not math.isfinite(v):
         raise ResultFormatError(f"{where}: field '{fld}': not a finite number ({value!r})")
+    if positive and v <= 0:
+        raise ResultFormatError(f"{where}: field '{fld}': {value!r} is not > 0")
+    if nonnegative and v < 0:
+        raise ResultFormatError(f"{where}: field '{fld}': {value!r} is negative")
     if integer:
         if v != int(v):
             raise ResultFormatError(f"{where}: field '{fld}': expected an integer, got {value!r}")
@@ -121,14 +168,15 @@ def serving_metrics(obj: dict, where: str, latencies: dict[str, str]) -> dict[st
     if completed < 1:
         raise ResultFormatError(f"{where}: field 'completed': no request completed")
     m: dict[str, float] = {
-        "output_tokens_per_s": number(where, "output_throughput", get(where, obj, "output_throughput")),
-        "request_throughput": number(where, "request_throughput", get(where, obj, "request_throughput")),
+        "output_tokens_per_s": number(where, "output_throughput", get(where, obj, "output_throughput"), positive=True),
+        "request_throughput": number(where, "request_throughput", get(where, obj, "request_throughput"),
+                                     positive=True),
         "completed_requests": completed,
-        "failed_requests": number(where, "failed", obj.get("failed", 0), integer=True),
+        "failed_requests": number(where, "failed", obj.get("failed", 0), integer=True, nonnegative=True),
     }
     for lat, key in latencies.items():
         for stat in ("mean", "median", "p99"):
             k = f"{stat}_{key}_ms"
             if obj.get(k) is not None:
-                m[f"{lat}_ms_{stat}"] = number(where, k, obj[k])
+                m[f"{lat}_ms_{stat}"] = number(where, k, obj[k], nonnegative=True)
     return m

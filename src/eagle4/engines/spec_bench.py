@@ -27,13 +27,15 @@ def parse(obj: dict, where: str) -> dict[str, Any]:
         # the script writes an all-zero stub when the baseline is skipped: no measurement behind it
         raise ResultFormatError(f"{where}: field 'total_runs': {runs} measured runs (a stub, not a measurement)")
     m = {
-        "output_tokens_per_s": number(where, "throughput_tokens_per_sec.mean", get(where, obj, "throughput_tokens_per_sec.mean")),
-        "latency_ms_per_token": number(where, "latency_ms_per_token.mean", get(where, obj, "latency_ms_per_token.mean")),
+        "output_tokens_per_s": number(where, "throughput_tokens_per_sec.mean", get(where, obj, "throughput_tokens_per_sec.mean"),
+                                      positive=True),
+        "latency_ms_per_token": number(where, "latency_ms_per_token.mean", get(where, obj, "latency_ms_per_token.mean"),
+                                       positive=True),
     }
     for key, fld in (("memory_gb_mean", "memory_gb.mean"), ("memory_gb_max", "memory_gb.max")):
         v = get(where, obj, fld, required=False)
         if v is not None:
-            m[key] = number(where, fld, v)
+            m[key] = number(where, fld, v, nonnegative=True)
     sc = get(where, obj, "scenario")
     use_spec = get(where, sc, "use_speculation", required=False)
     spec_tokens = number(where, "scenario.num_spec_tokens", get(where, sc, "num_spec_tokens"), integer=True)
@@ -54,7 +56,11 @@ def parse(obj: dict, where: str) -> dict[str, Any]:
                               ("num_drafts", "num_drafts", False)):
             v = get(where, obj, f"eagle_speculation.{fld}", required=req)
             if v is not None or req:
-                m[key] = number(where, f"eagle_speculation.{fld}", v)
+                m[key] = number(where, f"eagle_speculation.{fld}", v, nonnegative=True)
+        acc = m["mean_acceptance_length"]
+        if not 1 <= acc <= spec_tokens + 1:  # tokens committed per verify step, the bonus token included
+            raise ResultFormatError(f"{where}: field 'eagle_speculation.mean_acceptance_length': {acc!r} is outside "
+                                    f"[1, num_spec_tokens + 1 = {spec_tokens + 1}]")
         if not 0.0 <= m["mean_acceptance_rate"] <= 1.0:
             raise ResultFormatError(f"{where}: field 'eagle_speculation.mean_acceptance_rate': "
                                     f"{m['mean_acceptance_rate']} is not a fraction in [0, 1]")

@@ -59,15 +59,32 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return Path(path)
 
 
+#: how long an append waits for another writer's lock before it gives up with a one-line error
+APPEND_LOCK_TIMEOUT_S = 60.0
+
+
 def append_text(path: str | os.PathLike, text: str, *, header: str = "") -> Path:
     """Append ``text`` (whole lines) to ``path`` atomically: the old content plus the new lines replace the
     file in one rename. A last line cut short by an earlier crash gets its line end first, so it stays one
-    (malformed) row and never swallows the first new one; ``header`` is written when the file is new."""
+    (malformed) row and never swallows the first new one; ``header`` is written when the file is new.
+
+    The read-modify-write is serialized across processes by a lock file beside ``path``
+    (``.<name>.lock``): concurrent writers (parallel gate runs sharing one ledger) lose no row."""
+    from filelock import FileLock, Timeout
+
     path = Path(path)
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if old and not old.endswith("\n"):
-        old += "\n"
-    return write_text(path, (old or header) + text)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a folder, not a file to append to")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path.with_name(f".{path.name}.lock")), timeout=APPEND_LOCK_TIMEOUT_S)
+    try:
+        with lock:
+            old = path.read_text(encoding="utf-8") if path.is_file() else ""
+            if old and not old.endswith("\n"):
+                old += "\n"
+            return write_text(path, (old or header) + text)
+    except Timeout:
+        raise TimeoutError(f"{path}: another writer held its lock for over {APPEND_LOCK_TIMEOUT_S:g} s") from None
 
 
 def write_csv(path: str | os.PathLike, fields: list[str], rows: list[dict]) -> Path:

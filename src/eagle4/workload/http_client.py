@@ -21,8 +21,10 @@ points against a live server. What it measures, and where each number comes from
   ``speculative_config=SpeculativeConfig(method=..., num_spec_tokens=...)``) and compared with the
   contract's ``[decode]``. Rows carry the contract hash only when it matches; otherwise (mismatch or
   not readable) ``contract_sha256`` is empty, so no gate or comparison accepts them.
-* **Bounded waits.** Every request has a deadline (``[http] request_timeout_s``, ``--timeout``);
-  a server that does not answer, stays silent or fails a request makes the run an error
+* **Bounded waits.** Every request has an overall deadline (``[http] request_timeout_s``,
+  ``--timeout``), enforced on every socket read and write of the client from :func:`make_client` (a server
+  dripping one byte a second cannot stretch it), and every answer that is read whole is bounded
+  (:data:`MAX_BODY_BYTES`); a server that does not answer, stays silent or fails a request makes the run an error
   (:class:`HttpBenchError`): no row is written for it, never a ``measured`` row at 0 tok/s.
 
 Outputs (atomic writes): ``<prefix>_raw.csv`` (one row per request, the columns ``compare-fpga``
@@ -31,6 +33,8 @@ reads), ``<prefix>_runs.csv`` (one row per run), ``<prefix>_summary.md``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as _dt
 import json
 import re
@@ -39,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpcore
 import httpx
 import numpy as np
 
@@ -50,6 +55,9 @@ KINDS = ("sglang", "vllm")
 DEFAULT_REQUEST_TIMEOUT_S = 120.0  # a 2-core CI runner serving the embedded pair at b8 stays well inside
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 EAGLE_METHODS = {"eagle", "eagle3", "eagle-3", "eagle_3", "mtp"}
+#: the largest answer read whole (/v1/models, /server_info, /tokenize, /metrics, an error body): these
+#: are kilobytes; a bigger one is refused, never read into memory
+MAX_BODY_BYTES = 16 << 20
 
 
 class HttpBenchError(RuntimeError):
@@ -93,10 +101,96 @@ class HttpRequestResult(TokenTimes):  # ttft, e2e, itl()
         return self.output_tokens / self.spec_verify_ct
 
 
+# ---- overall deadlines ---------------------------------------------------------------------------------
+# httpx's timeouts bound each read; the deadline of the request in progress (per thread: contextvars) caps
+# every read and write of the connection, so the whole request ends by it however the server drips.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("eagle4_http_deadline", default=None)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Every socket operation of a :func:`make_client` client inside the block ends by ``seconds`` from now."""
+    tok = _DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(tok)
+
+
+def _left(timeout: float | None, exc=httpcore.ReadTimeout) -> float | None:
+    d = _DEADLINE.get()
+    if d is None:
+        return timeout
+    left = d - time.monotonic()
+    if left <= 0:
+        raise exc("the request's overall deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream):
+        self._s = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._s.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._s.write(buffer, _left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._s.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        return _DeadlineStream(self._s.start_tls(ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str):
+        return self._s.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self):
+        self._b = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return _DeadlineStream(self._b.connect_tcp(host, port, _left(timeout, httpcore.ConnectTimeout),
+                                                   local_address, socket_options))
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        return _DeadlineStream(self._b.connect_unix_socket(path, _left(timeout, httpcore.ConnectTimeout),
+                                                           socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._b.sleep(seconds)
+
+
+def make_client(timeouts: Timeouts, **kw) -> httpx.Client:
+    """An ``httpx.Client`` whose requests (made inside :func:`deadline`) end by their overall deadline."""
+    transport = httpx.HTTPTransport(limits=kw.pop("limits", httpx.Limits(max_connections=None)))
+    transport._pool._network_backend = _DeadlineBackend()  # httpx exposes no hook for the network backend
+    return httpx.Client(timeout=timeouts.httpx(), transport=transport, **kw)
+
+
+def _bounded(client: httpx.Client, method: str, url: str, *, limit: int = MAX_BODY_BYTES, **kw) -> httpx.Response:
+    """``client.request`` whose body is read only up to ``limit`` bytes (Content-Length checked first), within
+    the deadline in force or else one of the client's read timeout."""
+    own = deadline(client.timeout.read or DEFAULT_REQUEST_TIMEOUT_S) if _DEADLINE.get() is None \
+        else contextlib.nullcontext()
+    with own, client.stream(method, url, **kw) as r:
+        n = r.headers.get("content-length")
+        if n is not None and n.isdigit() and int(n) > limit:
+            raise HttpBenchError(f"{url}: answer of {int(n)} bytes, over the {limit} byte limit")
+        body = bytearray()
+        for chunk in r.iter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise HttpBenchError(f"{url}: answer over the {limit} byte limit")
+        return httpx.Response(r.status_code, headers=r.headers, content=bytes(body), request=r.request)
+
+
 # ---- server probing ----------------------------------------------------------------------------------
 def _get_json(client: httpx.Client, url: str, path: str) -> dict | None:
     try:
-        r = client.get(url + path)
+        r = _bounded(client, "GET", url + path)
     except httpx.HTTPError:
         return None
     if r.status_code != 200:
@@ -110,7 +204,7 @@ def _get_json(client: httpx.Client, url: str, path: str) -> dict | None:
 def probe(client: httpx.Client, url: str) -> str:
     """The served model id (``/v1/models``); a server that does not answer is an error."""
     try:
-        r = client.get(url + "/v1/models")
+        r = _bounded(client, "GET", url + "/v1/models")
     except httpx.TimeoutException as e:
         raise HttpBenchError(f"{url}: no answer to GET /v1/models within the timeout ({type(e).__name__})") from None
     except httpx.HTTPError as e:
@@ -181,7 +275,7 @@ def tokenize(client: httpx.Client, url: str, kind: str, model: str, text: str) -
     last = ""
     for path in paths:
         try:
-            r = client.post(url + path, json={"model": model, "prompt": text, "add_special_tokens": True})
+            r = _bounded(client, "POST", url + path, json={"model": model, "prompt": text, "add_special_tokens": True})
         except httpx.HTTPError as e:
             raise HttpBenchError(f"{url}{path}: {type(e).__name__}: {e}") from None
         if r.status_code == 200:
@@ -199,7 +293,7 @@ def tokenize(client: httpx.Client, url: str, kind: str, model: str, text: str) -
 def read_counters(client: httpx.Client, url: str) -> dict:
     """vLLM's cumulative spec-decode counters from ``/metrics`` (summed over label sets)."""
     try:
-        text = client.get(url + "/metrics").text
+        text = _bounded(client, "GET", url + "/metrics").text
     except httpx.HTTPError as e:
         raise HttpBenchError(f"{url}/metrics: {type(e).__name__}: {e}") from None
     vals: dict[str, float] = {}
@@ -281,10 +375,11 @@ def stream_one(client: httpx.Client, url: str, kind: str, ids: list[int], max_to
     t0 = time.perf_counter()
     r.start = t0
     try:
-        with client.stream("POST", url + path, json=payload, timeout=timeouts.httpx()) as resp:
+        with deadline(timeouts.request_s), \
+                client.stream("POST", url + path, json=payload, timeout=timeouts.httpx()) as resp:
             if resp.status_code != 200:
-                resp.read()
-                raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
+                head = next(resp.iter_bytes(), b"")[:200]  # the start of the error body, never all of it
+                raise ValueError(f"HTTP {resp.status_code}: {head.decode('utf-8', 'replace')}")
             for line in resp.iter_lines():
                 now = time.perf_counter() - t0
                 if now > timeouts.request_s:
@@ -296,6 +391,8 @@ def stream_one(client: httpx.Client, url: str, kind: str, ids: list[int], max_to
                 if body == "[DONE]":
                     break
                 msg = json.loads(body)
+                if not isinstance(msg, dict):
+                    raise ValueError(f"stream event is not a JSON object: {body[:80]!r}")
                 if "error" in msg:
                     raise ValueError(f"server error: {msg['error']}")
                 n = count(msg, r, st)
@@ -387,7 +484,7 @@ def run_http_contract(contract, url: str, out_dir, *, kind: str, model: str | No
     temps = list(contract.decode.temperatures)
     pts = [contract.operating_point(p) for p in points] if points else list(contract.operating_points)
     n_runs = runs or contract.runs.runs
-    with httpx.Client(timeout=timeouts.httpx(), limits=httpx.Limits(max_connections=None)) as client:
+    with make_client(timeouts) as client:
         served = probe(client, url)
         model = model or served
         spec = read_spec_config(client, url, kind)
