@@ -124,7 +124,7 @@ def run_points(shape: BenchShape, points: list[Point], run_index: int, eager: bo
         ours_label = f"{p.label} ({form})" if form else None
         rg = row(p, "cuda", "graph", True, tg, g, ours_label)
         msg = f"run {run_index} {shape_name(shape):14s} {p.pid:44s} ours {float(rg['median_us']):10.2f} us"
-        if form:  # the same on its own line (scripts/kernel_runs_from_log.py)
+        if form:  # the same on its own line, for readers of the log
             log(f"run {run_index} {shape_name(shape)} {p.pid}: our draft step is {form}")
         if eager:
             row(p, "cuda", "eager", True, te, pb, ours_label)

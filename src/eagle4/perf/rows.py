@@ -10,7 +10,7 @@ from eagle4.report import atomic
 RAW_FIELDS = ["contract", "kernel", "label", "impl", "mode", "same_computation", "point", "B", "W", "K", "H", "Q",
               "T", "V", "L", "S", "dtype", "run_index", "median_us", "p10_us", "p90_us", "mean_us", "n_launches",
               "launches_per_sample", "device", "driver", "torch", "cuda", "git_commit", "contract_sha256", "provenance",
-              "timestamp_utc", "source"]  # source: "csv" (written by the run) or "log" (scripts/kernel_runs_from_log.py)
+              "timestamp_utc", "source"]  # source: "csv" (written by the run) or "log" (rows rebuilt from a bench log)
 
 
 def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
