@@ -9,8 +9,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
 BUILD_BASE = REPO / "docker" / "base" / "build_base.sh"
 
@@ -41,9 +39,8 @@ exit 1
 
 
 def _build(tmp_path, lock, *args, **env):
-    for tool in ("dpkg-query", "tar", "sha256sum"):
-        if shutil.which(tool) is None:
-            pytest.fail(f"{tool} is not installed (needed to run build_base.sh)")
+    missing = [tool for tool in ("dpkg-query", "tar", "sha256sum") if shutil.which(tool) is None]
+    assert not missing, f"{', '.join(missing)} not installed (needed to run build_base.sh)"
     bin_ = tmp_path / "bin"
     bin_.mkdir(exist_ok=True)
     for name, text in (("debootstrap", FAKE_DEBOOTSTRAP), ("docker", FAKE_DOCKER)):
