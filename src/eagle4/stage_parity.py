@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from eagle4.npz_bounds import npz_violations
+
 try:  # bf16 in safetensors dumps
     from ml_dtypes import bfloat16 as _BF16
 except ImportError:  # pragma: no cover
@@ -113,6 +115,10 @@ class ParityReport:
         return "\n".join([head, *("  " + s.line() for s in self.stages), tail])
 
 
+#: the largest stage array an .npz dump may hold uncompressed (logits of a 128k vocabulary over 2k tokens)
+MAX_STAGE_ENTRY_BYTES = 1 << 30
+
+
 class _Dump:
     """Name -> array access to one dump file (memory-mapped for safetensors)."""
 
@@ -122,7 +128,12 @@ class _Dump:
             raise StageDumpError(f"{shown}: stage dump does not exist")
         if path.suffix == ".npz":
             try:
+                bad = next(npz_violations(path, MAX_STAGE_ENTRY_BYTES), None)
+                if bad is not None:
+                    raise StageDumpError(f"{shown}: field '{bad[0]}': {bad[1]}")
                 self._npz = np.load(path, allow_pickle=False)
+            except StageDumpError:
+                raise
             except Exception as e:  # noqa: BLE001 - zip/npy errors vary; report them in one line
                 raise StageDumpError(f"{shown}: not a readable .npz ({type(e).__name__}: {e})") from None
             self.names = list(self._npz.files)

@@ -22,6 +22,12 @@ from eagle4 import provenance as prov
 from eagle4 import stats
 from eagle4.contract import MIN_RUNS, PartialContract, Runs
 
+# The printed words for the run rule. Gates print PASS/FAIL (and VALID/INVALID for "every condition of
+# the gate holds"); a measured point prints these. CSV ``status`` columns keep VALID/INVALID (committed
+# records hold them); docs/cli.md states the mapping.
+MEETS = "MEETS RUN RULE"
+BELOW = "BELOW RUN RULE"
+
 
 @dataclass(frozen=True)
 class RunRule:
@@ -75,7 +81,7 @@ class PerformanceSummary:
         return self.provenance[0] if self.provenance else None
 
     def line(self) -> str:
-        state = "VALID" if self.valid else "INVALID: " + "; ".join(self.reasons)
+        state = MEETS if self.valid else BELOW + ": " + "; ".join(self.reasons)
         return (f"{self.metric}: median {self.median:.6g} over {self.n_runs} runs, CoV {self.cov:.2%} "
                 f"[{self.weakest_provenance or '-'}] {state}")
 
@@ -160,3 +166,18 @@ def summarize_groups(rows: Iterable[Mapping], by: Sequence[str], **kw) -> dict[t
     for r in rows:
         groups.setdefault(tuple(r.get(k) for k in by), []).append(r)
     return {k: summarize_runs(v, **kw) for k, v in groups.items()}
+
+
+def run_rule_summary(stats: Sequence[Mapping]) -> str:
+    """One line on how many operating points meet the run rule, naming each point below it and why
+    (``stats``: per-point dicts with ``point`` and ``valid`` or ``status``, reasons in ``invalid_reasons``
+    or ``why``)."""
+    below = []
+    for s in stats:
+        ok = s["valid"] if "valid" in s else s.get("status") == "VALID"
+        if not ok:
+            why = s.get("invalid_reasons") or s.get("why") or []
+            why = [why] if isinstance(why, str) else list(why)
+            below.append(f"{s['point']}" + (f" ({'; '.join(why)})" if why else ""))
+    head = f"run rule: {len(stats) - len(below)} of {len(stats)} points {MEETS}"
+    return head + (f"; {BELOW}: " + ", ".join(below) + " (their rows do not count as a measurement)" if below else "")

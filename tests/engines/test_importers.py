@@ -126,3 +126,16 @@ def test_vllm_without_metadata_names_missing_field(tmp_path):
         d.pop(k)
     (tmp_path / "v.json").write_text(json.dumps(d))
     _one_line_error(lambda: import_results(tmp_path), "v.json", "'device'", "missing")
+
+
+@pytest.mark.parametrize("name,want", [("deep.json", "deep.json"), ("deep.jsonl", "deep.jsonl:2"),
+                                       ("meta.json", "meta.json")])
+def test_json_nested_too_deep_is_one_line_naming_the_file(tmp_path, name, want):
+    """JSON nested 100k deep gave a RecursionError with no file name; now one line names the file."""
+    deep = "[" * 100_000 + "]" * 100_000
+    if name == "meta.json":
+        shutil.copy(next((DATA / "vllm").glob("*103000.json")), tmp_path / "v.json")
+        (tmp_path / name).write_text(deep)
+    else:
+        (tmp_path / name).write_text("{}\n" + deep + "\n" if name.endswith(".jsonl") else deep)
+    _one_line_error(lambda: import_results(tmp_path), want, "nested too deep")

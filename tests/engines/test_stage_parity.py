@@ -122,3 +122,29 @@ def test_malformed_dumps_one_line(tmp_path, case, needles):
     assert "\n" not in msg
     for n in needles:
         assert n in msg, msg
+
+
+def test_npz_entries_are_bounded_before_inflating(tmp_path, monkeypatch):
+    """A stage .npz was inflated whatever its entries claimed: an entry over the limit, or an .npy header
+    whose shape claims more bytes than its entry holds, is now one line naming file and stage, before
+    anything is inflated or allocated."""
+    import io
+    import zipfile
+
+    from eagle4 import stage_parity
+
+    ref, cand = tensors(), tensors()
+    spec = dumps(tmp_path, ref, cand)
+    compare_stages(spec, tmp_path)  # within bounds: reads as before
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (1 << 40,)})
+    with zipfile.ZipFile(tmp_path / "cand.npz", "w") as zf:
+        zf.writestr("logits.npy", buf.getvalue() + b"\0" * 64)
+    with pytest.raises(StageDumpError) as e:
+        compare_stages(spec, tmp_path)
+    msg = str(e.value)
+    assert "\n" not in msg and "cand.npz" in msg and "'logits'" in msg and "header claims" in msg, msg
+    np.savez(tmp_path / "cand.npz", **cand)
+    monkeypatch.setattr(stage_parity, "MAX_STAGE_ENTRY_BYTES", 64)
+    with pytest.raises(StageDumpError, match="byte limit of an entry"):
+        compare_stages(spec, tmp_path)

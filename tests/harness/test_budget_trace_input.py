@@ -51,3 +51,22 @@ def test_budget_prints_accept_length_with_the_bonus_token():
                           top_contributors=lambda n: [])
     line = BytesResult.summary_lines(res)[0]
     assert "mean 1.981 tokens per verify step" in line and "0.981" not in line
+
+
+def test_a_measured_csv_outside_the_repository_is_noted(tmp_path, capsys):
+    """A [trace].measured_csv outside the repository was read silently: one stderr line now names it."""
+    from pathlib import Path
+
+    from eagle4.budget.trace import build_trace
+    from eagle4.contract import contract_sha256, load_contract
+
+    root = Path(__file__).resolve().parents[2]
+    c = load_contract(root / "contracts" / "default.toml", verify_files=False)
+    p = tmp_path / "acc.csv"
+    c = c.model_copy(update={"trace": c.trace.model_copy(update={"measured_csv": str(p)})})
+    sha = contract_sha256(c)
+    p.write_text("contract_sha256,accept_length,provenance\n" + f"{sha},2,measured\n" * 8)
+    capsys.readouterr()
+    build_trace(c, root=root)
+    err = capsys.readouterr().err
+    assert f"note: trace.measured_csv: {p.resolve()} lies outside the repository" in err, err

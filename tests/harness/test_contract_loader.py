@@ -138,3 +138,22 @@ def test_a_dict_of_sections_is_a_typed_partial_contract():
     assert isinstance(c, PartialContract)
     assert fpga_section(c).hbm_peak_gbps == 820 and c.gates == [] and c.baseline is None
     assert type(as_contract(load_contract(ENGINE, verify_files=False).canonical())).__name__ == "EngineContract"
+
+
+def test_a_pinned_file_outside_the_repository_is_read_with_a_one_line_note(tmp_path, capsys):
+    """A prompts path outside the repository was read silently: it is still read (a tool that takes paths
+    does), but one stderr line names the field, the path and its sha256; a file inside stays quiet."""
+    repo, outside = tmp_path / "repo", tmp_path / "elsewhere"
+    outside.mkdir()
+    src = ROOT / "data" / "prompts" / "default.jsonl"
+    shutil.copy(src, outside / "p.jsonl")
+    text = DEFAULT.read_text()
+    p = _contract(repo, text)
+    load_contract(p, require_models=False)
+    assert "outside the repository" not in capsys.readouterr().err
+    p.write_text(text.replace('path = "data/prompts/default.jsonl"', f'path = "{outside / "p.jsonl"}"'))
+    c = load_contract(p, require_models=False)
+    err = capsys.readouterr().err.strip().splitlines()
+    want = (f"note: prompts.files[0].path: {(outside / 'p.jsonl').resolve()} lies outside the repository "
+            f"{repo.resolve()} (sha256 {c.prompts.files[0].sha256}); read as pinned")
+    assert err == [want]

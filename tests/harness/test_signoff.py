@@ -143,3 +143,23 @@ def test_streaming_runner_calls_back_per_line_and_keeps_the_output():
     res = run_bounded([sys.executable, "-c", "import sys\nfor i in range(3): print(i, flush=True)\n"
                                              "print('err', file=sys.stderr)"], 60, on_line=seen.append)
     assert res.returncode == 0 and seen[:3] == ["0", "1", "2"] and "err" in res.stdout
+
+
+def test_workload_step_names_points_below_the_run_rule(monkeypatch, tmp_path, capsys):
+    """b4/b8 missed the run rule (CoV 17-18%) while the workload step said only OK: the step's first note
+    now counts the points meeting the run rule and names each one below it, with its reasons."""
+    from argparse import Namespace
+
+    from eagle4.cli import signoff
+    from eagle4.workload import runner
+
+    stats = [{"point": "b1", "valid": True, "invalid_reasons": []},
+             {"point": "b4", "valid": False, "invalid_reasons": ["CoV 17.20% > 5.00%"]},
+             {"point": "b8", "valid": False, "invalid_reasons": ["CoV 18.10% > 5.00%"]}]
+    monkeypatch.setattr(runner, "run_contract", lambda *a, **k: {"stats": stats, "paths": {}})
+    res = signoff._workload(Namespace(hw="cpu"), object(), tmp_path)
+    first = res.notes[0]
+    assert first.startswith("run rule: 1 of 3 points MEETS RUN RULE; BELOW RUN RULE: b4 (CoV 17.20% > 5.00%)")
+    assert "b8 (CoV 18.10% > 5.00%)" in first and first in capsys.readouterr().out
+    monkeypatch.setattr(runner, "run_contract", lambda *a, **k: {"stats": stats[:1], "paths": {}})
+    assert signoff._workload(Namespace(hw="cpu"), object(), tmp_path).notes[0] == "run rule: 1 of 1 points MEETS RUN RULE"

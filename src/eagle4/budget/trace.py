@@ -28,6 +28,7 @@ from eagle4.contract import (
     contract_dict,
     contract_sha256,
     fpga_section,
+    note_outside,
     sha256_file,
     trace_section,
 )
@@ -145,6 +146,7 @@ def build_trace(contract, *, root: str | Path | None = None) -> Trace:
         vals = np.clip(np.array(measured), 0, S - 1)
         prov, src = "measured", tr.measured_csv
         accept_sha = sha256_file(root / tr.measured_csv)
+        note_outside(root, "trace.measured_csv", root / tr.measured_csv, accept_sha)
         notes.append(f"accept lengths drawn from {tr.measured_csv} (sha256 {accept_sha[:16]}, rows of this contract)")
     else:
         p = np.array(tr.declared_accept, float)

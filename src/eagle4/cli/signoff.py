@@ -109,8 +109,15 @@ def _workload(args, contract, reports: Path) -> StepResult:
     device = "cuda" if args.hw == "cuda" else "cpu"
     res = run_contract(contract, backend=_backend_for(args.hw), out_dir=reports,
                        device=device, log=lambda m: print(f"  workload: {m}"))
-    notes = [f"{k}: {v}" for k, v in res.get("paths", {}).items()]
-    for s in res.get("stats", [])[:6]:
+    from eagle4.validity import run_rule_summary
+
+    stats = res.get("stats", [])
+    # the first note says whether every point met the run rule: a noisy point is named, never an OK alone
+    notes = [run_rule_summary(stats)] if stats else []
+    if notes:
+        print(f"  workload: {notes[0]}")
+    notes += [f"{k}: {v}" for k, v in res.get("paths", {}).items()]
+    for s in stats[:6]:
         notes.append(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in s.items() if not isinstance(v, (list, dict)))[:300])
     return StepResult("workload", "OK", notes=notes)

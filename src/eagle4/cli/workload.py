@@ -98,9 +98,12 @@ def _run(a) -> int:
               f"TTFT p50 {s['ttft_p50_s'] * 1e3:.1f} ms, ITL p50 {s['itl_p50_s'] * 1e3:.2f} ms "
               f"p99 {s['itl_p99_s'] * 1e3:.2f} ms, acceptance {s['acceptance_length_mean']:.3f}")
     print("wrote " + ", ".join(str(p) for p in res["paths"].values()))
+    from eagle4.validity import BELOW, run_rule_summary
+
+    print(run_rule_summary(res["stats"]))
     bad = [s for s in res["stats"] if not s["cov_ok"]]
     for s in bad:
-        print(f"INVALID: {s['point']}: CoV of tokens/s {s['tokens_per_s_cov']:.2%} exceeds the contract's limit "
+        print(f"{BELOW}: {s['point']}: CoV of tokens/s {s['tokens_per_s_cov']:.2%} exceeds the contract's limit "
               "(noisy machine or too few runs); the rows are written but do not count as a baseline", file=sys.stderr)
     return 1 if bad else 0
 

@@ -568,6 +568,23 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+_NOTED_OUTSIDE: set[tuple[str, str]] = set()
+
+
+def note_outside(root: Path, field: str, p: Path, sha256: str) -> str | None:
+    """A file a contract pins that lies outside its repository (``root``) is read, as a tool that takes
+    paths is expected to, but never silently: one line on stderr (once per path and hash in a process)
+    names the field, the resolved path and its sha256. Returns the line (None inside the root)."""
+    rp = Path(p).resolve()
+    if rp.is_relative_to(Path(root).resolve()):
+        return None
+    line = f"note: {field}: {rp} lies outside the repository {root} (sha256 {sha256}); read as pinned"
+    if (str(rp), sha256) not in _NOTED_OUTSIDE:
+        _NOTED_OUTSIDE.add((str(rp), sha256))
+        print(line, file=sys.stderr)
+    return line
+
+
 def _root_for(path: Path) -> Path:
     for d in [path.parent, *path.parent.parents]:
         if (d / "pyproject.toml").exists():
@@ -662,6 +679,7 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
             if got != f.sha256:
                 raise ContractError(f"{path}: prompts.files[{i}].sha256: {f.path} has sha256 {got}, "
                                     f"the contract pins {f.sha256}; the prompt set changed")
+            note_outside(root, f"prompts.files[{i}].path", p, got)
         for fld in ("target", "draft") if c.model.load == "local" and require_models else ():
             p = c.resolve(getattr(c.model, fld))
             if not (p / "config.json").exists():
@@ -675,6 +693,7 @@ def load_contract(path: str | Path, *, verify_files: bool = True, require_models
             if got != c.acceptance.sha256:
                 raise ContractError(f"{path}: acceptance.sha256: {c.acceptance.trace} has sha256 {got}, the contract "
                                     f"pins {c.acceptance.sha256}; the accept-length trace changed")
+            note_outside(root, "acceptance.trace", p, got)
     return c
 
 

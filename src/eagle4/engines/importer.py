@@ -26,9 +26,19 @@ def _is_sidecar(p: Path) -> bool:
     return p.name == "meta.json" or p.name.endswith(".meta.json")
 
 
+def _parse(text: str, shown: str) -> Any:
+    """``json.loads``, with nesting too deep for the parser (a result summary is a few levels deep) as a
+    one-line error naming the file; JSONDecodeError goes to the caller."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ResultFormatError(f"{shown}: JSON nested too deep to parse (a result summary is a few levels "
+                                "deep)") from None
+
+
 def _load_json(path: Path, shown: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return _parse(path.read_text(encoding="utf-8"), shown)
     except UnicodeDecodeError as e:
         raise ResultFormatError(f"{shown}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:
@@ -60,14 +70,14 @@ def _records(path: Path, shown: str) -> list[tuple[int | None, Any]]:
         raise ResultFormatError(f"{shown}: empty result file")
     if path.suffix != ".jsonl":
         try:
-            return [(None, json.loads(text))]
+            return [(None, _parse(text, shown))]
         except json.JSONDecodeError as e:
             if e.msg != "Extra data":  # several documents: JSON lines under a .json name
                 raise ResultFormatError(f"{shown}:{e.lineno}: JSON syntax: {e.msg} (column {e.colno})") from None
     out = []
     for no, ln in lines:
         try:
-            out.append((no, json.loads(ln)))
+            out.append((no, _parse(ln, f"{shown}:{no}")))
         except json.JSONDecodeError as e:
             raise ResultFormatError(f"{shown}:{no}: JSON syntax: {e.msg} (column {e.colno})") from None
     return out

@@ -328,6 +328,50 @@ def _load_safetensors_plain(path: str) -> dict[str, torch.Tensor]:
     return out
 
 
+_ST_ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8,
+                "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+_ST_MAX_HEADER = 100 << 20  # the format's own limit on the JSON header
+
+
+def check_safetensors_header(path: str | Path) -> None:
+    """Refuse, with one line naming the file and tensor, a safetensors header whose shapes, dtypes or data
+    offsets cannot describe the file (a shape whose byte size overflows, offsets past the end), before
+    any reader allocates for it. Reads the header only."""
+    p = Path(path)
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError(f"{p}: not a safetensors file ({size} bytes, no header length)")
+        n = int.from_bytes(head, "little")
+        if n > min(_ST_MAX_HEADER, size - 8):
+            raise ValueError(f"{p}: safetensors header length {n} exceeds the file ({size} bytes) or 100 MiB")
+        try:
+            header = json.loads(f.read(n))
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"{p}: safetensors header is not JSON ({type(e).__name__})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{p}: safetensors header is not a JSON object")
+    data = size - 8 - n
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        where = f"{p}: tensor {name!r}"
+        if not isinstance(info, dict):
+            raise ValueError(f"{where}: entry is not an object")
+        shape, offs, dt = info.get("shape"), info.get("data_offsets"), info.get("dtype")
+        if not (isinstance(shape, list) and all(type(x) is int and x >= 0 for x in shape)):
+            raise ValueError(f"{where}: shape {shape!r} is not a list of non-negative integers")
+        if not (isinstance(offs, list) and len(offs) == 2 and all(type(x) is int for x in offs)
+                and 0 <= offs[0] <= offs[1] <= data):
+            raise ValueError(f"{where}: data_offsets {offs!r} do not lie within the {data} data bytes")
+        if dt in _ST_ITEMSIZE:
+            need = math.prod(shape) * _ST_ITEMSIZE[dt]
+            if need != offs[1] - offs[0]:
+                raise ValueError(f"{where}: shape {shape} of {dt} needs {need} bytes, data_offsets hold "
+                                 f"{offs[1] - offs[0]}")
+
+
 def read_safetensors_dir(model_dir: str | Path) -> dict[str, torch.Tensor]:
     try:
         from safetensors.torch import load_file
@@ -344,6 +388,7 @@ def read_safetensors_dir(model_dir: str | Path) -> dict[str, torch.Tensor]:
         raise FileNotFoundError(f"{d}: no *.safetensors files (expected model.safetensors or an index)")
     state: dict[str, torch.Tensor] = {}
     for f in files:
+        check_safetensors_header(d / f)
         state.update(load_file(str(d / f)))
     return state
 
