@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import zipfile
 from pathlib import Path
@@ -28,6 +27,7 @@ import numpy as np
 
 from eagle4 import dtypes as dt
 from eagle4.cases import Case
+from eagle4.npz_bounds import npz_violations
 from eagle4.report import atomic
 from eagle4.spec import KernelSpec, SpecError, check_arrays, kernel_spec
 
@@ -97,27 +97,13 @@ MAX_ENTRY_BYTES = 512 << 20
 
 def _check_entries(path: Path) -> None:
     """Refuse, before anything is inflated or allocated, an entry over :data:`MAX_ENTRY_BYTES` and an
-    ``.npy`` header whose shape claims more bytes than its entry holds (a 8 PiB header in a 1 kB file)."""
+    ``.npy`` header whose shape claims more bytes than its entry holds (``eagle4.npz_bounds``)."""
     try:
-        with zipfile.ZipFile(path) as zf:
-            for zi in zf.infolist():
-                name = zi.filename.removesuffix(".npy")
-                if zi.file_size > MAX_ENTRY_BYTES:
-                    raise DumpError(f"{path}: array {name!r}: {zi.file_size} bytes uncompressed, over the "
-                                    f"{MAX_ENTRY_BYTES} byte limit of a dump entry")
-                with zf.open(zi) as f:
-                    version = np.lib.format.read_magic(f)
-                    reader = np.lib.format.read_array_header_1_0 if version == (1, 0) \
-                        else np.lib.format.read_array_header_2_0
-                    shape, _, dtype = reader(f)
-                    need = math.prod(shape) * dtype.itemsize
-                    if need > zi.file_size:
-                        raise DumpError(f"{path}: array {name!r}: header claims shape {shape} of {dtype} "
-                                        f"({need} bytes), the entry holds {zi.file_size}")
+        bad = next(npz_violations(path, MAX_ENTRY_BYTES), None)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-        if isinstance(e, DumpError):
-            raise
         raise DumpError(f"{path}: not a readable .npz dump ({type(e).__name__}: {e})") from None
+    if bad is not None:
+        raise DumpError(f"{path}: array {bad[0]!r}: {bad[1]}")
 
 
 def read_npz(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
