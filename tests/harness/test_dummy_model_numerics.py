@@ -32,13 +32,15 @@ def _inputs(c, tgt, B=3, T=5, S=48, seed=0):
     return tokens, pos, cache, write, mask
 
 
-@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("bfloat16", 3e-2)])
-def test_forward_matches_the_reference_formulas(tmp_path, dtype, tol):
+@pytest.mark.parametrize("dtype,tol,fused", [("float32", 1e-5, False), ("bfloat16", 3e-2, False),
+                                             ("float32", 1e-5, True)])
+def test_forward_matches_the_reference_formulas(tmp_path, dtype, tol, fused):
+    """Eager and compiled (``fused``: the parts through torch.compile, as on CUDA) alike."""
     c = load_contract(write_tiny_contract(tmp_path, ROOT / "contracts" / "deployment-8b.toml", dtype))
     tgt, _ = load_dummy_pair(c.model, "cpu")
     tokens, pos, cache, write, mask = _inputs(c, tgt)
     ref_hid, ref_logits = reference_forward(tgt, tokens, pos, cache, write, mask)
-    hid, logits = tgt.forward(tokens, pos, cache, write, mask)
+    hid, logits = tgt.forward(tokens, pos, cache, write, mask, fused=fused)
     for got, ref in ((hid, ref_hid), (logits, ref_logits)):
         err = float((got.float() - ref).norm() / ref.norm())
         assert err < tol, (dtype, err)

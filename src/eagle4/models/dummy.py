@@ -112,6 +112,62 @@ class _Gen:
         return torch.ones(n, device=self.device, dtype=self.dtype)
 
 
+def _add_rms(x, delta, w, eps: float):
+    """``x + delta`` (the residual add; ``delta`` None: none) and its RMSNorm, in one pass."""
+    if delta is not None:
+        x = x + delta
+    return x, _rms(x, w, eps)
+
+
+def _qkv_rope(h, wqkv, cos, sin, nh: int, nkv: int):
+    """Fused q/k/v projection, RoPE on q and k together; q grouped by KV head along the query axis
+    ([B, nkv, grp*T, hd]: GQA without copying K/V); k and v side by side ([B, T, 2, nkv, hd]: one
+    cache write for both)."""
+    B, T, _ = h.shape
+    hd = wqkv.shape[1] // (nh + 2 * nkv)
+    qkv = (h @ wqkv).view(B, T, nh + 2 * nkv, hd)
+    qk = _rope_rows(qkv[:, :, : nh + nkv], cos, sin)
+    kv = torch.cat([qk[:, :, nh:], qkv[:, :, nh + nkv:]], 2).view(B, T, 2, nkv, hd)
+    qg = qk[:, :, :nh].reshape(B, T, nkv, nh // nkv, hd).permute(0, 2, 3, 1, 4).reshape(B, nkv, nh // nkv * T, hd)
+    return qg, kv
+
+
+def _o_proj(o, wo, T: int):
+    """Attention output [B, nkv, grp*T, hd] back to tokens, then the output projection."""
+    B, nkv, GT, hd = o.shape
+    grp = GT // T
+    return o.view(B, nkv, grp, T, hd).permute(0, 3, 1, 2, 4).reshape(B, T, nkv * grp * hd) @ wo
+
+
+def _draft_in(e, hidden, n_emb, n_hid, eps: float):
+    """The EAGLE3 head's input ``[norm(embed(token)) ; norm(hidden)]``."""
+    return torch.cat([_rms(e, n_emb, eps), _rms(hidden, n_hid, eps)], -1)
+
+
+def _swiglu(h, wgu, wd):
+    gt, up = (h @ wgu).chunk(2, -1)
+    return (F.silu(gt) * up) @ wd
+
+
+_PARTS = {f.__name__: f for f in (_add_rms, _qkv_rope, _o_proj, _draft_in, _swiglu)}
+_COMPILED: dict = {}
+
+
+def part(name: str, fused: bool):
+    """The layer part ``name``, eager or (``fused``) through ``torch.compile``: inductor fuses each
+    part's norms, RoPE, layout copies and activations into a few kernels around the library GEMMs,
+    as production engines do; the eager form is the same function (the numerics reference)."""
+    if not fused:
+        return _PARTS[name]
+    if name not in _COMPILED:
+        import torch._dynamo
+
+        # one compiled graph per distinct shape (verify, draft frontier, extend) of each part
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+        _COMPILED[name] = torch.compile(_PARTS[name], dynamic=False, fullgraph=True)
+    return _COMPILED[name]
+
+
 class _Attention:
     """q/k/v projection from ``in_dim``, RoPE, cache write, masked attention grouped by KV head."""
 
@@ -121,24 +177,15 @@ class _Attention:
         self.wqkv = g.w(in_dim, (a.heads + 2 * a.kv_heads) * hd)
         self.wo = g.w(a.heads * hd, a.hidden)
 
-    def __call__(self, x, rope, cache_k, cache_v, write_pos, bias):
-        """rope: (cos, sin_signed) rows of ``RopeTable``; bias: ``attn_bias`` of the mask."""
+    def __call__(self, h, rope, cache_kv, rows, write_pos, bias, fused=False):
+        """h: the normalized input; rope: (cos, sin_signed) rows of ``RopeTable``; cache_kv: the
+        layer's ``[2, B, nkv, S, hd]``; ``cache_kv[:, rows, :, write_pos]`` receives this K/V; bias:
+        ``attn_bias`` of the mask. Returns the output projection (before the residual add)."""
         a = self.a
-        B, T, _ = x.shape
-        hd, nh, nkv = a.head_dim, a.heads, a.kv_heads
-        grp = nh // nkv
-        qkv = (x @ self.wqkv).view(B, T, nh + 2 * nkv, hd)
-        qk = _rope_rows(qkv[:, :, : nh + nkv], *rope)  # q and k rotated together
-        q, k, v = qk[:, :, :nh], qk[:, :, nh:], qkv[:, :, nh + nkv:]
-        bi = torch.arange(B, device=x.device).unsqueeze(1).expand(B, T)
-        # cache layout [B, nkv, S, hd]: write through the [B, S, nkv, hd] view
-        cache_k.transpose(1, 2)[bi, write_pos] = k
-        cache_v.transpose(1, 2)[bi, write_pos] = v
-        # group the query heads of one KV head along the query axis: no K/V copy for GQA
-        qg = q.reshape(B, T, nkv, grp, hd).permute(0, 2, 3, 1, 4).reshape(B, nkv, grp * T, hd)
-        o = F.scaled_dot_product_attention(qg, cache_k, cache_v, attn_mask=bias)
-        o = o.view(B, nkv, grp, T, hd).permute(0, 3, 1, 2, 4).reshape(B, T, nh * hd)
-        return o @ self.wo
+        qg, kv = part("_qkv_rope", fused)(h, self.wqkv, *rope, a.heads, a.kv_heads)
+        cache_kv.permute(1, 3, 0, 2, 4)[rows, write_pos] = kv  # through the [B, S, 2, nkv, hd] view
+        o = F.scaled_dot_product_attention(qg, cache_kv[0], cache_kv[1], attn_mask=bias)
+        return part("_o_proj", fused)(o, self.wo, h.shape[1])
 
 
 class _Mlp:
@@ -146,12 +193,27 @@ class _Mlp:
         self.wgu = g.w(a.hidden, 2 * a.intermediate)
         self.wd = g.w(a.intermediate, a.hidden)
 
-    def __call__(self, x):
-        gt, up = (x @ self.wgu).chunk(2, -1)
-        return (F.silu(gt) * up) @ self.wd
+    def __call__(self, h, fused=False):
+        return part("_swiglu", fused)(h, self.wgu, self.wd)
+
+
+def new_stacked_cache(layers: int, B: int, kv_heads: int, S_max: int, head_dim: int, device, dtype):
+    """Every layer's K and V in one tensor ``[layers, 2, B, kv_heads, S_max, head_dim]``
+    (``cache[i][0]``/``cache[i][1]`` are layer i's K/V): a KV compaction is one indexed copy for all
+    layers."""
+    return torch.zeros(layers, 2, B, kv_heads, S_max, head_dim, device=device, dtype=dtype)
+
+
+def compact_kv(cache: torch.Tensor, rows: torch.Tensor, dst: torch.Tensor, src: torch.Tensor) -> None:
+    """Move positions ``src -> dst`` (``[B, n]``) of request rows ``rows`` (``[B, n]``) in every layer
+    of a stacked cache, in place (one gather and one scatter)."""
+    c = cache.flatten(0, 1)  # [layers*2, B, nkv, S, hd]
+    c[:, rows, :, dst] = c[:, rows, :, src]
 
 
 class DummyTarget:
+    fusable = True  # forward(fused=True) runs the compiled layer parts
+
     def __init__(self, arch: Arch, *, fc_layers: list[int], seed: int, device, dtype):
         g = _Gen(seed, device, dtype)
         self.a, self.device, self.dtype, self.fc_layers = arch, torch.device(device), dtype, list(fc_layers)
@@ -164,34 +226,41 @@ class DummyTarget:
         self.rope = RopeTable(arch.head_dim, arch.rope_theta, self.device)
 
     def prep(self, pos, mask):
-        """Per-forward attention inputs shared by every layer: RoPE rows and the additive mask."""
-        return self.rope.rows(pos), attn_bias(mask, self.a.heads // self.a.kv_heads, self.dtype)
+        """Per-forward attention inputs shared by every layer: RoPE rows, the additive mask and the
+        request row of every token (the cache write's index)."""
+        B, T = pos.shape
+        rows = torch.arange(B, device=pos.device).unsqueeze(1).expand(B, T)
+        return self.rope.rows(pos), attn_bias(mask, self.a.heads // self.a.kv_heads, self.dtype), rows
 
     def new_cache(self, B: int, S_max: int):
         a = self.a
-        shape = (B, a.kv_heads, S_max, a.head_dim)
-        return [(torch.zeros(shape, device=self.device, dtype=self.dtype),
-                 torch.zeros(shape, device=self.device, dtype=self.dtype)) for _ in range(a.layers)]
+        return new_stacked_cache(a.layers, B, a.kv_heads, S_max, a.head_dim, self.device, self.dtype)
 
-    def forward(self, tokens, pos, cache, write_pos, mask, *, logits_rows=None):
+    def forward(self, tokens, pos, cache, write_pos, mask, *, logits_rows=None, fused=False):
         """tokens/pos/write_pos [B, T]; mask [B, T, S_max] bool. Returns (fc hidden [B, T, H],
-        logits [R, V] of ``logits_rows`` (a [B, r] index into T, default all rows) flattened)."""
+        logits [R, V] of ``logits_rows`` (a [B, r] index into T, default all rows) flattened).
+        ``fused``: the compiled layer parts (:func:`part`)."""
         x = self.embed[tokens]
-        rope, bias = self.prep(pos, mask)
-        caught = []
+        rope, bias, rows = self.prep(pos, mask)
+        add_rms, eps = part("_add_rms", fused), self.a.eps
+        caught, delta = [], None
         for i, (n1, attn, n2, mlp) in enumerate(self.layers):
-            x = x + attn(_rms(x, n1, self.a.eps), rope, cache[i][0], cache[i][1], write_pos, bias)
-            x = x + mlp(_rms(x, n2, self.a.eps))
+            x, h = add_rms(x, delta, n1, eps)
+            x, h = add_rms(x, attn(h, rope, cache[i], rows, write_pos, bias, fused), n2, eps)
+            delta = mlp(h, fused)
             if i in self.fc_layers:
-                caught.append(x)
+                caught.append(x + delta)
+        x = x + delta
         hid = torch.cat(caught, -1) @ self.fc
         if logits_rows is not None:
             x = x.gather(1, logits_rows.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
-        logits = _rms(x, self.norm, self.a.eps) @ self.lm_head
+        logits = add_rms(x, None, self.norm, eps)[1] @ self.lm_head
         return hid, logits.reshape(-1, self.a.vocab)
 
 
 class DummyDraft:
+    fusable = True
+
     def __init__(self, arch: Arch, target: DummyTarget, *, hot_vocab: int, seed: int, device, dtype):
         g = _Gen(seed + 1, device, dtype)
         H = arch.hidden
@@ -210,18 +279,16 @@ class DummyDraft:
 
     def new_cache(self, B: int, S_max: int):
         a = self.a
-        shape = (B, a.kv_heads, S_max, a.head_dim)
-        return [(torch.zeros(shape, device=self.device, dtype=self.dtype),
-                 torch.zeros(shape, device=self.device, dtype=self.dtype))]
+        return new_stacked_cache(1, B, a.kv_heads, S_max, a.head_dim, self.device, self.dtype)
 
-    def forward(self, tokens, hidden, pos, cache, write_pos, mask):
+    def forward(self, tokens, hidden, pos, cache, write_pos, mask, *, fused=False):
         """tokens [B, T] (target ids), hidden [B, T, H]; returns (hidden out [B, T, H], hot logits [B*T, Vh])."""
-        e = self.target.embed[tokens]
-        x = torch.cat([_rms(e, self.n_emb, self.a.eps), _rms(hidden, self.n_hid, self.a.eps)], -1)
-        rope, bias = self.target.prep(pos, mask)
-        h = hidden + self.attn(x, rope, cache[0][0], cache[0][1], write_pos, bias)
-        h = h + self.mlp(_rms(h, self.n_post, self.a.eps))
-        logits = _rms(h, self.norm, self.a.eps) @ self.lm_head
+        add_rms, eps = part("_add_rms", fused), self.a.eps
+        x = part("_draft_in", fused)(self.target.embed[tokens], hidden, self.n_emb, self.n_hid, eps)
+        rope, bias, rows = self.target.prep(pos, mask)
+        h, hn = add_rms(hidden, self.attn(x, rope, cache[0], rows, write_pos, bias, fused), self.n_post, eps)
+        h, hn = add_rms(h, self.mlp(hn, fused), self.norm, eps)
+        logits = hn @ self.lm_head
         return h, logits.reshape(-1, logits.shape[-1])
 
 
@@ -265,4 +332,5 @@ def load_dummy_pair(model_section, device, dtype=None) -> tuple[DummyTarget, Dum
     return tgt, DummyDraft(arch, tgt, hot_vocab=d.hot_vocab_size, seed=model_section.seed, device=device, dtype=dtype)
 
 
-__all__ = ["Arch", "DummyDraft", "DummyTarget", "RopeTable", "load_dummy_pair", "reference_forward"]
+__all__ = ["Arch", "DummyDraft", "DummyTarget", "RopeTable", "compact_kv", "load_dummy_pair", "new_stacked_cache", "part",
+           "reference_forward"]

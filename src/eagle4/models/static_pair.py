@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from eagle4.models.dummy import new_stacked_cache
 from eagle4.models.eagle import load_draft
 from eagle4.models.llama import load_target
 
@@ -46,12 +47,10 @@ class StaticTarget:
                                 "head_dim": c.head_dim, "layers": c.num_hidden_layers})()
 
     def new_cache(self, B: int, S_max: int):
-        shape = (B, self.a.kv_heads, S_max, self.a.head_dim)
-        return [(torch.zeros(shape, device=self.device, dtype=self.dtype),
-                 torch.zeros(shape, device=self.device, dtype=self.dtype)) for _ in range(self.a.layers)]
+        return new_stacked_cache(self.a.layers, B, self.a.kv_heads, S_max, self.a.head_dim, self.device, self.dtype)
 
     @torch.no_grad()
-    def forward(self, tokens, pos, cache, write_pos, mask, *, logits_rows=None):
+    def forward(self, tokens, pos, cache, write_pos, mask, *, logits_rows=None, fused=False):
         x = self.m.model.embed_tokens(tokens)
         for i, layer in enumerate(self.m.model.layers):
             x = _layer(layer, x, pos, cache[i], write_pos, mask)
@@ -72,12 +71,10 @@ class StaticDraft:
         self.uses_hot_vocab = False
 
     def new_cache(self, B: int, S_max: int):
-        shape = (B, self.a.kv_heads, S_max, self.a.head_dim)
-        return [(torch.zeros(shape, device=self.device, dtype=self.dtype),
-                 torch.zeros(shape, device=self.device, dtype=self.dtype)) for _ in range(self.a.layers)]
+        return new_stacked_cache(self.a.layers, B, self.a.kv_heads, S_max, self.a.head_dim, self.device, self.dtype)
 
     @torch.no_grad()
-    def forward(self, tokens, hidden, pos, cache, write_pos, mask):
+    def forward(self, tokens, hidden, pos, cache, write_pos, mask, *, fused=False):
         x = self.m.fc(torch.cat([self.m.embed_tokens(tokens), hidden.to(self.m.fc.weight.dtype)], dim=-1))
         for i, layer in enumerate(self.m.layers):
             x = _layer(layer, x, pos, cache[i], write_pos, mask)

@@ -39,7 +39,7 @@ import torch
 
 from eagle4.backends import Backend, get_backend
 from eagle4.kernels import tree_glue
-from eagle4.models.dummy import load_dummy_pair
+from eagle4.models.dummy import compact_kv, load_dummy_pair
 
 KERNEL_REGION = {"draft_tree_score": "K1_draft_tree_score", "update_draft_state": "K2_update_draft_state",
                  "work_deltas": "K3_work_deltas", "logits_to_probas": "K5_logits_to_probas",
@@ -73,7 +73,7 @@ class Shape:
 
 class DeviceEngine:
     def __init__(self, contract, backend: str | Backend = "ref", *, device: str = "cpu", graphs: bool | None = None,
-                 trace=None):
+                 trace=None, fused: bool | None = None):
         from eagle4.workload.accept_trace import load_accept_trace
 
         self.contract = contract
@@ -106,6 +106,12 @@ class DeviceEngine:
         if self.graphs and not want:
             raise ValueError(f"CUDA graphs need a CUDA device and a graph-safe backend (got {self.device}, "
                              f"{self.backend.name})")
+        # the step's model forwards through the compiled layer parts (eagle4.models.dummy.part): on
+        # CUDA by default, eager and compiled alike (so eager == graph replay holds); prefill stays eager
+        can = getattr(self.target, "fusable", False)
+        self.fused = (self.device.type == "cuda" and can) if fused is None else bool(fused)
+        if self.fused and not can:
+            raise ValueError(f"{type(self.target).__name__} has no compiled layer parts (fused=True)")
         self.shape: Shape | None = None
         # sampling coins: the default generator on CUDA (graph-safe), a seeded one on the CPU
         self.gen = None if self.device.type == "cuda" else torch.Generator("cpu")
@@ -238,13 +244,13 @@ class DeviceEngine:
             n, ln = b1 - b0, lens[b0:b1]
             p = pos.expand(n, P)
             mask = (cols <= pos.view(1, P, 1)) & (cols < ln.view(n, 1, 1))
-            tc = [(k[b0:b1], v[b0:b1]) for k, v in self.tcache]
+            tc = self.tcache[:, :, b0:b1]  # [layers, 2, rows, nkv, S, hd]
             with self._region("target_prefill"):
                 hid, logits = self.target.forward(prompts[b0:b1], p, tc, p, mask, logits_rows=(ln - 1).view(n, 1))
             first[b0:b1] = self._sample_first(logits, b0, b1)
             shifted = torch.cat([prompts[b0:b1, 1:], prompts[b0:b1, :1]], 1)
             shifted.scatter_(1, (ln - 1).view(n, 1), first[b0:b1, None])
-            dc = [(k[b0:b1], v[b0:b1]) for k, v in self.dcache]
+            dc = self.dcache[:, :, b0:b1]
             with self._region("draft_prefill"):
                 g, dlog = self.draft.forward(shifted, hid, p, dc, p, mask)
             ar = torch.arange(n, device=dev)
@@ -294,7 +300,7 @@ class DeviceEngine:
                 wpos = self.seq_lens.view(B, 1) + (T - Wc) + torch.arange(Wc, device=dev).view(1, Wc)
                 with self._region("draft_layer"):
                     g, dlog = self.draft.forward(frontier.tokens, frontier.hidden.view(B, Wc, H), k4["positions"],
-                                                 self.dcache, wpos, mask)
+                                                 self.dcache, wpos, mask, fused=self.fused)
                 probas, tokens = self._topk(f"d{d}", dlog, Wc)
                 hidden = g.reshape(B * Wc, H)
             k1 = self._k(f"K1_{d}", "draft_tree_score",
@@ -366,7 +372,8 @@ class DeviceEngine:
                      {"S_max": sh.S_max, "B": B, "T": Q, "Q": Q, "write_bool_mask": False})
         mask = self._dense_mask(k4, Q)
         with self._region("target_verify"):
-            hid, logits = self.target.forward(vs.candidates, k4["positions"], self.tcache, L.view(B, 1) + tq, mask)
+            hid, logits = self.target.forward(vs.candidates, k4["positions"], self.tcache, L.view(B, 1) + tq, mask,
+                                              fused=self.fused)
         k5 = self._k("K5_verify", "logits_to_probas", {"logits": logits, "temperatures": self.temps},
                      {"rows_per_req": Q, "write_probas": self.sampling})
         if self.by_trace:
@@ -398,10 +405,7 @@ class DeviceEngine:
         src = (self.req_to_token.gather(1, dst).to(torch.int64) - self.base.view(B, 1)).clamp(0, sh.S_max - 1)
         bi = self.pools.view(B, 1).expand(B, S)
         with self._region("kv_compaction"):
-            for kc, vc in self.tcache:
-                for c in (kc, vc):
-                    v = c.transpose(1, 2)
-                    v[bi, dst] = v[bi, src]
+            compact_kv(self.tcache, bi, dst, src)
         self.req_to_token.copy_(self.identity)
         # draft extend on the accepted tokens (§8.2 step 8), padded to S per row
         ind = k7["next_indptr"].to(torch.int64)
@@ -412,7 +416,8 @@ class DeviceEngine:
         pos = L.view(B, 1) + si
         emask = torch.arange(sh.S_max, device=dev).view(1, 1, -1) <= pos.view(B, S, 1)
         with self._region("draft_extend"):
-            g, dlog = self.draft.forward(toks, hidn, pos, self.dcache, pos.clamp(max=sh.S_max - 1), emask)
+            g, dlog = self.draft.forward(toks, hidn, pos, self.dcache, pos.clamp(max=sh.S_max - 1), emask,
+                                         fused=self.fused)
         last = (n - 1).clamp(min=0)
         self.root_g.copy_(g[self.pools, last])
         self.root_logits.copy_(dlog.view(B, S, -1)[self.pools, last])

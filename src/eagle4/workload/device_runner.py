@@ -239,7 +239,8 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
            "trace_mean_acceptance_length": trace_sum / max(n_iter, 1) + 1,
            "energy_j": e, "joules_per_token": e / toks if toks else float("nan"),
            "power_samples": len(power.samples), "nvml_hz": m.nvml_sample_hz, "nvml_note": power.why,
-           "pinned_core": pinned, "gc_frozen": m.gc_freeze, "graphs": eng.graphs, "backend": eng.backend.name,
+           "pinned_core": pinned, "gc_frozen": m.gc_freeze, "graphs": eng.graphs, "fused": eng.fused,
+           "backend": eng.backend.name,
            "device": device_name,
            "commit": commit, "contract_sha256": contract.sha256, "provenance": "measured",
            "acceptance": eng.trace.row_note,
@@ -347,6 +348,7 @@ def summarize(contract, runs: list[dict], reqs: list[dict]) -> list[dict]:
                     "status": status, "why": "; ".join(why), "device": ru[0]["device"],
                     "commit": ru[0]["commit"], "contract_sha256": ru[0]["contract_sha256"],
                     "card": ru[0].get("card", ""), "provenance": ru[0].get("provenance", "measured"),
+                    "graphs": ru[0].get("graphs", ""), "fused": ru[0].get("fused", ""),
                     "note": ru[0]["acceptance"]})
     return out
 
@@ -359,7 +361,10 @@ def render(contract, stats: list[dict]) -> str:
          f">= {contract.measurement.min_samples} samples per p50/p99, CoV(tokens/s) <= {contract.runs.cov_max:.0%}; "
          "a point missing any is INVALID (reasons listed)", "",
          "* floor: a plain PyTorch step of the same shapes in the same process (eagle4.workload.floor); roofline = "
-         "max(bytes / HBM peak, FLOPs / dense bf16 peak) of the card that ran (declared peaks, eagle4.cards)", "",
+         "max(bytes / HBM peak, FLOPs / dense bf16 peak) of the card that ran (declared peaks, eagle4.cards)",
+         f"* engine: CUDA graphs {stats[0].get('graphs', '')}; compiled layer parts (torch.compile) "
+         f"{stats[0].get('fused', '')}; attention: PyTorch SDPA with K4's mask as an additive bias over each "
+         "request's cache in place", "",
          "| point | runs | TTFT p50/p99 (ms) | ITL p50/p99 (ms) | TPOT p50/p99 (ms) | tokens/s | CoV | goodput (req/s) | J/token | acceptance (trace) | step = draft + verify (ms) | floor (ms) | step/floor | roofline bytes/FLOPs (ms) | status |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in stats:
