@@ -426,7 +426,7 @@ def _resumed(out: Path, prefix: str, sha: str, commit: str) -> tuple[list[dict],
 def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=None, backend="cuda", device="cuda",
                  prefix="h100_e2e", timeout_s=600, resume=False, log=print) -> list[dict]:
     """Run every (point, run) as its own process. ``resume``: keep the rows already in ``out_dir`` (same
-    contract and commit) and run only the points they lack, so a baseline longer than one session's
+    contract and commit) and run only the (point, run) pairs they lack, so a baseline longer than one session's
     call can be measured in parts into one set of files."""
     from eagle4.contract import load_contract
     from eagle4.vcs import git_commit
@@ -438,14 +438,14 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
     pts = points or [p.name for p in c.operating_points]
     runs_n = runs or c.runs.runs
     all_runs, all_reqs, accepts = _resumed(out, prefix, c.sha256, commit) if resume else ([], [], [])
-    resumed = {r["point"] for r in all_runs}
+    resumed = {(r["point"], int(r["run_index"])) for r in all_runs}
     if resumed:
-        log(f"resumed: points {sorted(resumed)} from {out}")
+        log(f"resumed: runs {sorted(resumed)} from {out}")
     stats = None
     for p in pts:
-        if p in resumed:
-            continue
         for i in range(runs_n):
+            if (p, i) in resumed:
+                continue
             args = ["--contract", str(contract_path), "--point", p, "--run-index", str(i), "--backend", backend,
                     "--device", device, "--runs-total", str(runs_n), "--commit", commit]
             if duration_s is not None:
@@ -459,15 +459,15 @@ def run_contract(contract_path, out_dir, *, points=None, runs=None, duration_s=N
             r = res["run"]
             log(f"{p} run {i}: {r['tokens_per_s']:.1f} tok/s over {r['window_s']:.1f} s, step {r['step_s_median'] * 1e3:.2f} ms, "
                 f"acceptance {r['mean_acceptance_length']:.2f}, {r['joules_per_token']:.3f} J/token")
-        # write after every point: an interrupted run keeps what it measured
-        _write_csv(out / f"{prefix}_runs.csv", [{"contract_sha256": c.sha256, **r} for r in all_runs])
-        _write_csv(out / f"{prefix}_raw.csv", [{"contract_sha256": c.sha256, "commit": commit, **r} for r in all_reqs])
-        _write_csv(out / f"{prefix}_accept.csv", [{"contract_sha256": c.sha256, **r} for r in accepts])
-        stats = summarize(c, all_runs, all_reqs)
-        _write_csv(out / f"{prefix}_points.csv", stats)
-        from eagle4.report.atomic import write_text
+            # write after every run: an interrupted bench keeps what it measured, --resume continues it
+            _write_csv(out / f"{prefix}_runs.csv", [{"contract_sha256": c.sha256, **r} for r in all_runs])
+            _write_csv(out / f"{prefix}_raw.csv", [{"contract_sha256": c.sha256, "commit": commit, **r} for r in all_reqs])
+            _write_csv(out / f"{prefix}_accept.csv", [{"contract_sha256": c.sha256, **r} for r in accepts])
+            stats = summarize(c, all_runs, all_reqs)
+            _write_csv(out / f"{prefix}_points.csv", stats)
+            from eagle4.report.atomic import write_text
 
-        write_text(out / f"{prefix}_summary.md", render(c, stats))
+            write_text(out / f"{prefix}_summary.md", render(c, stats))
     if stats is None:  # every point resumed: nothing ran, the files stay as written
         if not all_runs:
             raise ValueError(f"no operating point to run or resume: {pts}")
