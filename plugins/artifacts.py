@@ -4,6 +4,7 @@ the guard that a test run leaves the committed artifacts alone.
 ``--reports-dir`` names the folder. Without it a test run writes into a scratch copy of the committed
 ``reports/`` (a temporary folder named at the end of the run): only explicit commands (``eagle4
 signoff``, ``pytest --reports-dir reports``) write the pack. An interrupted run writes no manifest.
+The scratch copy is removed when the session ends, by SIGTERM too; ``--keep-scratch`` keeps it.
 
 The guard snapshots (size, mtime) of every file under reports/, tests/data/ and tests/goldens/ when the
 session starts and fails the run, naming the files, if any changed, appeared or vanished by its end;
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -41,6 +43,8 @@ def pytest_configure(config):
     elif not config.getoption("--reports-dir"):
         config.option.reports_dir = str(_scratch_reports(Path(config.rootpath) / "reports"))
         config.stash[_SCRATCH] = True
+        if not config.getoption("--keep-scratch"):
+            _remove_scratch_on_sigterm(config)
 
 
 _WORKER_KEY = "eagle4_reports_dir"
@@ -131,12 +135,47 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                     "restore with `git checkout -- <file>` (run FAILED)")
 
 
+def _remove_scratch(config) -> None:
+    top = reports_dir(config).parent
+    if top.name.startswith("eagle4-reports-"):
+        shutil.rmtree(top, ignore_errors=True)
+
+
+_SIGTERM_BEFORE = pytest.StashKey[object]()
+
+
+def _remove_scratch_on_sigterm(config) -> None:
+    """SIGTERM (a timeout, a parent stopping its process group) ends Python without unwinding, so
+    pytest_unconfigure never runs: the handler removes the scratch copy, puts the previous handler back and
+    lets the signal end the process as it would have (exit by SIGTERM)."""
+    if signal.getsignal(signal.SIGTERM) is None or not _main_thread():
+        return  # a handler set outside Python, or not the main thread: leave signals alone
+    before = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum, frame):
+        _remove_scratch(config)
+        signal.signal(signal.SIGTERM, before)
+        if callable(before):
+            before(signum, frame)
+        elif before != signal.SIG_IGN:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    config.stash[_SIGTERM_BEFORE] = before
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 def pytest_unconfigure(config):
     """The controller removes its scratch copy (the whole ``eagle4-reports-*`` folder) unless --keep-scratch."""
     if hasattr(config, "workerinput") or not config.stash.get(_SCRATCH, False):
         return
-    if config.getoption("--keep-scratch"):
-        return
-    top = reports_dir(config).parent
-    if top.name.startswith("eagle4-reports-"):
-        shutil.rmtree(top, ignore_errors=True)
+    before = config.stash.get(_SIGTERM_BEFORE, None)
+    if before is not None:
+        signal.signal(signal.SIGTERM, before)
+    if not config.getoption("--keep-scratch"):
+        _remove_scratch(config)

@@ -38,6 +38,9 @@ def harness_pytester(pytester, monkeypatch):
 
     repo = Path(__file__).resolve().parents[1]
     monkeypatch.setenv("PYTHONPATH", f"{repo / 'src'}:{repo}")  # not an installed eagle4
+    # the child's temporary files (a --keep-scratch copy of reports/ included) stay in this test's folder
+    (pytester.path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(pytester.path / "tmp"))
     pytester.makeini("[pytest]\naddopts = --strict-markers\nmarkers =\n    parity: p\n    cuda: c\n    fpga: f\n"
                      "    csim: s\n    docker: d\n")
     pytester.makeconftest('pytest_plugins = ["plugins.hardware", "plugins.parity", "plugins.artifacts"]\n')

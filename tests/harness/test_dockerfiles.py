@@ -49,6 +49,23 @@ def test_python_locks_carry_hashes():
         assert pins and hashes >= len(pins), f"{lock.name}: every pinned package needs a sha256"
 
 
+def test_cpu_csim_lock_pins_every_runtime_and_test_dependency():
+    """The lock is pip-compiled from pyproject.toml (docker/README.md): a dependency added there and not
+    re-locked (FastAPI and uvicorn once) makes the image fail to import the modules that need it."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["test"]]
+    lock = REPO / "docker" / "requirements" / "cpu-csim.lock"
+    pinned = {re.sub(r"[-_.]+", "-", n).lower() for n in re.findall(r"^([A-Za-z0-9_.-]+)==", lock.read_text(), re.M)}
+    missing = sorted(n for n in (re.sub(r"[-_.]+", "-", Requirement(r).name).lower() for r in wanted) if n not in pinned)
+    assert not missing, f"{lock.name}: not pinned: {missing} (re-run the pip-compile command in its header)"
+
+
 def test_fpga_image_refuses_without_xrt_deb():
     text = (REPO / "docker" / "fpga-xrt" / "Dockerfile").read_text()
     assert "XRT is not redistributable" in text and "exit 1" in text

@@ -108,7 +108,7 @@ def _edge_cases() -> list[Case]:
     r = np.random.default_rng([s, 264])
     temps = np.tile(np.array([0.0, 1.0, 0.7], np.float32), 11)
     out.append(_make("edge/many_rows_V4100", _normal(r, 33 * 8, 4100), temps, 8, seed=s,
-                     note="264 rows of V = 4100 (cuda: k5r4_kernel)"))
+                     note="264 rows of V = 4100 (cuda: k5r14_kernel, one block a row, 8 vectors a thread)"))
     # More rows than the GPU holds at once, one block a row (on the H100: 600 rows of V = 8192 against the 528
     # blocks of the register kernel's 4-blocks-per-SM build): on CUDA its L2-prefetching build, whose first wave's
     # last rows ask L2 for the second wave's; max ties and NaNs in the second wave's rows.

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import csv
 import gzip
+import json
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -115,6 +117,54 @@ def manifest_field(path: Path, pattern: str) -> str | None:
     """The first group of ``pattern`` on a line of the manifest at ``path``; None where no line matches."""
     m = re.search(pattern, Path(path).read_text(errors="replace"), re.M)
     return m.group(1) if m else None
+
+
+# -- the independent floor (eagle4.workload.floor) of an e2e record's points. Every row of a points file carries its
+# card and a finite floor, unless the bench that wrote the record had no floor yet: the bench's manifest (written by
+# it, never edited) records the floor's measured ceilings since the floor exists (commit 694fe80), so a manifest
+# without them says the record was measured before the floor. Such a record is shown as BEFORE_THE_FLOOR and is no
+# baseline a gate passes on (tests/harness/test_card_e2e_records.py).
+E2E_POINTS_GLOB = "*e2e*_points.csv"  # h100_e2e_points.csv, h200_e2e_partial_points.csv, ...
+FLOOR_FIELD = "floor_step_s"
+CARD_FIELD = "card"
+FLOOR_ERA_FIELD = "measured_ceilings"
+BEFORE_THE_FLOOR = "no floor (measured before the floor existed)"
+
+
+def e2e_points_files(root: Path = REPO) -> list[Path]:
+    """Every committed e2e points file of the store (plain or gzipped)."""
+    d = Path(root) / CARDS_DIR
+    return sorted({*d.glob(f"*/*/{E2E_POINTS_GLOB}"), *d.glob(f"*/*/{E2E_POINTS_GLOB}.gz")})
+
+
+def points_manifest(points: Path) -> Path:
+    """The manifest the bench wrote beside ``points`` (``<prefix>_manifest.json``)."""
+    prefix = Path(points).name.removesuffix(".gz").removesuffix("_points.csv")
+    return Path(points).with_name(f"{prefix}_manifest.json")
+
+
+def measured_before_floor(points: Path) -> bool:
+    """Whether the bench that wrote ``points`` had no floor: its manifest records no floor ceilings."""
+    m = points_manifest(points)
+    if not m.is_file():
+        raise FileNotFoundError(f"{m}: missing: the manifest says which bench wrote {Path(points).name}")
+    return FLOOR_ERA_FIELD not in json.loads(m.read_text())
+
+
+def floor_or_card_missing(points: Path) -> list[str]:
+    """One line per row of ``points`` without its card or a finite, positive floor, naming file, row and field."""
+    out = []
+    for i, r in enumerate(read_csv(points), start=1):
+        where = f"{points}: data row {i} ({r.get('point') or '?'})"
+        if not (r.get(CARD_FIELD) or "").strip():
+            out.append(f"{where}: {CARD_FIELD} is missing")
+        try:
+            floor = float(r.get(FLOOR_FIELD) or "nan")
+        except ValueError:
+            floor = math.nan
+        if not (math.isfinite(floor) and floor > 0):
+            out.append(f"{where}: {FLOOR_FIELD} = {r.get(FLOOR_FIELD)!r}, not a finite floor")
+    return out
 
 
 # -- a GPU sign-off call's step logs (scripts/h100_kernel_signoff.sh writes one <step>_log.txt a step, each ending in
