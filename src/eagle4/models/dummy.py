@@ -9,6 +9,9 @@ shape without a download. Its drafts are meaningless: acceptance comes from a tr
   (q/k/v from 2H), residual on the hidden, LM head over the hot vocabulary, ``hot_token_id`` maps its
   rows to target ids.
 
+Weights: :class:`eagle4.models.tensor_parallel.BlockGen` draws every weight block from its own seeded
+generator, so a tensor-parallel rank generates only its shard and any TP degree holds the same model.
+
 Static shapes only (what a CUDA graph replays): every request ``b`` owns cache rows ``[b, :, 0:S_max]``
 (``req_to_token[b, p] = b*S_max + p``), a forward writes K/V at ``write_pos [B, T]`` and attends
 through a dense boolean mask ``[B, T, S_max]`` (the caller builds it from K4's packed mask).
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from eagle4.models.tensor_parallel import SINGLE, BlockGen, TensorParallel
 
 DRAFT_LOGIT_STD = 8.0
 MAX_POSITIONS = 16384  # RoPE table rows (f32 cos + sin: 16 MB at head_dim 128)
@@ -100,32 +105,21 @@ def attn_bias(mask, grp: int, dtype):
     return torch.zeros(m.shape, device=m.device, dtype=dtype).masked_fill_(~m, float("-inf"))
 
 
-class _Gen:
-    def __init__(self, seed: int, device, dtype):
-        self.g = torch.Generator(device=device).manual_seed(int(seed))
-        self.device, self.dtype = device, dtype
-
-    def w(self, *shape, std=0.02):
-        return (torch.randn(shape, generator=self.g, device=self.device, dtype=torch.float32) * std).to(self.dtype)
-
-    def ones(self, n):
-        return torch.ones(n, device=self.device, dtype=self.dtype)
-
-
 class _Attention:
     """q/k/v projection from ``in_dim``, RoPE, cache write, masked attention grouped by KV head."""
 
-    def __init__(self, g: _Gen, a: Arch, in_dim: int):
+    def __init__(self, g: BlockGen, a: Arch, in_dim: int, name: str, layer: int):
         self.a = a
         hd = a.head_dim
-        self.wqkv = g.w(in_dim, (a.heads + 2 * a.kv_heads) * hd)
-        self.wo = g.w(a.heads * hd, a.hidden)
+        self.nh, self.nkv = g.tp.local(a.heads, "num_heads"), g.tp.local(a.kv_heads, "num_kv_heads")  # this rank's
+        self.wqkv = g.qkv(f"{name}.wqkv", layer, in_dim, a.heads, a.kv_heads, hd)
+        self.wo = g.o(f"{name}.wo", layer, a.heads, a.kv_heads, hd, a.hidden)
 
     def __call__(self, x, rope, cache_k, cache_v, write_pos, bias):
         """rope: (cos, sin_signed) rows of ``RopeTable``; bias: ``attn_bias`` of the mask."""
         a = self.a
         B, T, _ = x.shape
-        hd, nh, nkv = a.head_dim, a.heads, a.kv_heads
+        hd, nh, nkv = a.head_dim, self.nh, self.nkv
         grp = nh // nkv
         qkv = (x @ self.wqkv).view(B, T, nh + 2 * nkv, hd)
         qk = _rope_rows(qkv[:, :, : nh + nkv], *rope)  # q and k rotated together
@@ -142,9 +136,9 @@ class _Attention:
 
 
 class _Mlp:
-    def __init__(self, g: _Gen, a: Arch):
-        self.wgu = g.w(a.hidden, 2 * a.intermediate)
-        self.wd = g.w(a.intermediate, a.hidden)
+    def __init__(self, g: BlockGen, a: Arch, name: str, layer: int):
+        self.wgu = g.gate_up(f"{name}.wgu", layer, a.hidden, a.intermediate)
+        self.wd = g.down(f"{name}.wd", layer, a.intermediate, a.hidden)
 
     def __call__(self, x):
         gt, up = (x @ self.wgu).chunk(2, -1)
@@ -152,15 +146,15 @@ class _Mlp:
 
 
 class DummyTarget:
-    def __init__(self, arch: Arch, *, fc_layers: list[int], seed: int, device, dtype):
-        g = _Gen(seed, device, dtype)
-        self.a, self.device, self.dtype, self.fc_layers = arch, torch.device(device), dtype, list(fc_layers)
-        self.embed = g.w(arch.vocab, arch.hidden, std=1.0)
-        self.layers = [(g.ones(arch.hidden), _Attention(g, arch, arch.hidden), g.ones(arch.hidden), _Mlp(g, arch))
-                       for _ in range(arch.layers)]
+    def __init__(self, arch: Arch, *, fc_layers: list[int], seed: int, device, dtype, tp: TensorParallel = SINGLE):
+        g = BlockGen(seed, device, dtype, tp)  # this rank's shard (eagle4.models.tensor_parallel)
+        self.a, self.device, self.dtype, self.fc_layers, self.tp = arch, torch.device(device), dtype, list(fc_layers), tp
+        self.embed = g.full("embed", arch.vocab, arch.hidden, std=1.0)
+        self.layers = [(g.ones(arch.hidden), _Attention(g, arch, arch.hidden, "attn", i), g.ones(arch.hidden),
+                        _Mlp(g, arch, "mlp", i)) for i in range(arch.layers)]
         self.norm = g.ones(arch.hidden)
-        self.lm_head = g.w(arch.hidden, arch.vocab)
-        self.fc = g.w(len(self.fc_layers) * arch.hidden, arch.hidden)  # EAGLE3's fc lives in the draft checkpoint
+        self.lm_head = g.full("lm_head", arch.hidden, arch.vocab)
+        self.fc = g.full("fc", len(self.fc_layers) * arch.hidden, arch.hidden)  # EAGLE3's fc lives in the draft checkpoint
         self.rope = RopeTable(arch.head_dim, arch.rope_theta, self.device)
 
     def prep(self, pos, mask):
@@ -169,7 +163,7 @@ class DummyTarget:
 
     def new_cache(self, B: int, S_max: int):
         a = self.a
-        shape = (B, a.kv_heads, S_max, a.head_dim)
+        shape = (B, self.tp.local(a.kv_heads, "num_kv_heads"), S_max, a.head_dim)
         return [(torch.zeros(shape, device=self.device, dtype=self.dtype),
                  torch.zeros(shape, device=self.device, dtype=self.dtype)) for _ in range(a.layers)]
 
@@ -180,8 +174,8 @@ class DummyTarget:
         rope, bias = self.prep(pos, mask)
         caught = []
         for i, (n1, attn, n2, mlp) in enumerate(self.layers):
-            x = x + attn(_rms(x, n1, self.a.eps), rope, cache[i][0], cache[i][1], write_pos, bias)
-            x = x + mlp(_rms(x, n2, self.a.eps))
+            x = x + self.tp.all_reduce(attn(_rms(x, n1, self.a.eps), rope, cache[i][0], cache[i][1], write_pos, bias))
+            x = x + self.tp.all_reduce(mlp(_rms(x, n2, self.a.eps)))
             if i in self.fc_layers:
                 caught.append(x)
         hid = torch.cat(caught, -1) @ self.fc
@@ -193,17 +187,17 @@ class DummyTarget:
 
 class DummyDraft:
     def __init__(self, arch: Arch, target: DummyTarget, *, hot_vocab: int, seed: int, device, dtype):
-        g = _Gen(seed + 1, device, dtype)
+        g = BlockGen(seed + 1, device, dtype)  # replicated on every rank
         H = arch.hidden
         self.a, self.device, self.dtype, self.target = arch, torch.device(device), dtype, target
         self.n_emb, self.n_hid, self.n_post = g.ones(H), g.ones(H), g.ones(H)
-        self.attn = _Attention(g, arch, 2 * H)
-        self.mlp = _Mlp(g, arch)
+        self.attn = _Attention(g, arch, 2 * H, "draft.attn", 0)
+        self.mlp = _Mlp(g, arch, "draft.mlp", 0)
         self.norm = g.ones(H)
         # Random weights give near-uniform drafts, whose verify tree is one level deep; a trained
         # drafter is confident along its top-1 chain. Logits of standard deviation DRAFT_LOGIT_STD give
         # the tree that depth, so the trace's accept lengths fit in it (same kernels, same shapes).
-        self.lm_head = g.w(H, hot_vocab, std=DRAFT_LOGIT_STD / H ** 0.5)
+        self.lm_head = g.full("draft.lm_head", H, hot_vocab, std=DRAFT_LOGIT_STD / H ** 0.5)
         # hot rows -> target ids (sglang's hot_token_id, EAGLE3's d2t): the first hot_vocab ids
         self.hot_token_id = torch.arange(hot_vocab, device=device, dtype=torch.int64)
         self.uses_hot_vocab = True
@@ -256,12 +250,13 @@ def reference_forward(target: DummyTarget, tokens, pos, cache, write_pos, mask):
     return hid, (_rms(x, target.norm.to(f), a.eps) @ target.lm_head.to(f)).reshape(-1, a.vocab)
 
 
-def load_dummy_pair(model_section, device, dtype=None) -> tuple[DummyTarget, DummyDraft]:
-    """Both models of a ``load = "dummy"`` contract's ``[model]`` section, generated on ``device``."""
+def load_dummy_pair(model_section, device, dtype=None, tp: TensorParallel = SINGLE) -> tuple[DummyTarget, DummyDraft]:
+    """Both models of a ``load = "dummy"`` contract's ``[model]`` section, generated on ``device``
+    (the target's ``tp`` shard; the draft replicated)."""
     dtype = dtype or getattr(torch, model_section.dtype)
     arch = Arch.from_contract(model_section.target_arch)
     d = model_section.draft_arch
-    tgt = DummyTarget(arch, fc_layers=d.fc_layers, seed=model_section.seed, device=device, dtype=dtype)
+    tgt = DummyTarget(arch, fc_layers=d.fc_layers, seed=model_section.seed, device=device, dtype=dtype, tp=tp)
     return tgt, DummyDraft(arch, tgt, hot_vocab=d.hot_vocab_size, seed=model_section.seed, device=device, dtype=dtype)
 
 
