@@ -35,6 +35,7 @@ import torch
 
 MAX_MLP_BLOCKS = 64  # MLP column blocks: gcd(intermediate, 64); a TP degree must divide it
 DEFAULT_TIMEOUT_S = 300.0  # a collective that waits longer names a dead or hung peer (EAGLE4_TP_TIMEOUT_S)
+RENDEZVOUS_S = 600.0  # how long the ranks wait for each other to start
 PEER_FAILED_EXIT = 75  # a rank's exit status when a collective failed because of another rank
 
 
@@ -116,8 +117,14 @@ def init(tp: int, device: str | torch.device = "cpu") -> TensorParallel:
             raise ValueError(f"the contract says tp={tp} but the launcher started WORLD_SIZE={world} ranks")
         if dev.type == "cuda":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        dist.init_process_group("nccl" if dev.type == "cuda" else "gloo",
-                                timeout=datetime.timedelta(seconds=timeout_s()))
+        backend, wait = "nccl" if dev.type == "cuda" else "gloo", datetime.timedelta(seconds=timeout_s())
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # torchrun hosts the store
+            dist.init_process_group(backend, timeout=wait)
+        else:  # our own store: a rank that starts late joins (RENDEZVOUS_S); collectives keep the short wait
+            rank = int(os.environ["RANK"])
+            store = dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"]), world,
+                                  rank == 0, timeout=datetime.timedelta(seconds=RENDEZVOUS_S))
+            dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=wait)
     if dist.get_world_size() != tp:
         raise ValueError(f"the contract says tp={tp} but the process group has {dist.get_world_size()} ranks")
     return TensorParallel(dist.get_rank(), tp, dist.group.WORLD)
