@@ -148,13 +148,15 @@ class _Mlp:
 class DummyTarget:
     def __init__(self, arch: Arch, *, fc_layers: list[int], seed: int, device, dtype, tp: TensorParallel = SINGLE):
         g = BlockGen(seed, device, dtype, tp)  # this rank's shard (eagle4.models.tensor_parallel)
-        self.a, self.device, self.dtype, self.fc_layers, self.tp = arch, torch.device(device), dtype, list(fc_layers), tp
+        self.a, self.device, self.dtype, self.fc_layers = arch, torch.device(device), dtype, list(fc_layers)
+        self.tp = tp
         self.embed = g.full("embed", arch.vocab, arch.hidden, std=1.0)
         self.layers = [(g.ones(arch.hidden), _Attention(g, arch, arch.hidden, "attn", i), g.ones(arch.hidden),
                         _Mlp(g, arch, "mlp", i)) for i in range(arch.layers)]
         self.norm = g.ones(arch.hidden)
         self.lm_head = g.full("lm_head", arch.hidden, arch.vocab)
-        self.fc = g.full("fc", len(self.fc_layers) * arch.hidden, arch.hidden)  # EAGLE3's fc lives in the draft checkpoint
+        # EAGLE3's fc lives in the draft checkpoint
+        self.fc = g.full("fc", len(self.fc_layers) * arch.hidden, arch.hidden)
         self.rope = RopeTable(arch.head_dim, arch.rope_theta, self.device)
 
     def prep(self, pos, mask):

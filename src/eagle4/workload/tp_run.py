@@ -69,7 +69,9 @@ def topology() -> str:
         cp = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as e:
         return f"unavailable: nvidia-smi topo -m: {e}"
-    return cp.stdout if cp.returncode == 0 else f"unavailable: nvidia-smi topo -m exited {cp.returncode}: {cp.stderr.strip()}"
+    if cp.returncode:
+        return f"unavailable: nvidia-smi topo -m exited {cp.returncode}: {cp.stderr.strip()}"
+    return cp.stdout
 
 
 def _rank() -> tuple[int, int]:
