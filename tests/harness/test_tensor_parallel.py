@@ -104,6 +104,20 @@ def test_tp_ranks_on_gloo_match_tp1(tiny, tp1, tmp_path, n):
                     assert torch.equal(got, recs[0]["kernels"][s][label][k][: len(got)]), f"rank {r} != rank 0: {label}.{k}"
 
 
+def test_torchrun_starts_the_same_ranks(tiny, tp1, tmp_path):
+    # the user's launcher: torchrun sets the ranks and the rendezvous, the worker joins it
+    import subprocess
+
+    cp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+                         "eagle4.workload.tp_run", "check", "--contract", str(tiny), "--tp", "2", "--device", "cpu",
+                         "--batch", "2", "--steps", "4", "--dump", str(tmp_path)], capture_output=True, text=True,
+                        timeout=120, env={**os.environ, **ENV})
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    for r in range(2):
+        rec = torch.load(tmp_path / f"rank{r}.pt")
+        assert all(torch.equal(a, b) for a, b in zip(rec["out"], tp1["out"], strict=True))
+
+
 def test_a_rank_that_dies_is_named(tmp_path):
     t0 = time.monotonic()
     with pytest.raises(TPRunError) as e:

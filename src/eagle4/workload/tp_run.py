@@ -2,8 +2,8 @@
 
 Workers (one process per rank; ``torchrun`` or :mod:`eagle4.workload.tp_launch` sets the ranks)::
 
-    torchrun --nproc-per-node 2 -m eagle4.workload.tp_run check --contract contracts/deployment-70b.toml --batch 1
-    torchrun --nproc-per-node 4 -m eagle4.workload.tp_run point --contract contracts/deployment-70b.toml --tp 4 \\
+    torchrun --standalone --nproc-per-node 2 -m eagle4.workload.tp_run check --contract contracts/deployment-70b.toml --batch 1
+    torchrun --standalone --nproc-per-node 4 -m eagle4.workload.tp_run point --contract contracts/deployment-70b.toml --tp 4 \\
         --point b1 --run-index 0 --result r.json
 
 ``check`` runs a fixed generation and saves each rank's committed tokens and kernel outputs (what the
@@ -140,7 +140,9 @@ def _worker(argv) -> int:
         if a.dump:
             Path(a.dump).mkdir(parents=True, exist_ok=True)
             torch.save(rec, Path(a.dump) / f"rank{rank}.pt")
-        print(json.dumps({"rank": rank, "tokens": [o[:, 0].tolist() for o in rec["out"]]}))
+        line = json.dumps({"rank": rank, "out": [o.tolist() for o in rec["out"]]})  # [committed, trace, ids...]
+        sys.stdout.write(line + "\n")  # one write: the ranks share torchrun's stdout
+        sys.stdout.flush()
         return 0
     from eagle4.workload.device_runner import run_once
 
