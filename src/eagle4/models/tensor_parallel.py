@@ -52,6 +52,7 @@ class TensorParallel:
     rank: int = 0
     world: int = 1
     group: Any = None  # the torch.distributed process group (None at world 1)
+    ctrl: Any = None  # a gloo group over the same ranks for host-side decisions (agree)
 
     def local(self, n: int, what: str) -> int:
         """This rank's share of ``n`` (heads, KV heads, columns); ``n`` must split evenly."""
@@ -83,17 +84,16 @@ class TensorParallel:
             return flag
         import torch.distributed as dist
 
-        t = torch.tensor([int(flag)], dtype=torch.int32)
-        if dist.get_backend(self.group) == "nccl":
-            t = t.cuda()
+        t = torch.tensor([int(flag)], dtype=torch.int32)  # host tensor on the gloo group: no GPU work
         try:
-            dist.broadcast(t, 0, group=self.group)
+            dist.broadcast(t, 0, group=self.ctrl if self.ctrl is not None else self.group)
         except (RuntimeError, dist.DistError) as e:
             raise PeerFailure(f"tp rank {self.rank}: broadcast failed: {str(e).splitlines()[0]}") from None
         return bool(t.item())
 
 
 SINGLE = TensorParallel()
+_CTRL = None  # the control group of this process's default group (created once)
 
 
 def timeout_s() -> float:
@@ -127,7 +127,11 @@ def init(tp: int, device: str | torch.device = "cpu") -> TensorParallel:
             dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=wait)
     if dist.get_world_size() != tp:
         raise ValueError(f"the contract says tp={tp} but the process group has {dist.get_world_size()} ranks")
-    return TensorParallel(dist.get_rank(), tp, dist.group.WORLD)
+    global _CTRL
+    if _CTRL is None:
+        _CTRL = dist.group.WORLD if dist.get_backend() == "gloo" else \
+            dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout_s()))
+    return TensorParallel(dist.get_rank(), tp, dist.group.WORLD, _CTRL)
 
 
 def for_contract(contract, device: str | torch.device = "cpu") -> TensorParallel:
