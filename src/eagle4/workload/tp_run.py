@@ -88,7 +88,11 @@ def check(contract, *, batch: int, steps: int, seed: int = 0, device: str = "cpu
     import torch
 
     from eagle4.models.tensor_parallel import for_contract
-    from eagle4.workload.device_engine import DeviceEngine
+
+    try:  # the device engine is moving into eagle4.workload.engine
+        from eagle4.workload.engine import DeviceEngine
+    except ImportError:
+        from eagle4.workload.device_engine import DeviceEngine
 
     dev = _device(device)
     eng = DeviceEngine(contract, backend, device=dev, tp=for_contract(contract, dev))
