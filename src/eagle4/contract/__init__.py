@@ -31,6 +31,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -110,6 +111,9 @@ class ModelPair(Section):
     seed: int = Field(0, ge=0, description="dummy load: seed of the generated weights")
     target_arch: TargetArch | None = None
     draft_arch: DraftArch | None = None
+    tp: int = Field(1, ge=1, le=64, description=(
+        "tensor-parallel degree of the target (one process and GPU per rank, eagle4.models.tensor_parallel); "
+        "hashed only when not 1"))
 
     @model_validator(mode="after")
     def _load(self):
@@ -124,6 +128,14 @@ class ModelPair(Section):
                 raise ValueError(f"draft_arch.fc_layers {bad} outside 0..{self.target_arch.num_layers - 1}")
             if self.draft_arch.hot_vocab_size > self.target_arch.vocab_size:
                 raise ValueError("draft_arch.hot_vocab_size must be <= target_arch.vocab_size")
+        if self.tp > 1:
+            if self.load != "dummy":
+                raise ValueError(f"tp = {self.tp} needs load = 'dummy' (a local pair loads whole on one device)")
+            t = self.target_arch
+            # KV heads split across ranks; MLP columns in gcd(intermediate, 64) blocks (tensor_parallel.BlockGen)
+            if t.num_kv_heads % self.tp or math.gcd(t.intermediate_size, 64) % self.tp:
+                raise ValueError(f"tp = {self.tp} must divide target_arch.num_kv_heads ({t.num_kv_heads}) and "
+                                 f"gcd(target_arch.intermediate_size, 64) ({math.gcd(t.intermediate_size, 64)})")
         return self
 
 
@@ -265,7 +277,7 @@ class Runs(Section):
 
 
 _WORKLOAD = ("model", "decode", "prompts", "operating_points", "runs")
-_MODEL_ADDED_DEFAULTS = {"load": "local", "seed": 0, "target_arch": None, "draft_arch": None}
+_MODEL_ADDED_DEFAULTS = {"load": "local", "seed": 0, "target_arch": None, "draft_arch": None, "tp": 1}
 
 
 class HttpClient(Section):

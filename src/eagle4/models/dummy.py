@@ -9,6 +9,9 @@ shape without a download. Its drafts are meaningless: acceptance comes from a tr
   (q/k/v from 2H), residual on the hidden, LM head over the hot vocabulary, ``hot_token_id`` maps its
   rows to target ids.
 
+Weights: :class:`eagle4.models.tensor_parallel.BlockGen` draws every weight block from its own seeded
+generator, so a tensor-parallel rank generates only its shard and any TP degree holds the same model.
+
 Static shapes only (what a CUDA graph replays): every request ``b`` owns cache rows ``[b, :, 0:S_max]``
 (``req_to_token[b, p] = b*S_max + p``), a forward writes K/V at ``write_pos [B, T]`` and attends
 through a dense boolean mask ``[B, T, S_max]`` (the caller builds it from K4's packed mask).
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from eagle4.models.tensor_parallel import SINGLE, BlockGen, TensorParallel
 
 DRAFT_LOGIT_STD = 8.0
 MAX_POSITIONS = 16384  # RoPE table rows (f32 cos + sin: 16 MB at head_dim 128)
@@ -100,18 +105,6 @@ def attn_bias(mask, grp: int, dtype):
     return torch.zeros(m.shape, device=m.device, dtype=dtype).masked_fill_(~m, float("-inf"))
 
 
-class _Gen:
-    def __init__(self, seed: int, device, dtype):
-        self.g = torch.Generator(device=device).manual_seed(int(seed))
-        self.device, self.dtype = device, dtype
-
-    def w(self, *shape, std=0.02):
-        return (torch.randn(shape, generator=self.g, device=self.device, dtype=torch.float32) * std).to(self.dtype)
-
-    def ones(self, n):
-        return torch.ones(n, device=self.device, dtype=self.dtype)
-
-
 def _add_rms(x, delta, w, eps: float):
     """``x + delta`` (the residual add; ``delta`` None: none) and its RMSNorm, in one pass."""
     if delta is not None:
@@ -171,27 +164,27 @@ def part(name: str, fused: bool):
 class _Attention:
     """q/k/v projection from ``in_dim``, RoPE, cache write, masked attention grouped by KV head."""
 
-    def __init__(self, g: _Gen, a: Arch, in_dim: int):
+    def __init__(self, g: BlockGen, a: Arch, in_dim: int, name: str, layer: int):
         self.a = a
         hd = a.head_dim
-        self.wqkv = g.w(in_dim, (a.heads + 2 * a.kv_heads) * hd)
-        self.wo = g.w(a.heads * hd, a.hidden)
+        self.nh, self.nkv = g.tp.local(a.heads, "num_heads"), g.tp.local(a.kv_heads, "num_kv_heads")  # this rank's
+        self.wqkv = g.qkv(f"{name}.wqkv", layer, in_dim, a.heads, a.kv_heads, hd)
+        self.wo = g.o(f"{name}.wo", layer, a.heads, a.kv_heads, hd, a.hidden)
 
     def __call__(self, h, rope, cache_kv, rows, write_pos, bias, fused=False):
         """h: the normalized input; rope: (cos, sin_signed) rows of ``RopeTable``; cache_kv: the
         layer's ``[2, B, nkv, S, hd]``; ``cache_kv[:, rows, :, write_pos]`` receives this K/V; bias:
         ``attn_bias`` of the mask. Returns the output projection (before the residual add)."""
-        a = self.a
-        qg, kv = part("_qkv_rope", fused)(h, self.wqkv, *rope, a.heads, a.kv_heads)
+        qg, kv = part("_qkv_rope", fused)(h, self.wqkv, *rope, self.nh, self.nkv)
         cache_kv.permute(1, 3, 0, 2, 4)[rows, write_pos] = kv  # through the [B, S, 2, nkv, hd] view
         o = F.scaled_dot_product_attention(qg, cache_kv[0], cache_kv[1], attn_mask=bias)
         return part("_o_proj", fused)(o, self.wo, h.shape[1])
 
 
 class _Mlp:
-    def __init__(self, g: _Gen, a: Arch):
-        self.wgu = g.w(a.hidden, 2 * a.intermediate)
-        self.wd = g.w(a.intermediate, a.hidden)
+    def __init__(self, g: BlockGen, a: Arch, name: str, layer: int):
+        self.wgu = g.gate_up(f"{name}.wgu", layer, a.hidden, a.intermediate)
+        self.wd = g.down(f"{name}.wd", layer, a.intermediate, a.hidden)
 
     def __call__(self, h, fused=False):
         return part("_swiglu", fused)(h, self.wgu, self.wd)
@@ -214,15 +207,17 @@ def compact_kv(cache: torch.Tensor, rows: torch.Tensor, dst: torch.Tensor, src: 
 class DummyTarget:
     fusable = True  # forward(fused=True) runs the compiled layer parts
 
-    def __init__(self, arch: Arch, *, fc_layers: list[int], seed: int, device, dtype):
-        g = _Gen(seed, device, dtype)
+    def __init__(self, arch: Arch, *, fc_layers: list[int], seed: int, device, dtype, tp: TensorParallel = SINGLE):
+        g = BlockGen(seed, device, dtype, tp)  # this rank's shard (eagle4.models.tensor_parallel)
         self.a, self.device, self.dtype, self.fc_layers = arch, torch.device(device), dtype, list(fc_layers)
-        self.embed = g.w(arch.vocab, arch.hidden, std=1.0)
-        self.layers = [(g.ones(arch.hidden), _Attention(g, arch, arch.hidden), g.ones(arch.hidden), _Mlp(g, arch))
-                       for _ in range(arch.layers)]
+        self.tp = tp
+        self.embed = g.full("embed", arch.vocab, arch.hidden, std=1.0)
+        self.layers = [(g.ones(arch.hidden), _Attention(g, arch, arch.hidden, "attn", i), g.ones(arch.hidden),
+                        _Mlp(g, arch, "mlp", i)) for i in range(arch.layers)]
         self.norm = g.ones(arch.hidden)
-        self.lm_head = g.w(arch.hidden, arch.vocab)
-        self.fc = g.w(len(self.fc_layers) * arch.hidden, arch.hidden)  # EAGLE3's fc lives in the draft checkpoint
+        self.lm_head = g.full("lm_head", arch.hidden, arch.vocab)
+        # EAGLE3's fc lives in the draft checkpoint
+        self.fc = g.full("fc", len(self.fc_layers) * arch.hidden, arch.hidden)
         self.rope = RopeTable(arch.head_dim, arch.rope_theta, self.device)
 
     def prep(self, pos, mask):
@@ -234,7 +229,8 @@ class DummyTarget:
 
     def new_cache(self, B: int, S_max: int):
         a = self.a
-        return new_stacked_cache(a.layers, B, a.kv_heads, S_max, a.head_dim, self.device, self.dtype)
+        return new_stacked_cache(a.layers, B, self.tp.local(a.kv_heads, "num_kv_heads"), S_max, a.head_dim,
+                                 self.device, self.dtype)
 
     def forward(self, tokens, pos, cache, write_pos, mask, *, logits_rows=None, fused=False):
         """tokens/pos/write_pos [B, T]; mask [B, T, S_max] bool. Returns (fc hidden [B, T, H],
@@ -246,8 +242,8 @@ class DummyTarget:
         caught, delta = [], None
         for i, (n1, attn, n2, mlp) in enumerate(self.layers):
             x, h = add_rms(x, delta, n1, eps)
-            x, h = add_rms(x, attn(h, rope, cache[i], rows, write_pos, bias, fused), n2, eps)
-            delta = mlp(h, fused)
+            x, h = add_rms(x, self.tp.all_reduce(attn(h, rope, cache[i], rows, write_pos, bias, fused)), n2, eps)
+            delta = self.tp.all_reduce(mlp(h, fused))  # the residual add is in the next add_rms
             if i in self.fc_layers:
                 caught.append(x + delta)
         x = x + delta
@@ -262,17 +258,17 @@ class DummyDraft:
     fusable = True
 
     def __init__(self, arch: Arch, target: DummyTarget, *, hot_vocab: int, seed: int, device, dtype):
-        g = _Gen(seed + 1, device, dtype)
+        g = BlockGen(seed + 1, device, dtype)  # replicated on every rank
         H = arch.hidden
         self.a, self.device, self.dtype, self.target = arch, torch.device(device), dtype, target
         self.n_emb, self.n_hid, self.n_post = g.ones(H), g.ones(H), g.ones(H)
-        self.attn = _Attention(g, arch, 2 * H)
-        self.mlp = _Mlp(g, arch)
+        self.attn = _Attention(g, arch, 2 * H, "draft.attn", 0)
+        self.mlp = _Mlp(g, arch, "draft.mlp", 0)
         self.norm = g.ones(H)
         # Random weights give near-uniform drafts, whose verify tree is one level deep; a trained
         # drafter is confident along its top-1 chain. Logits of standard deviation DRAFT_LOGIT_STD give
         # the tree that depth, so the trace's accept lengths fit in it (same kernels, same shapes).
-        self.lm_head = g.w(H, hot_vocab, std=DRAFT_LOGIT_STD / H ** 0.5)
+        self.lm_head = g.full("draft.lm_head", H, hot_vocab, std=DRAFT_LOGIT_STD / H ** 0.5)
         # hot rows -> target ids (sglang's hot_token_id, EAGLE3's d2t): the first hot_vocab ids
         self.hot_token_id = torch.arange(hot_vocab, device=device, dtype=torch.int64)
         self.uses_hot_vocab = True
@@ -323,12 +319,13 @@ def reference_forward(target: DummyTarget, tokens, pos, cache, write_pos, mask):
     return hid, (_rms(x, target.norm.to(f), a.eps) @ target.lm_head.to(f)).reshape(-1, a.vocab)
 
 
-def load_dummy_pair(model_section, device, dtype=None) -> tuple[DummyTarget, DummyDraft]:
-    """Both models of a ``load = "dummy"`` contract's ``[model]`` section, generated on ``device``."""
+def load_dummy_pair(model_section, device, dtype=None, tp: TensorParallel = SINGLE) -> tuple[DummyTarget, DummyDraft]:
+    """Both models of a ``load = "dummy"`` contract's ``[model]`` section, generated on ``device``
+    (the target's ``tp`` shard; the draft replicated)."""
     dtype = dtype or getattr(torch, model_section.dtype)
     arch = Arch.from_contract(model_section.target_arch)
     d = model_section.draft_arch
-    tgt = DummyTarget(arch, fc_layers=d.fc_layers, seed=model_section.seed, device=device, dtype=dtype)
+    tgt = DummyTarget(arch, fc_layers=d.fc_layers, seed=model_section.seed, device=device, dtype=dtype, tp=tp)
     return tgt, DummyDraft(arch, tgt, hot_vocab=d.hot_vocab_size, seed=model_section.seed, device=device, dtype=dtype)
 
 

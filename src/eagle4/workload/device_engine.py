@@ -73,7 +73,10 @@ class Shape:
 
 class DeviceEngine:
     def __init__(self, contract, backend: str | Backend = "ref", *, device: str = "cpu", graphs: bool | None = None,
-                 trace=None, fused: bool | None = None):
+                 trace=None, fused: bool | None = None, tp=None):
+        """``tp``: a :class:`~eagle4.models.tensor_parallel.TensorParallel` (default: the contract's
+        ``[model] tp``, joining the launcher's process group when it is > 1)."""
+        from eagle4.models.tensor_parallel import for_contract
         from eagle4.workload.accept_trace import load_accept_trace
 
         self.contract = contract
@@ -83,8 +86,9 @@ class DeviceEngine:
             backend = get_backend(backend, **opts)
         self.backend = backend
         self.backend.require()
+        self.tp = for_contract(contract, self.device) if tp is None else tp
         if contract.model.load == "dummy":
-            self.target, self.draft = load_dummy_pair(contract.model, self.device)
+            self.target, self.draft = load_dummy_pair(contract.model, self.device, tp=self.tp)
             self.tokenizer = None
         else:
             from eagle4.models.static_pair import load_static_pair

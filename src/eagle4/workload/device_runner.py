@@ -130,7 +130,8 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
         for r in wave:
             r.chunks.append((tf, 1))
         rows = list(wave) + [None] * (B - len(wave))
-        while not all(r.finished for r in wave) and time.perf_counter() - t0 < deadline:
+        # every decision read off a clock is rank 0's (agree): TP ranks must run the same steps
+        while eng.tp.agree(not all(r.finished for r in wave) and time.perf_counter() - t0 < deadline):
             eng.park([r is None or r.finished for r in rows])
             ts = time.perf_counter()
             out = eng.step().numpy()
@@ -160,7 +161,8 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
             times.append(dt)
             warm += 1
             w = times[-m.steady_window:]
-            steady = warm >= m.warmup_steps_min and len(w) >= m.steady_window and cov_or_nan(w) <= m.steady_cov
+            steady = eng.tp.agree(warm >= m.warmup_steps_min and len(w) >= m.steady_window
+                                  and cov_or_nan(w) <= m.steady_cov)
             if steady:
                 break
     want = contract.runs.min_duration_s if duration_s is None else duration_s
@@ -179,7 +181,7 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
     with frozen_gc(m.gc_freeze), PowerSampler(m.nvml_sample_hz) as power:
         sync()
         t0 = time.perf_counter()
-        while (time.perf_counter() - t0 < want or done() < need) and time.perf_counter() - t0 < cap:
+        while eng.tp.agree((time.perf_counter() - t0 < want or done() < need) and time.perf_counter() - t0 < cap):
             now = time.perf_counter() - t0
             # a wave: fixed concurrency -> B requests arrive now; poisson -> the queued ones (wait for one)
             if arrivals is None:
@@ -213,6 +215,7 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
         for g in ("_draft_graph", "_verify_graph"):
             setattr(eng, g, None)
         eng.tcache = eng.dcache = None
+        eng.target = eng.draft = None  # the floor generates its own weights (70B at tp=2: 75 GB a rank)
         torch.cuda.empty_cache()
         floor_s = floor_step_s(contract, B)
         if run_index == 0:

@@ -7,6 +7,11 @@ over a KV cache of ``prompt_tokens + verify_num`` rows, SwiGLU, full-vocabulary 
 tokens, bf16, captured as one CUDA graph, no tree kernels and no mask. It runs in the same process
 as the timed engine, so ``step / floor`` compares two programs on one card in one state.
 
+Tensor-parallel (``[model] tp`` > 1, one process per rank): each rank holds its shard of every
+target layer (``kv_heads / tp`` KV heads with their query heads, ``intermediate / tp`` MLP columns)
+and all-reduces the o and down projections' partial sums, as the engine does; the draft layer, the
+embedding and both LM heads are whole on every rank. The graph captures the all-reduces.
+
 The roofline is ``max(bytes / HBM peak, FLOPs / dense bf16 peak)`` with the card's declared
 datasheet peaks (``eagle4.cards``); :func:`ceilings` measures the achieved ones (a device copy, a
 large bf16 matmul) for the manifest.
@@ -17,19 +22,23 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from eagle4.models.tensor_parallel import SINGLE, TensorParallel, for_contract
+
 
 def step_flops(contract, B: int, L: int) -> dict:
-    """FLOPs of one speculative step (2 per multiply-add): the target over ``B*Vn`` tree tokens
-    against ``L`` cached tokens, and ``D`` draft forwards over ``B*K`` tokens (hot LM head)."""
+    """FLOPs of one speculative step on one rank (2 per multiply-add): the target over ``B*Vn`` tree
+    tokens against ``L`` cached tokens (its layers' share of ``[model] tp``), and ``D`` draft forwards
+    over ``B*K`` tokens (hot LM head; whole on every rank)."""
     m = contract.model
-    t, dr, d = m.target_arch, m.draft_arch, contract.decode
+    t, dr, d, tp = m.target_arch, m.draft_arch, contract.decode, getattr(m, "tp", 1)
     H, I, nh, nkv = t.hidden_size, t.intermediate_size, t.num_heads, t.num_kv_heads
     hd = H // nh
     qkv = H * (nh + 2 * nkv) * hd
     layer_w = qkv + nh * hd * H + 3 * H * I
     Tt, Td = B * d.verify_num, B * d.node_top_k
     attn = 2 * 2 * nh * hd * L  # QK^T and PV per query token
-    target = 2 * Tt * (t.num_layers * layer_w + H * t.vocab_size + len(dr.fc_layers) * H * H) + Tt * t.num_layers * attn
+    target = (2 * Tt * (t.num_layers * layer_w / tp + H * t.vocab_size + len(dr.fc_layers) * H * H)
+              + Tt * t.num_layers * attn / tp)
     draft_w = 2 * qkv + nh * hd * H + 3 * H * I + H * dr.hot_vocab_size
     draft = d.tree_depth * (2 * Td * draft_w + Td * attn)
     return {"target": float(target), "draft": float(draft), "total": float(target + draft)}
@@ -45,11 +54,14 @@ def roofline(contract, B: int, L: int, card) -> dict:
 
 
 class _Layer:
-    def __init__(self, in_dim, H, I, nh, nkv, hd, dev, dt):
+    """One decoder layer; with ``tp`` its shard (``nh``, ``nkv``, ``I`` are this rank's) and the two
+    all-reduces."""
+
+    def __init__(self, in_dim, H, I, nh, nkv, hd, dev, dt, tp=SINGLE):
         def w(*s):
             return torch.randn(s, device=dev, dtype=dt) * 0.02
 
-        self.nh, self.nkv, self.hd = nh, nkv, hd
+        self.nh, self.nkv, self.hd, self.tp = nh, nkv, hd, tp
         self.wqkv, self.wo, self.wgu, self.wd = w(in_dim, (nh + 2 * nkv) * hd), w(nh * hd, H), w(H, 2 * I), w(I, H)
         self.n1 = torch.ones(in_dim, device=dev, dtype=dt)
         self.n2 = torch.ones(H, device=dev, dtype=dt)
@@ -64,32 +76,35 @@ class _Layer:
         kc[:, :, write] = k
         vc[:, :, write] = v.transpose(1, 2)
         o = F.scaled_dot_product_attention(q, kc, vc, enable_gqa=True)
-        res = res + o.transpose(1, 2).reshape(B, T, nh * hd) @ self.wo
+        res = res + self.tp.all_reduce(o.transpose(1, 2).reshape(B, T, nh * hd) @ self.wo)
         g, u = (F.rms_norm(res, (res.shape[-1],), self.n2, 1e-5) @ self.wgu).chunk(2, -1)
-        return res + (F.silu(g) * u) @ self.wd
+        return res + self.tp.all_reduce((F.silu(g) * u) @ self.wd)
 
 
 class FloorStep:
-    """The plain step of one operating point (its own random weights and caches)."""
+    """The plain step of one operating point (its own random weights and caches); ``tp``: this rank's
+    shard (default: the contract's ``[model] tp``, joining the launcher's process group)."""
 
-    def __init__(self, contract, B: int, device="cuda"):
+    def __init__(self, contract, B: int, device="cuda", tp: TensorParallel | None = None):
         m, d = contract.model, contract.decode
         t, dr = m.target_arch, m.draft_arch
         dev, dt = torch.device(device), getattr(torch, m.dtype)
+        tp = for_contract(contract, dev) if tp is None else tp
         H, I, nh, nkv = t.hidden_size, t.intermediate_size, t.num_heads, t.num_kv_heads
         hd = H // nh
         self.B, self.Tt, self.Td = B, d.verify_num, d.node_top_k
         self.L = contract.prompts.prompt_tokens + d.verify_num
-        self.layers = [_Layer(H, H, I, nh, nkv, hd, dev, dt) for _ in range(t.num_layers)]
+        sh = (tp.local(nh, "num_heads"), tp.local(nkv, "num_kv_heads"), tp.local(I, "intermediate_size"))
+        self.layers = [_Layer(H, H, sh[2], sh[0], sh[1], hd, dev, dt, tp) for _ in range(t.num_layers)]
         self.draft = _Layer(2 * H, H, I, nh, nkv, hd, dev, dt)
         self.embed = torch.randn(t.vocab_size, H, device=dev, dtype=dt)
         self.lm_head = torch.randn(H, t.vocab_size, device=dev, dtype=dt) * 0.02
         self.fc = torch.randn(len(dr.fc_layers) * H, H, device=dev, dtype=dt) * 0.02
         self.hot = torch.randn(H, dr.hot_vocab_size, device=dev, dtype=dt) * 0.02
         self.fc_layers, self.depth = list(dr.fc_layers), d.tree_depth
-        kv = (B, nkv, self.L, hd)
-        self.cache = [(torch.randn(kv, device=dev, dtype=dt), torch.randn(kv, device=dev, dtype=dt))
-                      for _ in range(t.num_layers + 1)]
+        kv, kv_draft = (B, sh[1], self.L, hd), (B, nkv, self.L, hd)
+        self.cache = [(torch.randn(s, device=dev, dtype=dt), torch.randn(s, device=dev, dtype=dt))
+                      for s in [kv] * t.num_layers + [kv_draft]]
         ang = torch.arange(self.L, device=dev, dtype=torch.float32)[:, None] / (
             t.rope_theta ** (torch.arange(0, hd, 2, device=dev, dtype=torch.float32) / hd))
         self.cos = torch.cat([ang.cos(), ang.cos()], -1).to(dt)[None, -self.Tt:, None]
@@ -144,11 +159,12 @@ class FloorStep:
         return [ev[i].elapsed_time(ev[i + 1]) * 1e-3 for i in range(n)]
 
 
-def floor_step_s(contract, B: int, n: int = 30) -> float:
-    """Median seconds of the plain step at batch ``B`` (captured, timed, then freed)."""
+def floor_step_s(contract, B: int, n: int = 30, tp: TensorParallel | None = None) -> float:
+    """Median seconds of the plain step at batch ``B`` (captured, timed, then freed; ``tp``: as
+    :class:`FloorStep`)."""
     import statistics
 
-    f = FloorStep(contract, B)
+    f = FloorStep(contract, B, tp=tp)
     try:
         return statistics.median(f.time(n))
     finally:

@@ -1,0 +1,247 @@
+"""Tensor-parallel runs of a ``load = "dummy"`` contract: the rank workers and the bench.
+
+Workers (one process per rank; ``torchrun`` or :mod:`eagle4.workload.tp_launch` sets the ranks)::
+
+    torchrun --standalone --nproc-per-node 2 -m eagle4.workload.tp_run check --contract contracts/deployment-70b.toml --batch 1
+    torchrun --standalone --nproc-per-node 4 -m eagle4.workload.tp_run point --contract contracts/deployment-70b.toml --tp 4 \\
+        --point b1 --run-index 0 --result r.json
+
+``check`` runs a fixed generation and saves each rank's committed tokens and kernel outputs (what the
+TP equivalence test compares against TP=1); ``point`` is one measured process of the serving bench
+(:func:`eagle4.workload.device_runner.run_once`, rank 0 writes the result). The bench::
+
+    python -m eagle4.workload.tp_run bench --contract contracts/deployment-70b.toml --tp 4 --out reports/...
+
+runs every (point, run) as ``tp`` ranks through :func:`~eagle4.workload.tp_launch.launch` (a dead or
+hung rank is a one-line error naming it), writes the device runner's files (prefix ``tp<N>_e2e``) and
+records ``nvidia-smi topo -m`` and the TP degree in the manifest. Fewer visible GPUs than ``tp`` is a
+one-line error naming the machine kind needed. ``--tp`` overrides the contract's ``[model] tp`` (the
+rows then carry that contract's hash).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+KINDS = {1: "nvidia-h200", 2: "nvidia-h200-x2", 4: "nvidia-h200-x4", 8: "nvidia-h200-x8"}
+
+
+def with_tp(contract, tp: int | None):
+    """``contract`` with ``[model] tp = tp`` (validated; the hash follows)."""
+    if tp is None or tp == contract.model.tp:
+        return contract
+    from pydantic import ValidationError
+
+    from eagle4.contract import ContractError, ModelPair
+
+    try:
+        m = ModelPair.model_validate({**contract.model.model_dump(), "tp": tp})
+    except ValidationError as e:
+        msg = e.errors()[0]["msg"].removeprefix("Value error, ")
+        raise ContractError(f"{contract.source_path}: model.tp: {msg} (got {tp})") from None
+    return contract.model_copy(update={"model": m})
+
+
+def kind_for(n: int) -> str:
+    return next((k for g, k in sorted(KINDS.items()) if g >= n), f"a machine with {n} GPUs")
+
+
+def require_gpus(n: int, visible: int | None = None) -> None:
+    """Fewer visible CUDA devices than ranks: a one-line error naming the machine kind needed."""
+    if visible is None:
+        import torch
+
+        visible = torch.cuda.device_count()
+    if visible < n:
+        raise ValueError(f"tp={n} needs {n} GPUs but {visible} {'is' if visible == 1 else 'are'} visible: "
+                         f"run it on {kind_for(n)}")
+
+
+def topology() -> str:
+    """``nvidia-smi topo -m`` as printed (the GPU interconnect of the run), or why it is missing."""
+    try:
+        cp = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"unavailable: nvidia-smi topo -m: {e}"
+    if cp.returncode:
+        return f"unavailable: nvidia-smi topo -m exited {cp.returncode}: {cp.stderr.strip()}"
+    return cp.stdout
+
+
+def _rank() -> tuple[int, int]:
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def _device(device: str) -> str:
+    return f"cuda:{_rank()[1]}" if device == "cuda" else device
+
+
+def check(contract, *, batch: int, steps: int, seed: int = 0, device: str = "cpu", backend: str = "ref") -> dict:
+    """A fixed generation (prompts from ``seed``): per step the committed ``out`` rows and every
+    kernel site's output buffers, as CPU tensors."""
+    import torch
+
+    from eagle4.models.tensor_parallel import for_contract
+
+    try:  # the device engine is moving into eagle4.workload.engine
+        from eagle4.workload.engine import DeviceEngine
+    except ImportError:
+        from eagle4.workload.device_engine import DeviceEngine
+
+    dev = _device(device)
+    eng = DeviceEngine(contract, backend, device=dev, tp=for_contract(contract, dev))
+    eng.setup(batch)
+    V, P = contract.model.target_arch.vocab_size, contract.prompts.prompt_tokens
+    prompts = torch.randint(0, V, (batch, P), generator=torch.Generator().manual_seed(seed))
+    first = eng.prefill(prompts.to(eng.device), torch.arange(batch, device=eng.device) * 257).cpu()
+    rec = {"first": first, "out": [], "kernels": []}
+    for _ in range(steps):
+        rec["out"].append(eng.step().clone())
+        rec["kernels"].append({label: {k: v.detach().cpu().clone() for k, v in bufs.items()
+                                       if isinstance(v, torch.Tensor)} for label, bufs in eng._bufs.items()})
+    return rec
+
+
+def _worker(argv) -> int:
+    ap = argparse.ArgumentParser(prog="python -m eagle4.workload.tp_run " + argv[0])
+    ap.add_argument("--contract", required=True)
+    ap.add_argument("--tp", type=int, default=None)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--backend", default=None)
+    if argv[0] == "check":
+        ap.add_argument("--batch", type=int, default=1)
+        ap.add_argument("--steps", type=int, default=3)
+        ap.add_argument("--dump", default=None, help="folder: rank<r>.pt per rank")
+    else:
+        ap.add_argument("--point", required=True)
+        ap.add_argument("--run-index", type=int, required=True)
+        ap.add_argument("--runs-total", type=int, default=None)
+        ap.add_argument("--duration", type=float, default=None)
+        ap.add_argument("--commit", default="unknown")
+        ap.add_argument("--result", required=True)
+    a = ap.parse_args(argv[1:])
+    import torch
+
+    from eagle4.contract import load_contract
+    from eagle4.models.tensor_parallel import init
+
+    c = with_tp(load_contract(a.contract), a.tp)
+    if a.device == "cuda":
+        require_gpus(c.model.tp)
+    else:
+        torch.set_num_threads(1)
+    init(c.model.tp, _device(a.device))  # join the group first: every later failure is a rank's
+    rank, local = _rank()
+    backend = a.backend or ("cuda" if a.device == "cuda" else "ref")
+    if argv[0] == "check":
+        rec = check(c, batch=a.batch, steps=a.steps, device=a.device, backend=backend)
+        if a.dump:
+            Path(a.dump).mkdir(parents=True, exist_ok=True)
+            torch.save(rec, Path(a.dump) / f"rank{rank}.pt")
+        line = json.dumps({"rank": rank, "out": [o.tolist() for o in rec["out"]]})  # [committed, trace, ids...]
+        sys.stdout.write(line + "\n")  # one write: the ranks share torchrun's stdout
+        sys.stdout.flush()
+        return 0
+    from eagle4.workload.device_runner import run_once
+
+    res = run_once(c, a.point, a.run_index, backend=backend, device=_device(a.device), duration_s=a.duration,
+                   commit=a.commit, core=1 + local, runs_total=a.runs_total)
+    if rank == 0:
+        from eagle4.report import atomic
+
+        atomic.write_text(a.result, json.dumps(res))
+    return 0
+
+
+def bench(contract_path, out_dir, *, tp=None, points=None, runs=None, duration_s=None, device="cuda",
+          backend=None, timeout_s=900.0, log=print) -> list[dict]:
+    """Every (point, run) of the contract as ``tp`` ranks; the device runner's files + the topology."""
+    from eagle4.contract import load_contract
+    from eagle4.report.atomic import write_text
+    from eagle4.vcs import git_commit
+    from eagle4.workload.device_runner import _environment, _write_csv, finished_share, render, summarize
+    from eagle4.workload.tp_launch import launch
+
+    c = with_tp(load_contract(contract_path), tp)
+    n = c.model.tp
+    if device == "cuda":
+        require_gpus(n)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    commit, prefix = git_commit(), f"tp{n}_e2e"
+    pts, runs_n = points or [p.name for p in c.operating_points], runs or c.runs.runs
+    src = str(Path(__file__).resolve().parents[2])
+    env = {"PYTHONPATH": src + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")}
+    all_runs, all_reqs, accepts = [], [], []
+    for p in pts:
+        for i in range(runs_n):
+            with tempfile.TemporaryDirectory() as td:
+                res_path = Path(td) / "result.json"
+                cmd = [sys.executable, "-m", "eagle4.workload.tp_run", "point", "--contract", str(contract_path),
+                       "--tp", str(n), "--device", device, "--point", p, "--run-index", str(i),
+                       "--runs-total", str(runs_n), "--commit", commit, "--result", str(res_path)]
+                cmd += ["--backend", backend] if backend else []
+                cmd += ["--duration", str(duration_s)] if duration_s is not None else []
+                launch(cmd, n, timeout_s=timeout_s, env=env)
+                res = json.loads(res_path.read_text())
+            r = {**res["run"], "tp": n}
+            all_runs.append(r)
+            all_reqs += [{**q, "provenance": r["provenance"]} for q in res["requests"]]
+            accepts.append({**res["accept"], "histogram": json.dumps(res["accept"]["histogram"]),
+                            "per_position": json.dumps(res["accept"]["per_position"]), "provenance": r["provenance"]})
+            log(f"tp={n} {p} run {i}: {r['tokens_per_s']:.1f} tok/s, step {r['step_s_median'] * 1e3:.2f} ms, "
+                f"floor {r['floor_step_s'] * 1e3:.2f} ms")
+        _write_csv(out / f"{prefix}_runs.csv", [{"contract_sha256": c.sha256, **r} for r in all_runs])
+        _write_csv(out / f"{prefix}_raw.csv", [{"contract_sha256": c.sha256, "commit": commit, **r} for r in all_reqs])
+        _write_csv(out / f"{prefix}_accept.csv", [{"contract_sha256": c.sha256, **r} for r in accepts])
+        stats = summarize(c, all_runs, all_reqs)
+        _write_csv(out / f"{prefix}_points.csv", stats)
+        write_text(out / f"{prefix}_summary.md", render(c, stats))
+    manifest = {"contract": str(contract_path), "contract_sha256": c.sha256, "commit": commit, "tp": n,
+                "launcher": "eagle4.workload.tp_launch (torchrun's environment; NCCL_NVLS_ENABLE=0)",
+                "runs_per_point": runs_n, "duration_override_s": duration_s, "device": all_runs[0]["device"],
+                "backend": all_runs[0]["backend"], "acceptance": all_runs[0]["acceptance"],
+                "min_finished_requests_per_run": finished_share(c.measurement.min_samples, runs_n),
+                "card": all_runs[0].get("card", ""), "topology": topology(),
+                "energy_note": "NVML power of rank 0's GPU only", **_environment(all_runs)}
+    write_text(out / f"{prefix}_manifest.json", json.dumps(manifest, indent=1))
+    return stats
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("check", "point"):
+        from eagle4.workload.tp_launch import rank_main
+
+        rank_main(lambda: _worker(argv))  # exits
+    ap = argparse.ArgumentParser(prog="python -m eagle4.workload.tp_run bench")
+    ap.add_argument("mode", choices=["bench"])
+    ap.add_argument("--contract", required=True)
+    ap.add_argument("--tp", type=int, default=None, help="override [model] tp")
+    ap.add_argument("--out", default="reports")
+    ap.add_argument("--points", default=None, help="comma-separated (default: all)")
+    ap.add_argument("--runs", type=int, default=None)
+    ap.add_argument("--duration", type=float, default=None)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--backend", default=None)
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per (point, run) before its ranks are killed")
+    a = ap.parse_args(argv)
+    from eagle4.workload.tp_launch import TPRunError
+
+    try:
+        stats = bench(a.contract, a.out, tp=a.tp, points=a.points.split(",") if a.points else None, runs=a.runs,
+                      duration_s=a.duration, device=a.device, backend=a.backend, timeout_s=a.timeout)
+    except (ValueError, TPRunError) as e:
+        print(f"tp_run: {e}", file=sys.stderr)
+        return 2
+    return 0 if all(s["status"] == "VALID" for s in stats) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
