@@ -47,10 +47,15 @@ def test_the_store_holds_records():
 
 @pytest.mark.parametrize("name", sorted(CONTRACTS))
 def test_every_contract_has_the_record_of_its_baseline_card(name):
+    """A contract without its card's record may exist only while it judges nothing (no ``[[gates]]``):
+    it is shown as awaiting its bench, never passed."""
     c = load_contract(CONTRACTS[name], verify_files=False)
     d = records.baseline_dir(c, REPO)
-    assert (d / records.KERNEL_RAW).is_file(), \
-        f"{name}: [baseline] card = {baseline_card(c).name!r}, but {d.relative_to(REPO)} holds no kernel bench"
+    if (d / records.KERNEL_RAW).is_file():
+        return
+    why = f"{name}: [baseline] card = {baseline_card(c).name!r}, but {d.relative_to(REPO)} holds no kernel bench"
+    assert not c.gates, why + " and the contract has [[gates]]"
+    pytest.xfail(why + " (awaiting its bench; the contract has no gates)")
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=_id)
