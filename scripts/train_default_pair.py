@@ -366,7 +366,7 @@ def _sha(p: Path) -> str:
 def measure(out: Path, contract_path: str = "contracts/default.toml") -> dict:
     """Greedy speculative decoding of the contract's (held-out) prompts with the pair in ``out``."""
     from eagle4.contract import load_contract
-    from eagle4.workload.engine import DecodeParams, LocalEngine
+    from eagle4.workload.local_engine import DecodeParams, LocalEngine
 
     c = load_contract(REPO / contract_path, verify_files=False)
     eng = LocalEngine(out / "target", out / "draft", DecodeParams.from_contract(c), "ref")

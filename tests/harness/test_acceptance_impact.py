@@ -15,7 +15,7 @@ from eagle4.contract import load_contract
 from eagle4.gates import evaluate_all
 from eagle4.gates import metrics as M
 from eagle4.workload import approximations as A
-from eagle4.workload.engine import LocalEngine
+from eagle4.workload.local_engine import LocalEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "contracts" / "default.toml"

@@ -119,7 +119,7 @@ def test_trained_pair_runs_on_the_same_engine_code_as_the_local_engine(tmp_path)
     """The embedded default (load = "local", acceptance from the model) through the device engine on
     the CPU commits exactly the LocalEngine's tokens, step by step."""
     from eagle4.workload.device_engine import DeviceEngine
-    from eagle4.workload.engine import LocalEngine
+    from eagle4.workload.local_engine import LocalEngine
 
     c = _greedy_default(tmp_path)
     texts = [p["text"] for p in c.load_prompts()[:3]]

@@ -15,7 +15,7 @@ from eagle4.backends import Backend, get_backend
 from eagle4.contract import load_contract
 from eagle4.models.llama import meta_from_tree_mask
 from eagle4.models.tokenizer import load_tokenizer
-from eagle4.workload.engine import DecodeParams, LocalEngine
+from eagle4.workload.local_engine import DecodeParams, LocalEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "contracts" / "default.toml"

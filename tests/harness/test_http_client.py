@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from eagle4.contract import load_contract
-from eagle4.workload.engine import LocalEngine
+from eagle4.workload.local_engine import LocalEngine
 from eagle4.workload.http_client import (
     HttpBenchError,
     Timeouts,

@@ -16,7 +16,7 @@ import torch
 
 from eagle4.contract import load_contract
 from eagle4.engines import import_file
-from eagle4.workload.engine import LocalEngine
+from eagle4.workload.local_engine import LocalEngine
 from eagle4.workload.server import ENGINE_NAME, EngineServer, engine_version
 
 from .clients import REPO, install

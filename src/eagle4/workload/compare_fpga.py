@@ -186,7 +186,7 @@ def _profile_shares(profile: list[dict], point: str) -> dict[str, float]:
 def csim_parity(contract, *, n_prompts: int = 2, tokens: int = 12) -> dict:
     """Correctness leg: csim kernels vs ref kernels on the contract's workload (small case)."""
     from eagle4.backends import get_backend
-    from eagle4.workload.engine import LocalEngine
+    from eagle4.workload.local_engine import LocalEngine
 
     be = get_backend("csim")
     ok, why = be.available()

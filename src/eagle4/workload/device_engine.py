@@ -111,7 +111,7 @@ class DeviceEngine:
         self.gen = None if self.device.type == "cuda" else torch.Generator("cpu")
         # wall time per region in eager steps (the LocalEngine's Profile and labels); graph replays
         # are timed as whole steps only (WP2 on graphs: eagle4.workload.step_profile)
-        from eagle4.workload.engine import Profile
+        from eagle4.workload.local_engine import Profile
 
         self.profile = Profile(torch.cuda.synchronize if self.device.type == "cuda" else None)
         self._capturing = False
@@ -505,7 +505,7 @@ class DeviceEngine:
 def generate(engine: DeviceEngine, prompts: list[list[int]], max_new_tokens: int, seed: int = 0):
     """Static-batch generation with the LocalEngine's result type (``RequestResult`` per prompt): the
     rows of finished requests are parked until the batch is done."""
-    from eagle4.workload.engine import RequestResult
+    from eagle4.workload.local_engine import RequestResult
 
     B = len(prompts)
     if engine.shape is None or engine.shape.B != B:

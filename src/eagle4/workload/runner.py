@@ -66,7 +66,7 @@ def make_engine(contract, backend: str, device: str):
         from eagle4.workload.device_engine import DeviceEngine
 
         return DeviceEngine(contract, backend, device=device)
-    from eagle4.workload.engine import LocalEngine
+    from eagle4.workload.local_engine import LocalEngine
 
     return LocalEngine.from_contract(contract, backend, device=device,
                                      backend_options={"device": device} if backend == "ref" else None)
@@ -88,7 +88,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
     n_out = contract.prompts.output_tokens
     for w in range(contract.runs.warmup if warmup is None else warmup):
         eng.generate(ids, n_out, temps, seed=10_000 + w)
-    from eagle4.workload.engine import Profile
+    from eagle4.workload.local_engine import Profile
 
     eng.profile = Profile(eng.profile.sync)  # measured iterations only
     # Repeat the measured generation until the contract's minimum duration is covered: one short

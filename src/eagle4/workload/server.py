@@ -577,7 +577,7 @@ class EngineServer:
 
 
 def serve_forever(contract, backend="ref", host="127.0.0.1", port=0, device="cpu", dialect="vllm"):
-    from eagle4.workload.engine import LocalEngine
+    from eagle4.workload.local_engine import LocalEngine
 
     eng = LocalEngine.from_contract(contract, backend, device=device)
     srv = EngineServer(eng, host, port, dialect=dialect).start()

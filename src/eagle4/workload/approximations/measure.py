@@ -57,7 +57,7 @@ def measure(contract, *, configs: list[ApproxConfig] | None = None, n_prompts: i
     not change anything on this model and the gate refuses the measurement."""
     import time
 
-    from eagle4.workload.engine import LocalEngine
+    from eagle4.workload.local_engine import LocalEngine
 
     configs = list(configs or CONFIGS)
     if configs[0] != EXACT:
