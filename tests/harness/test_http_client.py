@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from eagle4.contract import load_contract
-from eagle4.workload.local_engine import LocalEngine
+from eagle4.workload.engine import DeviceEngine
 from eagle4.workload.http_client import (
     HttpBenchError,
     Timeouts,
@@ -48,7 +48,7 @@ def contract():
 @pytest.fixture(scope="module")
 def engine(contract):
     torch.set_num_threads(1)
-    return LocalEngine.from_contract(contract, "ref")
+    return DeviceEngine(contract, "ref")
 
 
 @pytest.fixture(scope="module")

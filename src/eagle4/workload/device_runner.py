@@ -97,7 +97,7 @@ def run_once(contract, point_name: str, run_index: int, *, backend="cuda", devic
              commit="unknown", core: int | None = None, runs_total: int | None = None) -> dict:
     import torch
 
-    from eagle4.workload.device_engine import DeviceEngine
+    from eagle4.workload.engine import DeviceEngine
 
     m, pt = contract.measurement, contract.operating_point(point_name)
     pinned = pin_core(run_index, core) if m.pin_cores else None

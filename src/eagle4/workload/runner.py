@@ -55,21 +55,11 @@ def _pct(x, q) -> float:
     return stats.percentile(x, q)
 
 
-DEVICE_ENGINE_BACKENDS = ("ref", "cuda")  # backends with the device-tensor interface (Backend.call)
-
-
 def make_engine(contract, backend: str, device: str):
-    """The device engine (state on the device; CUDA graphs on a GPU) for backends with a
-    device-tensor interface; the LocalEngine (numpy through ``Backend.run``) for the others (the
-    board backends, ``cuda+ref``)."""
-    if backend in DEVICE_ENGINE_BACKENDS:
-        from eagle4.workload.device_engine import DeviceEngine
+    """The engine (eagle4.workload.engine) with ``backend``'s kernels on ``device``."""
+    from eagle4.workload.engine import DeviceEngine
 
-        return DeviceEngine(contract, backend, device=device)
-    from eagle4.workload.local_engine import LocalEngine
-
-    return LocalEngine.from_contract(contract, backend, device=device,
-                                     backend_options={"device": device} if backend == "ref" else None)
+    return DeviceEngine(contract, backend, device=device)
 
 
 def run_point_once(contract, point_name: str, run_index: int, backend: str = "ref", *, device: str = "cpu",
@@ -88,7 +78,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
     n_out = contract.prompts.output_tokens
     for w in range(contract.runs.warmup if warmup is None else warmup):
         eng.generate(ids, n_out, temps, seed=10_000 + w)
-    from eagle4.workload.local_engine import Profile
+    from eagle4.workload.engine import Profile
 
     eng.profile = Profile(eng.profile.sync)  # measured iterations only
     # Repeat the measured generation until the contract's minimum duration is covered: one short

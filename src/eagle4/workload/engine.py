@@ -1,4 +1,5 @@
-"""GPU-resident speculative-decoding engine for a ``load = "dummy"`` contract (deployment shape).
+"""The speculative-decoding engine: the draft/verify loop of KERNELS.md §8 with the seven kernels
+through a backend, every piece of state on the device (CPU or CUDA) at static shapes.
 
 All state lives on the device (caches, ``req_to_token``, the draft tree, the root of the next step,
 the trace cursor). One speculative step is two static-shape functions:
@@ -6,12 +7,20 @@ the trace cursor). One speculative step is two static-shape functions:
 * draft step (KERNELS.md §8.1): tree init, root expansion, then per draft layer: frontier hand-off,
   K4 (draft use), the draft forward on the frontier, K5 + the external top-K, K1, K2, K3;
 * verify step (§8.2): verify-set selection, K4 (verify), the target forward over the tree with K4's
-  mask, K5, K6 (its ``target_predict`` driven by the accept-length trace), K7, KV compaction and the
-  draft extend on the accepted tokens.
+  mask, K5, K6, K7, KV compaction and the draft extend on the accepted tokens.
 
-On CUDA with a graph-safe backend each is captured once per operating point (batch) as a CUDA graph
-and replayed; the only device-to-host copy of a step is ``out [B, 1 + S]`` (tokens committed and the
-committed ids, for streaming). On the CPU (CI) the same functions run eagerly.
+The host glue between the kernels (tree init, external top-K, frontier hand-off, verify-set
+selection) is ``eagle4.kernels.tree_glue``, the same functions ``eagle4.cases.chain`` records.
+
+Models: a ``load = "dummy"`` pair (``eagle4.models.dummy``, deployment shape, acceptance from a
+trace) or a trained ``load = "local"`` pair (``eagle4.models.static_pair``, acceptance from the
+models; the CPU default contract).
+
+On CUDA with a graph-safe backend each step is captured once per shape (batch, prompt and output
+length) as a CUDA graph and replayed; the only device-to-host copy of a step is ``out [B, 2 + S]``
+(tokens committed, trace length, the committed ids, for streaming). Elsewhere the same functions run
+eagerly. Backends without a device-tensor interface (csim, xrt, dump) are called through
+``eagle4.backends.host_call`` (host copies per kernel call).
 
 Kernels are called through the backend's device-tensor interface (``Backend.call``). Output buffers
 are allocated by the first (eager, warm-up) call of each site and passed back on every later call,
@@ -22,24 +31,84 @@ b*S_max + p``); tree tokens sit right after the prefix, so K4's column ``c`` is 
 K7 writes the accepted slots into ``req_to_token``; the KV compaction then moves the accepted rows to
 their committed positions and ``req_to_token`` is restored to the identity.
 
-Acceptance: dummy drafts are meaningless, so K6's ``target_predict`` is set along one root path of
-the verify tree so that the greedy walk accepts exactly ``min(trace length, tree depth)`` tokens
-(``eagle4.workload.accept_trace``); every other input of K6/K7 is what the models produced.
-Batching is static per wave: rows of requests that finished keep running as padding until the wave
-ends (their tokens are not counted).
+Acceptance by trace (``acceptance.source = "trace"``): dummy drafts are meaningless, so K6's
+``target_predict`` is set along one root path of the verify tree so that the greedy walk accepts
+exactly ``min(trace length, tree depth)`` tokens (``eagle4.workload.accept_trace``); every other
+input of K6/K7 is what the models produced.
+Batching is static: rows of requests that finished keep running as padding until the batch ends
+(their tokens are not counted). ``decode.width_policy`` must be "fixed" (a K3-driven width changes
+the shapes every step, which a captured graph cannot).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from eagle4.backends import Backend, get_backend
+from eagle4.backends.host_call import FallbackBackend, HostCall, has_device_interface
 from eagle4.kernels import tree_glue
 from eagle4.models.dummy import load_dummy_pair
+from eagle4.workload.serving_metrics import TokenTimes
+
+
+@dataclass
+class RequestResult(TokenTimes):  # ttft, e2e, itl()
+    prompt_ids: list[int]
+    output_ids: list[int] = field(default_factory=list)
+    token_times: list[float] = field(default_factory=list)   # seconds since start, one per output token
+    accept_lengths: list[int] = field(default_factory=list)  # tokens committed per verify step (a+1, untruncated)
+    start: float = 0.0
+    end: float = 0.0
+
+    @property
+    def mean_acceptance(self) -> float:
+        return float(np.mean(self.accept_lengths)) if self.accept_lengths else float("nan")
+
+
+class Profile:
+    """Wall time per labelled region (kernels by key, model forwards, host glue) of eager steps."""
+
+    def __init__(self, sync=None):
+        self.total = defaultdict(float)
+        self.calls = defaultdict(int)
+        self.sync = sync or (lambda: None)
+        self.steps = 0
+        self.step_time = 0.0
+
+    @contextlib.contextmanager
+    def timed(self, label):
+        self.sync()
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.sync()
+            self.total[label] += time.perf_counter() - t
+            self.calls[label] += 1
+
+    def table(self) -> list[dict]:
+        tot = self.step_time or sum(self.total.values()) or 1.0
+        rows = [{"region": k, "seconds": v, "calls": self.calls[k], "share_of_step": v / tot,
+                 "kind": "kernel" if k.startswith("K") else ("model" if k.startswith(("target", "draft")) else "host")}
+                for k, v in self.total.items()]
+        return sorted(rows, key=lambda r: -r["seconds"])
+
+
+def make_backend(name: str, device: str, options: dict | None = None) -> Backend:
+    """A backend by name for the engine on ``device``: ``ref`` on that device, ``cuda`` without its
+    host-side validation (graph-safe), ``X+ref``: X where it supports a kernel, ref elsewhere."""
+    if name.endswith("+ref"):
+        return FallbackBackend(make_backend(name[:-4], device, options), get_backend("ref"))
+    if options is not None:
+        return get_backend(name, **options)
+    return get_backend(name, **({"device": device} if name == "ref" else ({"validate": False} if name == "cuda" else {})))
+
 
 KERNEL_REGION = {"draft_tree_score": "K1_draft_tree_score", "update_draft_state": "K2_update_draft_state",
                  "work_deltas": "K3_work_deltas", "logits_to_probas": "K5_logits_to_probas",
@@ -72,51 +141,74 @@ class Shape:
 
 
 class DeviceEngine:
+    """The one engine (module docstring). ``backend``: a name (``make_backend``) or a Backend;
+    ``graphs``: CUDA graphs (default: on CUDA with a graph-safe backend); ``trace``: an accept-length
+    trace instead of the contract's (trace-driven acceptance only)."""
+
     def __init__(self, contract, backend: str | Backend = "ref", *, device: str = "cpu", graphs: bool | None = None,
-                 trace=None):
+                 trace=None, backend_options: dict | None = None):
         from eagle4.workload.accept_trace import load_accept_trace
 
         self.contract = contract
         self.device = torch.device(device)
-        if isinstance(backend, str):
-            opts = {"device": device} if backend == "ref" else ({"validate": False} if backend == "cuda" else {})
-            backend = get_backend(backend, **opts)
-        self.backend = backend
+        self._graphs_wanted = graphs
+        self.backend = make_backend(backend, device, backend_options) if isinstance(backend, str) else backend
         self.backend.require()
+        self.target_model = self.draft_model = None  # the nn.Modules of a trained pair (approximations edit them)
         if contract.model.load == "dummy":
             self.target, self.draft = load_dummy_pair(contract.model, self.device)
             self.tokenizer = None
+            self.max_model_len = None
+            self.paths = (f"dummy:{contract.contract.name}",) * 2
         else:
             from eagle4.models.static_pair import load_static_pair
             from eagle4.models.tokenizer import load_tokenizer
 
             self.target, self.draft = load_static_pair(contract, self.device)
+            self.target_model, self.draft_model = self.target.m, self.draft.m
             self.tokenizer = load_tokenizer(contract.resolve(contract.model.target))
+            self.max_model_len = self.target_model.config.max_position_embeddings
+            self.paths = (str(contract.resolve(contract.model.target)), str(contract.resolve(contract.model.draft)))
         self.by_trace = contract.acceptance.source == "trace"
         self.trace = (trace if trace is not None else load_accept_trace(contract)) if self.by_trace else None
         d = contract.decode
         if d.width_policy != "fixed":
-            raise ValueError("the device engine captures static shapes: decode.width_policy must be 'fixed'")
-        if self.by_trace and any(t > 0 for t in d.temperatures):
-            raise ValueError("trace-driven acceptance verifies greedily: decode.temperatures must be 0")
-        self.sampling = any(t > 0 for t in d.temperatures)
+            raise ValueError(f"{contract.source_path}: decode.width_policy = {d.width_policy!r}: the engine runs "
+                             "static shapes (a K3-driven width changes them every step); use 'fixed'")
+        self._check_temperatures(d.temperatures)
+        self.params = d
         self._d = d
-        want = self.device.type == "cuda" and self.backend.graph_safe
-        self.graphs = want if graphs is None else bool(graphs)
-        if self.graphs and not want:
-            raise ValueError(f"CUDA graphs need a CUDA device and a graph-safe backend (got {self.device}, "
-                             f"{self.backend.name})")
+        self.sampling = any(t > 0 for t in d.temperatures)
         self.shape: Shape | None = None
         # sampling coins: the default generator on CUDA (graph-safe), a seeded one on the CPU
         self.gen = None if self.device.type == "cuda" else torch.Generator("cpu")
-        # wall time per region in eager steps (the LocalEngine's Profile and labels); graph replays
-        # are timed as whole steps only (WP2 on graphs: eagle4.workload.step_profile)
-        from eagle4.workload.local_engine import Profile
-
+        # wall time per region in eager steps; graph replays are timed as whole steps only (WP2 on
+        # graphs: eagle4.workload.step_profile)
         self.profile = Profile(torch.cuda.synchronize if self.device.type == "cuda" else None)
         self._capturing = False
         # set to a list to collect (start, after draft, after verify) CUDA events of every replayed step
         self.split_events: list | None = None
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
+
+    @backend.setter
+    def backend(self, b: Backend) -> None:
+        """A backend may be swapped (a wrapper such as the hot-vocabulary one); one without a
+        device-tensor interface is called through host copies (eagle4.backends.host_call)."""
+        self._backend = b
+        self._caller = b if has_device_interface(b) else HostCall(b, self.device)
+        want = self.device.type == "cuda" and self._caller.graph_safe
+        g = getattr(self, "_graphs_wanted", None)
+        if g and not want:
+            raise ValueError(f"CUDA graphs need a CUDA device and a graph-safe backend (got {self.device}, {b.name})")
+        self.graphs = want if g is None else bool(g)
+        self.shape = None  # buffers and graphs are the old backend's
+
+    def _check_temperatures(self, temps) -> None:
+        if self.by_trace and any(t > 0 for t in temps):
+            raise ValueError("trace-driven acceptance verifies greedily: decode.temperatures must be 0")
 
     @staticmethod
     def split_times(events: list) -> tuple[list[float], list[float]]:
@@ -125,11 +217,13 @@ class DeviceEngine:
         return ([a.elapsed_time(b) * 1e-3 for a, b, _ in events], [b.elapsed_time(c) * 1e-3 for _, b, c in events])
 
     # -- setup per operating point ---------------------------------------------------------------
-    def setup(self, B: int) -> None:
+    def setup(self, B: int, P: int | None = None, O: int | None = None) -> None:
+        """Buffers (and, later, graphs) for ``B`` rows of at most ``P`` prompt and ``O`` output tokens
+        (default: the contract's)."""
         d, c = self._d, self.contract
         sh = Shape(B, d.node_top_k, min(d.max_tree_width, d.node_top_k), d.tree_depth, d.verify_num,
-                   d.max_node_count, d.max_verify_num, d.max_input_size, c.prompts.prompt_tokens,
-                   c.prompts.output_tokens)
+                   d.max_node_count, d.max_verify_num, d.max_input_size, P or c.prompts.prompt_tokens,
+                   O or c.prompts.output_tokens)
         self.shape = sh
         dev, H = self.device, self.target.a.hidden
         S_max = sh.S_max
@@ -195,7 +289,7 @@ class DeviceEngine:
         region = KERNEL_REGION[key] if key != "tree_mask" else (
             "K4_tree_mask_verify" if label == "K4_verify" else "K4_tree_mask_draft")
         with self._region(region):
-            out = self.backend.call(key, {**tensors, **(saved or {})}, params)
+            out = self._caller.call(key, {**tensors, **(saved or {})}, params)
         if saved is None:  # first call (eager): keep the pure outputs for every later call
             self._bufs[label] = {k: v for k, v in out.items() if k not in tensors}
         return out
@@ -260,7 +354,7 @@ class DeviceEngine:
     def _sample_first(self, logits, b0, b1):
         """First token after the prefill: K5 (temperatures, softmax) then a multinomial draw where sampled."""
         t = self.temps[b0:b1]
-        k5 = self.backend.call("logits_to_probas", {"logits": logits, "temperatures": t},
+        k5 = self._caller.call("logits_to_probas", {"logits": logits, "temperatures": t},
                                {"rows_per_req": 1, "write_probas": self.sampling})
         if not self.sampling:
             return k5["argmax_ids"]
@@ -285,11 +379,9 @@ class DeviceEngine:
                 T = sum(widths)
                 t = torch.arange(T, device=dev)
                 locs = self.base.view(B, 1) + self.seq_lens.view(B, 1) + t.view(1, T)
-                k4 = self._k(f"K4_draft_{d}", "tree_mask",
-                             {"seq_lens": self.seq_lens, "req_pool_indices": self.pools,
-                              "req_to_token": self.req_to_token, "tree_cache_locs": locs,
-                              "tree_parent": tree_glue.draft_tree_parent(widths, parents)},
-                             {"S_max": sh.S_max, "B": B, "T": T, "Q": Wc, "write_bool_mask": False})
+                k4 = self._k(f"K4_draft_{d}", "tree_mask", *tree_glue.draft_mask_inputs(
+                    widths=widths, parents=parents, seq_lens=self.seq_lens, req_pool_indices=self.pools,
+                    req_to_token=self.req_to_token, tree_cache_locs=locs, write_bool_mask=False))
                 mask = self._dense_mask(k4, Wc)
                 wpos = self.seq_lens.view(B, 1) + (T - Wc) + torch.arange(Wc, device=dev).view(1, Wc)
                 with self._region("draft_layer"):
@@ -297,24 +389,14 @@ class DeviceEngine:
                                                  self.dcache, wpos, mask)
                 probas, tokens = self._topk(f"d{d}", dlog, Wc)
                 hidden = g.reshape(B * Wc, H)
-            k1 = self._k(f"K1_{d}", "draft_tree_score",
-                         {"topk_probas_sampling": probas, "topk_tokens_sampling": tokens,
-                          "last_layer_scores": last_scores, "input_hidden_states": hidden.contiguous(),
-                          "hot_token_id": self.draft.hot_token_id},
-                         {"batch_size": B, "node_top_k": K, "tree_width": Wc, "cumu_count": cc,
-                          "use_hot_token_id": self.draft.uses_hot_vocab})
+            k1 = self._k(f"K1_{d}", "draft_tree_score", *tree_glue.k1_call(
+                probas=probas, tokens=tokens, last_layer_scores=last_scores, hidden=hidden.contiguous(), K=K, W=Wc,
+                cc=cc, hot_token_id=self.draft.hot_token_id, use_hot_token_id=self.draft.uses_hot_vocab))
             parents.append(k1["parent_indices_in_layer"])
-            k2 = self._k(f"K2_{d}", "update_draft_state",
-                         {"topk_probas": k1["curr_layer_scores"], "topk_tokens": k1["topk_tokens_sampling"],
-                          "sorted_scores": k1["sort_layer_scores"], "sorted_indexs": k1["sort_layer_indices"],
-                          "parent_indexs": k1["parent_indices_in_layer"], "topk_indexs": topk_prev,
-                          "input_tree_mask": in_mask, **st},
-                         {"batch_size": B, "node_top_k": K, "tree_width": Wc, "input_count": Ic, "cumu_count": cc,
-                          "verify_num": Vn, "curr_depth": d, "max_input_size": I, "max_node_count": N,
-                          "max_verify_num": M})
-            n0 = min(max(min(Vn, M), 1), cc)
-            self._k(f"K3_{d}", "work_deltas", {"work_scores": st["work_scores"]},
-                    {"batch_size": B, "node_count": n0, "node_top_k": K, "verify_num": Vn, "row_stride": M + K})
+            k2 = self._k(f"K2_{d}", "update_draft_state", *tree_glue.k2_call(
+                k1, st, topk_indexs=topk_prev, input_tree_mask=in_mask, K=K, W=Wc, Ic=Ic, cc=cc, verify_num=Vn,
+                depth=d, N=N, M=M, I=I))
+            self._k(f"K3_{d}", "work_deltas", *tree_glue.k3_call(st, K=K, cc=cc, verify_num=Vn, M=M))
             cc += Wc * K
             if d == D:
                 break
@@ -360,10 +442,8 @@ class DeviceEngine:
         L = self.seq_lens
         tq = torch.arange(Q, device=dev).view(1, Q)
         locs = self.base.view(B, 1) + L.view(B, 1) + tq
-        k4 = self._k("K4_verify", "tree_mask",
-                     {"seq_lens": L, "req_pool_indices": self.pools, "req_to_token": self.req_to_token,
-                      "tree_cache_locs": locs, "tree_parent": vs.tree_parent},
-                     {"S_max": sh.S_max, "B": B, "T": Q, "Q": Q, "write_bool_mask": False})
+        k4 = self._k("K4_verify", "tree_mask", *tree_glue.verify_mask_inputs(
+            vs, seq_lens=L, req_pool_indices=self.pools, req_to_token=self.req_to_token, tree_cache_locs=locs))
         mask = self._dense_mask(k4, Q)
         with self._region("target_verify"):
             hid, logits = self.target.forward(vs.candidates, k4["positions"], self.tcache, L.view(B, 1) + tq, mask)
@@ -377,20 +457,12 @@ class DeviceEngine:
         if self.sampling:
             self.coins.uniform_(generator=self.gen)
             self.final_coins.uniform_(generator=self.gen)
-        k6 = self._k("K6", "reject_sample",
-                     {"candidates": vs.candidates, "retrive_index": vs.retrive_index,
-                      "retrive_next_token": vs.retrive_next_token, "retrive_next_sibling": vs.retrive_next_sibling,
-                      "target_probs": k5["probas"].view(B, Q, V), "target_predict": pred,
-                      "is_greedy": k5["is_greedy"], "coins": self.coins, "final_coins": self.final_coins},
-                     {"threshold_single": self._d.threshold_single, "threshold_acc": self._d.threshold_acc,
-                      "B": B, "Q": Q, "S": S, "V": V})
-        k7 = self._k("K7", "update_verify",
-                     {"accept_index": k6["accept_index"], "accept_length": k6["accept_length"],
-                      "predicts": k6["predicts"], "finish_pos": self.finish, "seq_lens": L,
-                      "req_pool_indices": self.pools, "req_to_token": self.req_to_token,
-                      "out_cache_loc": locs.reshape(-1).contiguous(), "hidden_states": hid.reshape(B * Q, H),
-                      "verify_node_ids": vs.node_ids},
-                     {"B": B, "Q": Q, "S": S, "H": H, "S_max": sh.S_max})
+        k6 = self._k("K6", "reject_sample", *tree_glue.k6_call(
+            vs, k5, target_predict=pred, coins=self.coins, final_coins=self.final_coins, S=S, V=V,
+            threshold_single=self._d.threshold_single, threshold_acc=self._d.threshold_acc))
+        k7 = self._k("K7", "update_verify", *tree_glue.k7_call(
+            vs, k6, finish_pos=self.finish, seq_lens=L, req_pool_indices=self.pools, req_to_token=self.req_to_token,
+            out_cache_loc=locs.reshape(-1).contiguous(), hidden_states=hid.reshape(B * Q, H), S=S))
         # KV compaction: K7 pointed req_to_token[b, L+i] at the accepted tree slot; move those rows to
         # their committed positions and restore the identity layout
         si = torch.arange(S, device=dev).view(1, S)
@@ -490,65 +562,106 @@ class DeviceEngine:
         self.profile.step_time += time.perf_counter() - t0
         return self.out_host
 
-    # -- the LocalEngine's interface (eagle4.workload.runner) ---------------------------------------
+    # -- requests -----------------------------------------------------------------------------------
     def encode_prompts(self, texts: list[str], prompt_tokens: int) -> list[list[int]]:
         if self.tokenizer is None:
             raise ValueError("a dummy-loaded pair has no tokenizer: prompts are token ids drawn from the seed")
         return [self.tokenizer.encode(t)[:prompt_tokens] for t in texts]
 
-    def generate(self, prompts: list[list[int]], max_new_tokens: int, temperatures=None, seed: int = 0):
-        if temperatures is not None and list(temperatures) != list(self._d.temperatures):
-            raise ValueError("the device engine takes its temperatures from the contract")
-        return generate(self, prompts, max_new_tokens, seed)
+    def prepare(self, B: int, P: int, O: int, temperatures=None) -> None:
+        """Set up for ``B`` rows of ``P`` prompt and ``O`` output tokens at ``temperatures`` (cycled
+        over the rows; default the contract's), keeping the current buffers and graphs when they fit."""
+        temps = list(temperatures) if temperatures else list(self._d.temperatures)
+        self._check_temperatures(temps)
+        sampling = any(t > 0 for t in temps)
+        sh = self.shape
+        if sh is None or sh.B != B or sh.P < P or sh.O < O or sampling != self.sampling:
+            self.sampling = sampling  # K5 writes probabilities only when a row samples
+            c = self.contract.prompts
+            self.setup(B, max(P, c.prompt_tokens if sh is None else sh.P), max(O, c.output_tokens if sh is None else sh.O))
+        self.temps_req.copy_(torch.tensor([temps[i % len(temps)] for i in range(B)], dtype=torch.float32))
 
+    def generate(self, prompts: list[list[int]], max_new_tokens: int, temperatures: list[float] | None = None,
+                 seed: int = 0, on_step=None) -> list[RequestResult]:
+        """Speculative decoding of a static batch; ``temperatures`` cycle over the requests (default:
+        the contract's). ``on_step(t, {request: [new tokens]})`` is called after the prefill and after
+        every verify step. The rows of finished requests are parked until the batch is done."""
+        B = len(prompts)
+        self.prepare(B, max(len(x) for x in prompts), max_new_tokens, temperatures)
+        if self.gen is not None:
+            self.gen.manual_seed(int(seed))
+        elif self.device.type == "cuda":
+            torch.cuda.manual_seed(int(seed))  # the sampling coins' generator (graph-safe): runs are reproducible
+        dev = self.device
+        ids = torch.zeros(B, max(len(x) for x in prompts), dtype=torch.int64)
+        for b, x in enumerate(prompts):
+            ids[b, : len(x)] = torch.as_tensor(x)
+        lens = torch.as_tensor([len(x) for x in prompts])
+        eos = self.tokenizer.eos_id if self._d.stop_on_eos and self.tokenizer is not None else None
+        res = [RequestResult(list(x)) for x in prompts]
+        done = [False] * B
+        t0 = time.perf_counter()
+        first = self.prefill(ids.to(dev), torch.arange(B, device=dev) * 257, lens).cpu()
+        if self.graphs and self._draft_graph is None:
+            self.capture()  # once per shape: later generations replay the same graphs
 
-def generate(engine: DeviceEngine, prompts: list[list[int]], max_new_tokens: int, seed: int = 0):
-    """Static-batch generation with the LocalEngine's result type (``RequestResult`` per prompt): the
-    rows of finished requests are parked until the batch is done."""
-    from eagle4.workload.local_engine import RequestResult
-
-    B = len(prompts)
-    if engine.shape is None or engine.shape.B != B:
-        engine.setup(B)
-    if engine.gen is not None:
-        engine.gen.manual_seed(int(seed))
-    elif engine.device.type == "cuda":
-        torch.cuda.manual_seed(int(seed))  # the sampling coins' generator (graph-safe): runs are reproducible
-    dev = engine.device
-    P = max(len(x) for x in prompts)
-    ids = torch.zeros(B, P, dtype=torch.int64)
-    for b, x in enumerate(prompts):
-        ids[b, : len(x)] = torch.as_tensor(x)
-    lens = torch.as_tensor([len(x) for x in prompts])
-    res = [RequestResult(list(x)) for x in prompts]
-    t0 = time.perf_counter()
-    first = engine.prefill(ids.to(dev), torch.arange(B, device=dev) * 257, lens).cpu()
-    if engine.graphs and engine._draft_graph is None:
-        engine.capture()  # once per batch size: later generations replay the same graphs
-    now = time.perf_counter() - t0
-    for b, r in enumerate(res):
-        r.output_ids.append(int(first[b]))
-        r.token_times.append(now)
-    while not all(len(r.output_ids) >= max_new_tokens for r in res):
-        engine.park([len(r.output_ids) >= max_new_tokens for r in res])
-        out = engine.step().numpy()
-        now = time.perf_counter() - t0
-        for b, r in enumerate(res):
-            if len(r.output_ids) >= max_new_tokens:
-                continue
-            toks = [int(t) for t in out[b, 2: 2 + out[b, 0]]][: max_new_tokens - len(r.output_ids)]
+        def commit(b, toks, now):
+            r = res[b]
+            toks = toks[: max_new_tokens - len(r.output_ids)]
+            if eos is not None and eos in toks:
+                toks = toks[: toks.index(eos) + 1]
+                done[b] = True
             r.output_ids += toks
             r.token_times += [now] * len(toks)
-            r.accept_lengths.append(int(out[b, 0]))
-    for r in res:
-        r.end = time.perf_counter() - t0
-    return res
+            done[b] = done[b] or len(r.output_ids) >= max_new_tokens
+            return toks
+
+        now = time.perf_counter() - t0
+        new = {b: commit(b, [int(first[b])], now) for b in range(B)}
+        if on_step:
+            on_step(now, new)
+        while not all(done):
+            self.park(done)
+            out = self.step().numpy()
+            now = time.perf_counter() - t0
+            new = {}
+            for b in range(B):
+                if not done[b]:
+                    res[b].accept_lengths.append(int(out[b, 0]))
+                    new[b] = commit(b, [int(t) for t in out[b, 2: 2 + out[b, 0]]], now)
+            if on_step:
+                on_step(now, new)
+        end = time.perf_counter() - t0
+        for r in res:
+            r.end = end
+        return res
+
+    @torch.no_grad()
+    def generate_target_only(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+        """Greedy decoding of the target alone, one token per forward, on the same model code and
+        cache layout (the losslessness baseline of greedy speculative decoding)."""
+        B, P = len(prompts), max(len(x) for x in prompts)
+        self.prepare(B, P, max_new_tokens, [0.0])
+        dev, S_max = self.device, self.shape.S_max
+        ids = torch.zeros(B, P, dtype=torch.int64)
+        for b, x in enumerate(prompts):
+            ids[b, : len(x)] = torch.as_tensor(x)
+        lens = torch.as_tensor([len(x) for x in prompts], device=dev)
+        cols = torch.arange(S_max, device=dev).view(1, 1, -1)
+        pos = torch.arange(P, device=dev).unsqueeze(0).expand(B, P)
+        mask = (cols <= pos.unsqueeze(-1)) & (cols < lens.view(B, 1, 1))
+        _, logits = self.target.forward(ids.to(dev), pos, self.tcache, pos, mask, logits_rows=(lens - 1).view(B, 1))
+        nxt = logits.float().argmax(-1)
+        outs = [[t] for t in nxt.tolist()]
+        L = lens.clone()
+        for _ in range(max_new_tokens - 1):
+            p = L.view(B, 1)
+            _, logits = self.target.forward(nxt.view(B, 1), p, self.tcache, p, cols <= p.view(B, 1, 1))
+            nxt = logits.float().argmax(-1)
+            L += 1
+            for b, t in enumerate(nxt.tolist()):
+                outs[b].append(t)
+        return outs
 
 
-def timed_step(engine: DeviceEngine):
-    t0 = time.perf_counter()
-    out = engine.step()
-    return out, time.perf_counter() - t0
-
-
-__all__ = ["DeviceEngine", "Shape", "generate", "timed_step"]
+__all__ = ["DeviceEngine", "Profile", "RequestResult", "Shape", "make_backend"]
