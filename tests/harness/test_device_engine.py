@@ -117,7 +117,7 @@ def test_trained_pair_runs_on_the_same_engine_code_as_the_deployment_shape():
 
 
 def test_poisson_arrivals_have_the_declared_rate():
-    from eagle4.workload.device_runner import _arrivals
+    from eagle4.workload.runner import _arrivals
 
     t = _arrivals("poisson", 8, 50.0, np.random.default_rng(0), 200.0)
     assert all(b > a for a, b in zip(t, t[1:], strict=False))
@@ -137,19 +137,20 @@ def test_runner_waits_for_its_share_of_finished_requests_and_resumes(tmp_path):
     earlier part (same contract and commit) and refuses another contract's."""
     import csv
 
-    from eagle4.workload.device_runner import run_contract
+    from eagle4.workload.runner import run_contract
 
     path = write_tiny_contract(tmp_path / "c", ROOT / "contracts" / "deployment-8b.toml", min_duration_s=0.01,
                                min_samples=6, cov_max=1.0)
     out = tmp_path / "out"
-    stats = run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", log=lambda *_: None)
+    stats = run_contract(path, "ref", out, points=["b1"], runs=2, device="cpu", prefix="h100_e2e",
+                         log=lambda *_: None)["stats"]
     rows = list(csv.DictReader(open(out / "h100_e2e_runs.csv")))
     assert len(rows) == 2
     for r in rows:
         assert int(r["min_finished_rule"]) == 3 and int(r["finished_requests"]) >= 3, r
     assert stats[0]["ttft_n"] >= 6 and stats[0]["tpot_n"] >= 6
-    again = run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", resume=True,
-                         log=lambda *_: None)
+    again = run_contract(path, "ref", out, points=["b1"], runs=2, device="cpu", prefix="h100_e2e", resume=True,
+                         log=lambda *_: None)["stats"]
     # nothing re-run: the resumed rows give the same summary (CSV keeps 9 significant digits)
     assert [(a["point"], a["status"], a["ttft_n"], a["itl_n"]) for a in again] == \
         [(a["point"], a["status"], a["ttft_n"], a["itl_n"]) for a in stats]
@@ -157,4 +158,5 @@ def test_runner_waits_for_its_share_of_finished_requests_and_resumes(tmp_path):
     text = (out / "h100_e2e_runs.csv").read_text().replace(rows[0]["contract_sha256"], "0" * 64)
     (out / "h100_e2e_runs.csv").write_text(text)
     with pytest.raises(ValueError, match="h100_e2e_runs.csv: row 2: contract_sha256"):
-        run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", resume=True, log=lambda *_: None)
+        run_contract(path, "ref", out, points=["b1"], runs=2, device="cpu", prefix="h100_e2e", resume=True,
+                     log=lambda *_: None)

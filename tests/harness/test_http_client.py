@@ -1,4 +1,4 @@
-"""`eagle4 workload http` against real HTTP servers started here: the local engine behind the test
+"""`eagle4 workload http` against real HTTP servers started here: the engine behind the test
 server in both dialects (vLLM, sglang), and stubs for what a real server may do wrong (no token ids,
 silence, death)."""
 

@@ -1,4 +1,4 @@
-"""A streaming server around the local engine (FastAPI on uvicorn, the stack vLLM and sglang serve
+"""A streaming server around the engine (FastAPI on uvicorn, the stack vLLM and sglang serve
 through) that speaks the two serving dialects real benchmark clients call, so clients are tested
 against real HTTP, real streaming and real speculative decoding. ``EngineServer(engine,
 dialect="vllm" | "sglang")``.

@@ -1,5 +1,5 @@
 """Which approximations a configuration applies (exact, hot vocabulary, int8 transport, both, the int4 LM
-head alone and with the hot vocabulary and the int8 drafter; the contract's ``[fpga.fused]``), and applying one to a local engine's draft model in place."""
+head alone and with the hot vocabulary and the int8 drafter; the contract's ``[fpga.fused]``), and applying one to the engine's draft model in place."""
 
 from __future__ import annotations
 
