@@ -4,7 +4,7 @@
 #   scripts/bench_h100_e2e.sh [--contract FILE] [OUT_DIR]     # default OUT_DIR = reports
 #
 # A contract with `[model] load = "dummy"` (contracts/deployment-8b.toml) runs on the GPU-resident,
-# graph-captured device engine (eagle4.workload.device_runner): first the self-check + WP2 profile
+# graph-captured engine in its serving mode (eagle4.workload.runner): first the self-check + WP2 profile
 # (scripts/gpu_selfcheck_e2e.py: ref == cuda == graph replay on a tiny shape, then per batch the
 # kernel-time share by kernel and region from a torch-profiler run separate from the timed ones), then
 # the timed runs (one process each). Writes OUT_DIR/h100_e2e_{raw,runs,accept,points}.csv,
@@ -58,7 +58,7 @@ if [[ "$LOAD" == "dummy" ]]; then
     [[ -n "${E2E_DURATION:-}" ]] && DEXTRA+=(--duration "$E2E_DURATION")
     [[ "${E2E_RESUME:-0}" == "1" ]] && DEXTRA+=(--resume)
     rc=0
-    "$PY" -m eagle4.workload.device_runner --contract "$CONTRACT" --out "$OUT" --backend "$BACKEND" \
+    "$PY" -m eagle4.workload.runner --contract "$CONTRACT" --out "$OUT" --prefix h100_e2e --backend "$BACKEND" \
         --device "$DEVICE" ${DEXTRA[@]+"${DEXTRA[@]}"} || rc=$?
     echo "bench_h100_e2e: done in $(( $(date +%s) - start )) s (exit $rc; 1 = a point is INVALID); summary: $OUT/h100_e2e_summary.md"
     exit $rc

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from eagle4.contract import load_contract  # noqa: E402
 from eagle4.perf.card import card_of  # noqa: E402
-from eagle4.workload.device_engine import DeviceEngine  # noqa: E402
+from eagle4.workload.engine import DeviceEngine  # noqa: E402
 from eagle4.workload.step_profile import profile_steps, step_hbm_bytes, top_coverage  # noqa: E402
 from eagle4.workload.tiny_contract import write_tiny_contract  # noqa: E402
 

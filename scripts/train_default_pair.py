@@ -366,10 +366,11 @@ def _sha(p: Path) -> str:
 def measure(out: Path, contract_path: str = "contracts/default.toml") -> dict:
     """Greedy speculative decoding of the contract's (held-out) prompts with the pair in ``out``."""
     from eagle4.contract import load_contract
-    from eagle4.workload.engine import DecodeParams, LocalEngine
+    from eagle4.workload.engine import DeviceEngine
 
     c = load_contract(REPO / contract_path, verify_files=False)
-    eng = LocalEngine(out / "target", out / "draft", DecodeParams.from_contract(c), "ref")
+    pair = c.model.model_copy(update={"target": str(out / "target"), "draft": str(out / "draft")})
+    eng = DeviceEngine(c.model_copy(update={"model": pair}), "ref")
     prompts = [p["text"] for p in c.load_prompts()]
     ids = eng.encode_prompts(prompts, c.prompts.prompt_tokens)
     t0 = time.time()

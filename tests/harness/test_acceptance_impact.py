@@ -1,4 +1,4 @@
-"""The fused draft's approximations (hot vocabulary through K1's hot path, int8 transport) on the local
+"""The fused draft's approximations (hot vocabulary through K1's hot path, int8 transport) on the
 engine, and the acceptance-impact artifact the gate ``approximation_acceptance_impact`` reads.
 
 Kept fast: four prompts, short outputs, one torch thread."""
@@ -15,7 +15,7 @@ from eagle4.contract import load_contract
 from eagle4.gates import evaluate_all
 from eagle4.gates import metrics as M
 from eagle4.workload import approximations as A
-from eagle4.workload.engine import LocalEngine
+from eagle4.workload.engine import DeviceEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "contracts" / "default.toml"
@@ -32,13 +32,13 @@ def contract():
 
 
 def _engine(contract):
-    return LocalEngine.from_contract(contract, "ref")
+    return DeviceEngine(contract, "ref")
 
 
 @pytest.fixture(scope="module")
 def hot(contract):
     eng = _engine(contract)
-    return A.default_hot_vocab(contract, eng.tokenizer, eng.draft.config.vocab_size)
+    return A.default_hot_vocab(contract, eng.tokenizer, eng.draft_model.config.vocab_size)
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +100,9 @@ def test_hot_table_goes_through_k1_hot_path(contract, hot, ids_and_target):
     ids, target = ids_and_target
     eng = _engine(contract)
     app = A.apply_approximations(eng, A.ApproxConfig("hot", hot_vocab=True), hot)
-    assert eng.draft.lm_head.out_features == hot.size
-    torch.testing.assert_close(eng.draft.lm_head.weight,
-                               _engine(contract).draft.lm_head.weight[torch.from_numpy(hot.token_ids)])
+    assert eng.draft_model.lm_head.out_features == hot.size
+    torch.testing.assert_close(eng.draft_model.lm_head.weight,
+                               _engine(contract).draft_model.lm_head.weight[torch.from_numpy(hot.token_ids)])
     res = eng.generate(ids, N_OUT, [0.0], seed=1)
     be = app.backend
     assert be is eng.backend and be.k1_calls > 0
@@ -120,7 +120,7 @@ def test_hot_indices_without_k1_remap_collapse_acceptance(contract, hot, ids_and
     good = _engine(contract)
     A.apply_approximations(good, A.ApproxConfig("hot", hot_vocab=True), hot)
     bad = _engine(contract)
-    A.restrict_lm_head(bad.draft, hot.token_ids)
+    A.restrict_lm_head(bad.draft_model, hot.token_ids)
     rg, rb = good.generate(ids, N_OUT, [0.0], seed=1), bad.generate(ids, N_OUT, [0.0], seed=1)
     assert [r.output_ids for r in rb] == target
     assert _mean_acc(rb) < _mean_acc(rg) - 1.0
@@ -147,10 +147,10 @@ def test_int8_quant_dequant_error_bounded():
 def test_int8_transport_touches_exactly_the_drafter_and_lm_head(contract):
     exact, eng = _engine(contract), _engine(contract)
     app = A.apply_approximations(eng, A.ApproxConfig("int8", int8_lm_head=True, int8_drafter=True))
-    quant = {"lm_head.weight"} | {f"{n}.weight" for n, _ in A.drafter_linears(eng.draft)}
+    quant = {"lm_head.weight"} | {f"{n}.weight" for n, _ in A.drafter_linears(eng.draft_model)}
     assert len(app.quant_errs) == len(quant) == 9 and max(app.quant_errs) <= 0.5 + 1e-5
-    ref = dict(exact.draft.named_parameters())
-    for name, p in eng.draft.named_parameters():
+    ref = dict(exact.draft_model.named_parameters())
+    for name, p in eng.draft_model.named_parameters():
         if name in quant:
             s = p.detach().abs().amax(1, keepdim=True) / 127
             steps = p.detach() / s
@@ -158,7 +158,7 @@ def test_int8_transport_touches_exactly_the_drafter_and_lm_head(contract):
             assert not torch.equal(p, ref[name])
         else:  # fc.bias, norms, embedding: untouched
             assert torch.equal(p, ref[name]), name
-    for a, b in zip(eng.target.parameters(), exact.target.parameters(), strict=True):
+    for a, b in zip(eng.target_model.parameters(), exact.target_model.parameters(), strict=True):
         assert torch.equal(a, b)  # the target is never approximated
 
 
@@ -249,8 +249,8 @@ def test_int4_lm_head_touches_only_the_lm_head(contract):
     exact, eng = _engine(contract), _engine(contract)
     app = A.apply_approximations(eng, A.ApproxConfig("int4", int4_lm_head=True))
     assert len(app.quant_errs) == 1 and app.quant_errs[0] <= 0.5 + 1e-5
-    ref = dict(exact.draft.named_parameters())
-    for name, p in eng.draft.named_parameters():
+    ref = dict(exact.draft_model.named_parameters())
+    for name, p in eng.draft_model.named_parameters():
         if name == "lm_head.weight":
             steps = p.detach() / (p.detach().abs().amax(1, keepdim=True) / 7)
             assert torch.allclose(steps, steps.round(), atol=1e-3) and steps.abs().max() <= 7 + 1e-3

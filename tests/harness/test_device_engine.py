@@ -22,7 +22,7 @@ def tiny(tmp_path_factory):
 
 
 def test_engine_reproduces_the_trace_and_keeps_state_on_the_device(tiny):
-    from eagle4.workload.device_engine import DeviceEngine
+    from eagle4.workload.engine import DeviceEngine
 
     eng = DeviceEngine(tiny, "ref", device="cpu")
     assert not eng.graphs  # CPU: same functions, run eagerly
@@ -49,7 +49,7 @@ def test_engine_reproduces_the_trace_and_keeps_state_on_the_device(tiny):
 
 
 def test_parked_rows_stop_growing(tiny):
-    from eagle4.workload.device_engine import DeviceEngine
+    from eagle4.workload.engine import DeviceEngine
 
     eng = DeviceEngine(tiny, "ref", device="cpu")
     eng.setup(2)
@@ -100,44 +100,24 @@ def test_backend_device_interface_runs_in_place():
     assert not be.graph_safe
 
 
-def _greedy_default(tmp_path):
-    """The embedded default with greedy requests only: token-exact agreement of two engines needs the same
-    picks (their sampling RNG streams differ)."""
-    import re
-    import shutil
+def test_trained_pair_runs_on_the_same_engine_code_as_the_deployment_shape():
+    """The embedded default (load = "local", acceptance from the model) runs the same step functions
+    as the dummy deployment shape: ragged greedy prompts commit the target's own greedy tokens, one
+    profiled step per verify step, every kernel and the KV compaction in the profile."""
+    from eagle4.workload.engine import DeviceEngine
 
-    (tmp_path / "pyproject.toml").write_text("")
-    shutil.copytree(ROOT / "data" / "prompts", tmp_path / "data" / "prompts")
-    text = (ROOT / "contracts" / "default.toml").read_text().replace('"models/default/', f'"{ROOT}/models/default/')
-    (tmp_path / "contracts").mkdir()
-    p = tmp_path / "contracts" / "greedy.toml"
-    p.write_text(re.sub(r"^temperatures = \[[^]]*\]", "temperatures = [0.0]", text, count=1, flags=re.M))
-    return load_contract(p)
-
-
-def test_trained_pair_runs_on_the_same_engine_code_as_the_local_engine(tmp_path):
-    """The embedded default (load = "local", acceptance from the model) through the device engine on
-    the CPU commits exactly the LocalEngine's tokens, step by step."""
-    from eagle4.workload.device_engine import DeviceEngine
-    from eagle4.workload.engine import LocalEngine
-
-    c = _greedy_default(tmp_path)
-    texts = [p["text"] for p in c.load_prompts()[:3]]
-    local = LocalEngine.from_contract(c, "ref")
-    full = local.encode_prompts(texts, c.prompts.prompt_tokens)
-    ids = [x[: len(x) - 9 * i] for i, x in enumerate(full)]  # ragged prompts
-    want = local.generate(ids, 12, c.decode.temperatures)
+    c = load_contract(ROOT / "contracts" / "default.toml")
     dev = DeviceEngine(c, "ref", device="cpu")
-    assert dev.encode_prompts(texts, c.prompts.prompt_tokens) == full
-    got = dev.generate(ids, 12, c.decode.temperatures)
-    for w, g in zip(want, got, strict=True):
-        assert g.output_ids == w.output_ids and g.accept_lengths == w.accept_lengths
+    full = dev.encode_prompts([p["text"] for p in c.load_prompts()[:3]], c.prompts.prompt_tokens)
+    ids = [x[: len(x) - 9 * i] for i, x in enumerate(full)]  # ragged prompts
+    got = dev.generate(ids, 12, [0.0])
+    assert [g.output_ids for g in got] == dev.generate_target_only(ids, 12)
     assert dev.profile.steps == max(len(g.accept_lengths) for g in got)
     assert {"K6_reject_sample", "target_verify", "kv_compaction"} <= set(dev.profile.total)
 
 
 def test_poisson_arrivals_have_the_declared_rate():
-    from eagle4.workload.device_runner import _arrivals
+    from eagle4.workload.runner import _arrivals
 
     t = _arrivals("poisson", 8, 50.0, np.random.default_rng(0), 200.0)
     assert all(b > a for a, b in zip(t, t[1:], strict=False))
@@ -157,19 +137,20 @@ def test_runner_waits_for_its_share_of_finished_requests_and_resumes(tmp_path):
     earlier part (same contract and commit) and refuses another contract's."""
     import csv
 
-    from eagle4.workload.device_runner import run_contract
+    from eagle4.workload.runner import run_contract
 
     path = write_tiny_contract(tmp_path / "c", ROOT / "contracts" / "deployment-8b.toml", min_duration_s=0.01,
                                min_samples=6, cov_max=1.0)
     out = tmp_path / "out"
-    stats = run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", log=lambda *_: None)
+    stats = run_contract(path, "ref", out, points=["b1"], runs=2, device="cpu", prefix="h100_e2e",
+                         log=lambda *_: None)["stats"]
     rows = list(csv.DictReader(open(out / "h100_e2e_runs.csv")))
     assert len(rows) == 2
     for r in rows:
         assert int(r["min_finished_rule"]) == 3 and int(r["finished_requests"]) >= 3, r
     assert stats[0]["ttft_n"] >= 6 and stats[0]["tpot_n"] >= 6
-    again = run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", resume=True,
-                         log=lambda *_: None)
+    again = run_contract(path, "ref", out, points=["b1"], runs=2, device="cpu", prefix="h100_e2e", resume=True,
+                         log=lambda *_: None)["stats"]
     # nothing re-run: the resumed rows give the same summary (CSV keeps 9 significant digits)
     assert [(a["point"], a["status"], a["ttft_n"], a["itl_n"]) for a in again] == \
         [(a["point"], a["status"], a["ttft_n"], a["itl_n"]) for a in stats]
@@ -177,4 +158,5 @@ def test_runner_waits_for_its_share_of_finished_requests_and_resumes(tmp_path):
     text = (out / "h100_e2e_runs.csv").read_text().replace(rows[0]["contract_sha256"], "0" * 64)
     (out / "h100_e2e_runs.csv").write_text(text)
     with pytest.raises(ValueError, match="h100_e2e_runs.csv: row 2: contract_sha256"):
-        run_contract(path, out, points=["b1"], runs=2, backend="ref", device="cpu", resume=True, log=lambda *_: None)
+        run_contract(path, "ref", out, points=["b1"], runs=2, device="cpu", prefix="h100_e2e", resume=True,
+                     log=lambda *_: None)

@@ -1,4 +1,5 @@
-"""Local engine: the §8 draft/verify loop with the seven kernels through a backend.
+"""The engine on the embedded default pair: the §8 draft/verify loop with the seven kernels through a
+backend (device-tensor interface, or host copies for a numpy-only backend).
 
 The central check: greedy speculative decoding equals greedy decoding of the target alone,
 token for token, on the default prompts (temperature 0)."""
@@ -12,10 +13,10 @@ import pytest
 import torch
 
 from eagle4.backends import Backend, get_backend
-from eagle4.contract import load_contract
+from eagle4.contract import Decode, load_contract
 from eagle4.models.llama import meta_from_tree_mask
 from eagle4.models.tokenizer import load_tokenizer
-from eagle4.workload.engine import DecodeParams, LocalEngine
+from eagle4.workload.engine import DeviceEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "contracts" / "default.toml"
@@ -31,7 +32,7 @@ def contract():
 @pytest.fixture(scope="module")
 def engine(contract):
     torch.set_num_threads(1)
-    return LocalEngine.from_contract(contract, "ref")
+    return DeviceEngine(contract, "ref")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,7 @@ class _DropTreeAncestors(Backend):
     def __init__(self):
         self.ref = get_backend("ref")
 
-    def run(self, kernel, inputs, params):
+    def run(self, kernel, inputs, params, want=()):
         out = self.ref.run(kernel, inputs, params)
         if kernel == "tree_mask" and params["T"] > 1:
             B, T, Q = params["B"], params["T"], params["Q"]
@@ -105,7 +106,7 @@ class _DropTreeAncestors(Backend):
 
 def test_k4_mask_drives_the_attention(contract):
     torch.set_num_threads(1)
-    eng = LocalEngine.from_contract(contract, _DropTreeAncestors())
+    eng = DeviceEngine(contract, _DropTreeAncestors())
     prompts = [p["text"] for p in contract.load_prompts()][:4]
     ids = eng.encode_prompts(prompts, contract.prompts.prompt_tokens)
     spec = eng.generate(ids, 24, [0.0], seed=1)
@@ -158,7 +159,7 @@ def test_csim_backend_small_case(contract):
     if not ok:
         pytest.fail(f"csim backend unavailable: {why}")
     torch.set_num_threads(1)
-    eng = LocalEngine.from_contract(contract, "csim+ref")
+    eng = DeviceEngine(contract, "csim+ref")
     ids = eng.encode_prompts([p["text"] for p in contract.load_prompts()][:2], contract.prompts.prompt_tokens)
     spec = eng.generate(ids, 12, [0.0], seed=1)
     base = eng.generate_target_only(ids, 12)
@@ -223,8 +224,7 @@ def test_greedy_speculative_equals_target_greedy_on_cuda(contract):
     import os
 
     backend = os.environ.get("EAGLE4_E2E_BACKEND", "cuda")
-    opts = {"device": "cuda"} if backend == "ref" else None
-    eng = LocalEngine.from_contract(contract, backend, device="cuda", backend_options=opts)
+    eng = DeviceEngine(contract, backend, device="cuda")
     ids = eng.encode_prompts([p["text"] for p in contract.load_prompts()][:8], contract.prompts.prompt_tokens)
     spec = eng.generate(ids, 32, [0.0], seed=1)
     base = eng.generate_target_only(ids, 32)
@@ -232,29 +232,66 @@ def test_greedy_speculative_equals_target_greedy_on_cuda(contract):
     assert np.mean([a for r in spec for a in r.accept_lengths]) >= 2.0
 
 
-class _ScheduledWidths(LocalEngine):
-    """Frontier widths 1 -> 3 -> 2 -> ... (exercises W_next < K hand-offs and ragged trees)."""
+class _RunOnly(Backend):
+    """ref through ``run`` only (numpy): the engine calls it through host copies, as it calls csim,
+    xrt and dump."""
 
-    schedule = (3, 2, 4, 1)
+    name = "ref-run-only"
+    provenance = "reference"
 
-    def _policy(self, work_deltas, B):
-        self._i = getattr(self, "_i", -1) + 1
-        return min(self.schedule[self._i % len(self.schedule)], self.params.max_tree_width)
+    def __init__(self):
+        self.ref = get_backend("ref")
+
+    def run(self, kernel, inputs, params, want=()):
+        return self.ref.run(kernel, inputs, params)
+
+
+def test_numpy_only_backend_commits_the_same_tokens(contract, engine):
+    ids = engine.encode_prompts([p["text"] for p in contract.load_prompts()][:3], contract.prompts.prompt_tokens)
+    eng = DeviceEngine(contract, _RunOnly())
+    a, b = engine.generate(ids, 16, [0.0], seed=2), eng.generate(ids, 16, [0.0], seed=2)
+    assert [(r.output_ids, r.accept_lengths) for r in a] == [(r.output_ids, r.accept_lengths) for r in b]
+
+
+def test_width_policy_work_deltas_is_refused(contract):
+    c = contract.model_copy(update={"decode": contract.decode.model_copy(update={"width_policy": "work_deltas"})})
+    with pytest.raises(ValueError, match="width_policy = 'work_deltas'.*static shapes"):
+        DeviceEngine(c, "ref")
+
+
+def _with_decode(contract, **kw):
+    d = Decode.model_validate({**contract.decode.model_dump(), **kw})
+    return contract.model_copy(update={"decode": d})
 
 
 @pytest.mark.parametrize("params", [
-    DecodeParams(node_top_k=4, tree_depth=5, verify_num=16, max_tree_width=4, max_node_count=128,
-                 max_verify_num=32, max_input_size=32),
-    DecodeParams(node_top_k=3, tree_depth=3, verify_num=5, max_tree_width=2, max_node_count=32,
-                 max_verify_num=8, max_input_size=8),
-    DecodeParams(node_top_k=1, tree_depth=4, verify_num=4, max_tree_width=1, max_node_count=16,
-                 max_verify_num=4, max_input_size=8),
-], ids=["K4-D5-ragged", "K3-D3-Vn5", "chain-K1"])
+    dict(node_top_k=4, tree_depth=5, verify_num=16, max_tree_width=4, max_node_count=128, max_verify_num=32,
+         max_input_size=32),
+    dict(node_top_k=3, tree_depth=3, verify_num=5, max_tree_width=2, max_node_count=32, max_verify_num=8,
+         max_input_size=8),
+    dict(node_top_k=1, tree_depth=4, verify_num=4, max_tree_width=1, max_node_count=16, max_verify_num=4,
+         max_input_size=8),
+], ids=["K4-D5", "K3-D3-W2-Vn5", "chain-K1"])
 def test_other_tree_shapes_stay_exact(contract, params):
+    """Other trees (a frontier narrower than K: W < K hand-offs) stay token-exact."""
     torch.set_num_threads(1)
-    eng = _ScheduledWidths(contract.resolve(contract.model.target), contract.resolve(contract.model.draft), params, "ref")
+    c = _with_decode(contract, **params)
+    eng = DeviceEngine(c, "ref")
     ids = eng.encode_prompts([p["text"] for p in contract.load_prompts()][:3], contract.prompts.prompt_tokens)
     spec = eng.generate(ids, 20, [0.0], seed=3)
     base = eng.generate_target_only(ids, 20)
     assert [r.output_ids for r in spec] == base
-    assert all(1 <= a <= params.S for r in spec for a in r.accept_lengths)
+    assert all(1 <= a <= c.decode.S for r in spec for a in r.accept_lengths)
+
+
+def test_stop_on_eos_ends_a_request_at_its_eos(contract, engine):
+    ids = engine.encode_prompts([p["text"] for p in contract.load_prompts()][:2], contract.prompts.prompt_tokens)
+    base = engine.generate_target_only(ids, 24)
+    eos = base[0][5]  # a token the first request emits: treated as EOS, it ends that request there
+    c = _with_decode(contract, stop_on_eos=True)
+    eng = DeviceEngine(c, "ref")
+    eng.tokenizer = type("Tok", (), {"eos_id": eos})()
+    res = eng.generate(ids, 24, [0.0], seed=1)
+    for r, b in zip(res, base, strict=True):
+        n = b.index(eos) + 1 if eos in b else len(b)
+        assert r.output_ids == b[:n]

@@ -133,3 +133,14 @@ def test_min_duration_repeats_the_measured_generation(tmp_path):
     assert any(int(r["iterations"]) > 1 for r in runs)
     raw = read_csv(res["paths"]["raw"])
     assert len(raw) == sum(int(r["iterations"]) for r in runs)  # one row per request per iteration
+
+
+def test_run_mode_is_a_parameter_and_a_phased_profile_is_refused(tmp_path):
+    """One runner: the run mode defaults to the contract's batch_profile.mode (static here) and may be
+    given; a phased profile belongs to the HTTP client and is refused with the field named."""
+    c = small_contract(tmp_path)
+    with pytest.raises(ValueError, match="batch_profile.mode = 'phases'"):
+        run_contract(c, "ref", tmp_path / "out", mode="phases", isolate=False, log=lambda *_: None)
+    cp = subprocess.run([sys.executable, "-m", "eagle4.workload.runner", "--contract", str(c.source_path), "--mode",
+                         "offline"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert cp.returncode == 2 and "--mode" in cp.stderr

@@ -1,4 +1,4 @@
-"""`eagle4 workload http` against real HTTP servers started here: the local engine behind the test
+"""`eagle4 workload http` against real HTTP servers started here: the engine behind the test
 server in both dialects (vLLM, sglang), and stubs for what a real server may do wrong (no token ids,
 silence, death)."""
 
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from eagle4.contract import load_contract
-from eagle4.workload.engine import LocalEngine
+from eagle4.workload.engine import DeviceEngine
 from eagle4.workload.http_client import (
     HttpBenchError,
     Timeouts,
@@ -48,7 +48,7 @@ def contract():
 @pytest.fixture(scope="module")
 def engine(contract):
     torch.set_num_threads(1)
-    return LocalEngine.from_contract(contract, "ref")
+    return DeviceEngine(contract, "ref")
 
 
 @pytest.fixture(scope="module")

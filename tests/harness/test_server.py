@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from eagle4.contract import load_contract
-from eagle4.workload.engine import LocalEngine
+from eagle4.workload.engine import DeviceEngine
 from eagle4.workload.server import ENGINE_NAME, MODEL_NAME, EngineServer
 
 CONTRACT = Path(__file__).resolve().parents[2] / "contracts" / "default.toml"
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.cpu
 @pytest.fixture(scope="module")
 def engine():
     torch.set_num_threads(1)
-    return LocalEngine.from_contract(load_contract(CONTRACT), "ref")
+    return DeviceEngine(load_contract(CONTRACT), "ref")
 
 
 @pytest.fixture(scope="module")

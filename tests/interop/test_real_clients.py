@@ -16,7 +16,7 @@ import torch
 
 from eagle4.contract import load_contract
 from eagle4.engines import import_file
-from eagle4.workload.engine import LocalEngine
+from eagle4.workload.engine import DeviceEngine
 from eagle4.workload.server import ENGINE_NAME, EngineServer, engine_version
 
 from .clients import REPO, install
@@ -32,7 +32,7 @@ VLLM_MAIN = ("import sys; from vllm.utils.argparse_utils import FlexibleArgument
 @pytest.fixture(scope="module")
 def engine():
     torch.set_num_threads(1)
-    return LocalEngine.from_contract(load_contract(REPO / "contracts" / "default.toml"), "ref")
+    return DeviceEngine(load_contract(REPO / "contracts" / "default.toml"), "ref")
 
 
 def _client(name: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:

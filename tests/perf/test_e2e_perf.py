@@ -102,14 +102,13 @@ def test_e2e_deployment_h100(request, perf_rows):
     scripts/bench_h100_e2e.sh --contract contracts/deployment-8b.toml runs after its self-check):
     every point must be VALID under the contract's own rules (>= 5 processes x >= 30 s, >= 200
     samples per percentile, CoV <= 2%, steady state); a failure lists each point's reasons."""
-    from eagle4.workload.device_runner import run_contract as run_device_contract
     from plugins.parity import reports_dir
 
     deploy = ROOT / "contracts" / "deployment-8b.toml"
     out = Path(os.environ.get("EAGLE4_E2E_OUT") or reports_dir(request.config))
     points = os.environ.get("EAGLE4_E2E_POINTS")
-    stats = run_device_contract(deploy, out, points=points.split(",") if points else None, backend="cuda",
-                                device="cuda")
+    stats = run_contract(deploy, "cuda", out, points=points.split(",") if points else None, device="cuda",
+                         prefix="h100_e2e")["stats"]
     perf_rows.extend({"test": "e2e_deployment_h100", **s} for s in stats)
     bad = [f"{s['point']}: {s['why']}" for s in stats if s["status"] != "VALID"]
     assert not bad, "; ".join(bad)

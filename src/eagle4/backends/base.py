@@ -8,7 +8,7 @@ that can, a device-tensor interface for engines that keep their state on the dev
 * returns every output the backend produced (in/out buffers after the call included), keyed by name.
 A backend never mutates the caller's arrays.
 
-``call(kernel, tensors, params) -> tensors`` (device-tensor interface, ``eagle4.workload.device_engine``)
+``call(kernel, tensors, params) -> tensors`` (device-tensor interface, ``eagle4.workload.engine``)
 * ``tensors``: torch tensors on the backend's device, keyed by the spec's argument name; output
   buffers the caller passes are written in place (outputs it omits are allocated);
 * no numpy, no host copy, no synchronisation; ``graph_safe`` says whether a call may be captured

@@ -120,22 +120,14 @@ def run_draft(rec: _Recorder, *, widths: tuple[int, ...], N: int, M: int, Vn: in
         k5 = rec.call(step, "logits_to_probas", {"logits": logits, "temperatures": torch.ones(B)},
                       {"rows_per_req": W, "write_probas": True})
         tp, tt = glue.external_topk(k5["probas"], K)
-        k1 = rec.call(step, "draft_tree_score",
-                      {"topk_probas_sampling": tp.reshape(B, W * K), "topk_tokens_sampling": tt.reshape(B, W * K),
-                       "last_layer_scores": last_scores, "input_hidden_states": hidden_in},
-                      {"batch_size": B, "node_top_k": K, "tree_width": W, "cumu_count": cc, "use_hot_token_id": False})
-        k2 = rec.call(step, "update_draft_state",
-                      {"topk_probas": k1["curr_layer_scores"], "topk_tokens": k1["topk_tokens_sampling"],
-                       "sorted_scores": k1["sort_layer_scores"], "sorted_indexs": k1["sort_layer_indices"],
-                       "parent_indexs": k1["parent_indices_in_layer"], "topk_indexs": topk_indexs,
-                       "input_tree_mask": in_mask, **state},
-                      {"batch_size": B, "node_top_k": K, "tree_width": W, "input_count": Ic, "cumu_count": cc,
-                       "verify_num": Vn, "curr_depth": d, "max_input_size": I, "max_node_count": N,
-                       "max_verify_num": M})
+        k1 = rec.call(step, "draft_tree_score", *glue.k1_call(
+            probas=tp.reshape(B, W * K), tokens=tt.reshape(B, W * K), last_layer_scores=last_scores,
+            hidden=hidden_in, K=K, W=W, cc=cc))
+        k2 = rec.call(step, "update_draft_state", *glue.k2_call(
+            k1, state, topk_indexs=topk_indexs, input_tree_mask=in_mask, K=K, W=W, Ic=Ic, cc=cc, verify_num=Vn,
+            depth=d, N=N, M=M, I=I))
         state = {k: k2[k] for k in state}
-        n0 = min(min(max(Vn, 1), M), cc)
-        rec.call(step, "work_deltas", {"work_scores": state["work_scores"]},
-                 {"batch_size": B, "node_count": n0, "node_top_k": K, "verify_num": Vn, "row_stride": M + K})
+        rec.call(step, "work_deltas", *glue.k3_call(state, K=K, cc=cc, verify_num=Vn, M=M))
         cc += W * K
         parents.append(k1["parent_indices_in_layer"])
         if d == len(widths):
@@ -206,10 +198,9 @@ def run_verify(rec: _Recorder, state: dict, cc: int, *, N: int, M: int, Vn_v: in
     Q = vs.Q
     r2t, L, pool = _tables(max(PREFIX) + S + 8)
     out_cache_loc = 5000 + torch.randperm(B * Q, generator=g).to(torch.int64)
-    t4 = {"seq_lens": L, "req_pool_indices": pool, "req_to_token": r2t,
-          "tree_cache_locs": out_cache_loc.view(B, Q), "tree_parent": vs.tree_parent, **_k4_buffers(L, Q, Q)}
-    rec.call("verify", "tree_mask", t4, {"S_max": r2t.shape[1], "B": B, "T": Q, "Q": Q, "write_bool_mask": True},
-             note=f"verify use: T = Q = {Q}")
+    t4, p4 = glue.verify_mask_inputs(vs, seq_lens=L, req_pool_indices=pool, req_to_token=r2t,
+                                     tree_cache_locs=out_cache_loc.view(B, Q), write_bool_mask=True)
+    rec.call("verify", "tree_mask", {**t4, **_k4_buffers(L, Q, Q)}, p4, note=f"verify use: T = Q = {Q}")
     # target model stand-in, steered for the greedy requests
     logits = _randn((B * Q, V), g) * 2.0
     want = {}
@@ -231,13 +222,11 @@ def run_verify(rec: _Recorder, state: dict, cc: int, *, N: int, M: int, Vn_v: in
     temps = torch.tensor([0.0 if goal else 1.0 for goal in PLAN], dtype=torch.float32)
     k5 = rec.call("verify", "logits_to_probas", {"logits": logits, "temperatures": temps},
                   {"rows_per_req": Q, "write_probas": True})
-    k6 = rec.call("verify", "reject_sample",
-                  {"candidates": vs.candidates, "retrive_index": vs.retrive_index,
-                   "retrive_next_token": vs.retrive_next_token, "retrive_next_sibling": vs.retrive_next_sibling,
-                   "target_probs": k5["probas"].view(B, Q, V), "target_predict": k5["argmax_ids"].view(B, Q),
-                   "is_greedy": k5["is_greedy"], "coins": torch.rand((B, Q), generator=g, dtype=torch.float32),
-                   "final_coins": torch.rand((B,), generator=g, dtype=torch.float32)},
-                  {"threshold_single": 1.0, "threshold_acc": 1.0, "B": B, "Q": Q, "S": S, "V": V})
+    coins = torch.rand((B, Q), generator=g, dtype=torch.float32)
+    k6 = rec.call("verify", "reject_sample", *glue.k6_call(
+        vs, k5, target_predict=k5["argmax_ids"].view(B, Q), coins=coins,
+        final_coins=torch.rand((B,), generator=g, dtype=torch.float32), S=S, V=V, threshold_single=1.0,
+        threshold_acc=1.0))
     acc = k6["accept_length"]
     for b, n in want.items():
         if int(acc[b]) != n:  # the steering is part of the scenario: fail loudly if it stops working
@@ -249,13 +238,10 @@ def run_verify(rec: _Recorder, state: dict, cc: int, *, N: int, M: int, Vn_v: in
         fin = [-1, int(acc[1]), -1, -1]
     else:
         fin = [-1] * B
-    rec.call("verify", "update_verify",
-             {"accept_index": k6["accept_index"], "accept_length": acc, "predicts": k6["predicts"],
-              "finish_pos": torch.tensor(fin, dtype=torch.int32), "seq_lens": L, "req_pool_indices": pool,
-              "req_to_token": r2t, "out_cache_loc": out_cache_loc,
-              "hidden_states": _randn((B * Q, H), g).to(HIDDEN), "verify_node_ids": vs.node_ids},
-             {"B": B, "Q": Q, "S": S, "H": H, "S_max": r2t.shape[1]},
-             note=f"accept lengths {acc.tolist()}, finish_pos {fin}")
+    rec.call("verify", "update_verify", *glue.k7_call(
+        vs, k6, finish_pos=torch.tensor(fin, dtype=torch.int32), seq_lens=L, req_pool_indices=pool, req_to_token=r2t,
+        out_cache_loc=out_cache_loc, hidden_states=_randn((B * Q, H), g).to(HIDDEN), S=S),
+        note=f"accept lengths {acc.tolist()}, finish_pos {fin}")
 
 
 def _scenario_draft(name: str, widths, *, N, M, Vn, I, seed):

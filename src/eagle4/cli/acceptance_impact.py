@@ -1,5 +1,5 @@
 """``eagle4 acceptance-impact``: measure the mean acceptance length of the exact draft and of the fused
-FPGA design's approximated drafts (hot vocabulary, int8 transport, both) on the local engine and
+FPGA design's approximated drafts (hot vocabulary, int8 transport, both) on the engine and
 write ``reports/acceptance_impact.csv`` (gate ``approximation_acceptance_impact``).
 
     eagle4 acceptance-impact --contract contracts/default.toml --out reports/acceptance_impact.csv

@@ -22,7 +22,7 @@ def register(sub) -> None:
     c.add_argument("--out", default="reports/benchmark_contract.md")
     c.set_defaults(func=_contract)
 
-    r = ws.add_parser("run", help="run the contract's operating points on the local engine")
+    r = ws.add_parser("run", help="run the contract's operating points on the engine (run mode: the contract's batch_profile.mode)")
     r.add_argument("--contract", default="contracts/default.toml")
     r.add_argument("--backend", default="ref", help="kernel backend: ref, cuda, csim (small cases)")
     r.add_argument("--device", default="cpu", help="model (and ref-kernel) device: cpu or cuda")
@@ -36,7 +36,7 @@ def register(sub) -> None:
                    help="measured seconds per run, at least the contract's runs.min_duration_s (never shorter)")
     r.set_defaults(func=_run)
 
-    s = ws.add_parser("serve", help="serve the local engine as a vLLM- or sglang-style streaming server (tests, demos)")
+    s = ws.add_parser("serve", help="serve the engine as a vLLM- or sglang-style streaming server (tests, demos)")
     s.add_argument("--contract", default="contracts/default.toml")
     s.add_argument("--backend", default="ref")
     s.add_argument("--device", default="cpu")
@@ -93,6 +93,12 @@ def _run(a) -> int:
 
     res = run_contract(a.contract, a.backend, a.out, points=_points(a.points), runs=a.runs, device=a.device,
                        isolate=not a.in_process, prefix=a.prefix, threads=a.threads, min_duration_s=a.min_duration)
+    if res.get("mode", "static") != "static":  # a serving mode (the contract's batch_profile.mode)
+        for s in res["stats"]:
+            print(f"{s['point']}: {s['tokens_per_s_mean']:.1f} tok/s (CoV {s['tokens_per_s_cov']:.2%}), "
+                  f"step {s['step_s_median'] * 1e3:.2f} ms, {s['status']}{': ' + s['why'] if s['why'] else ''}")
+        print("wrote " + ", ".join(str(p) for p in res["paths"].values()))
+        return 0 if all(s["status"] == "VALID" for s in res["stats"]) else 1
     for s in res["stats"]:
         print(f"{s['point']}: {s['tokens_per_s_mean']:.1f} tok/s (CoV {s['tokens_per_s_cov']:.2%}), "
               f"TTFT p50 {s['ttft_p50_s'] * 1e3:.1f} ms, ITL p50 {s['itl_p50_s'] * 1e3:.2f} ms "

@@ -5,7 +5,10 @@
 * ``frontier_handoff``: the next layer's K1/K2 inputs from this layer's outputs (§8.1 step 2, D20);
 * ``draft_tree_parent`` / ``draft_mask_inputs``: K4's draft-use inputs (§8.1 step 3);
 * ``select_verify_set``: verify-set selection and the sglang-style retrive links (§8.2 step 1,
-  D14, D16, D18).
+  D14, D16, D18);
+* ``k1_call`` .. ``k7_call``, ``verify_mask_inputs``: (tensors, params) of each kernel call from the
+  previous kernels' outputs (the K1 -> K2 -> K3 and K4 -> K5 -> K6 -> K7 hand-offs), written once for
+  the engine (``eagle4.workload.engine``) and the chained regressions (``eagle4.cases.chain``).
 
 Everything is device-agnostic and works on batched tensors; nothing here is a kernel, so none of
 it has a parity class, but the chained regressions (``eagle4.cases.chain``) feed its results to
@@ -228,6 +231,76 @@ def select_verify_set(*, cumu_tokens: torch.Tensor, cumu_scores: torch.Tensor, p
     )
 
 
+# -- the kernel-to-kernel hand-offs: (tensors, params) of each call ------------------------------------
+def k1_call(*, probas: torch.Tensor, tokens: torch.Tensor, last_layer_scores: torch.Tensor, hidden: torch.Tensor,
+            K: int, W: int, cc: int, hot_token_id: torch.Tensor | None = None,
+            use_hot_token_id: bool = False) -> tuple[dict, dict]:
+    """K1 after K5 + the external top-K: ``probas``/``tokens [B, W*K]`` of the layer's ``W`` rows."""
+    t = {"topk_probas_sampling": probas, "topk_tokens_sampling": tokens, "last_layer_scores": last_layer_scores,
+         "input_hidden_states": hidden}
+    if hot_token_id is not None:
+        t["hot_token_id"] = hot_token_id
+    return t, {"batch_size": int(probas.shape[0]), "node_top_k": K, "tree_width": W, "cumu_count": cc,
+               "use_hot_token_id": bool(use_hot_token_id)}
+
+
+def k2_call(k1: dict, state: dict, *, topk_indexs: torch.Tensor, input_tree_mask: torch.Tensor, K: int, W: int,
+            Ic: int, cc: int, verify_num: int, depth: int, N: int, M: int, I: int) -> tuple[dict, dict]:
+    """K2 on K1's outputs (§8.1 step 1): the layer's scores, tokens, sort and parents, plus the
+    state buffers (in/out) and the frontier's ``topk_indexs``/``input_tree_mask``."""
+    t = {"topk_probas": k1["curr_layer_scores"], "topk_tokens": k1["topk_tokens_sampling"],
+         "sorted_scores": k1["sort_layer_scores"], "sorted_indexs": k1["sort_layer_indices"],
+         "parent_indexs": k1["parent_indices_in_layer"], "topk_indexs": topk_indexs,
+         "input_tree_mask": input_tree_mask, **state}
+    return t, {"batch_size": int(k1["curr_layer_scores"].shape[0]), "node_top_k": K, "tree_width": W,
+               "input_count": Ic, "cumu_count": cc, "verify_num": verify_num, "curr_depth": depth,
+               "max_input_size": I, "max_node_count": N, "max_verify_num": M}
+
+
+def k3_call(state: dict, *, K: int, cc: int, verify_num: int, M: int) -> tuple[dict, dict]:
+    """K3 on K2's ``work_scores`` (before this layer's ``cc`` advance): ``node_count`` is the verify
+    size of the tree so far (D16)."""
+    n0 = min(max(min(int(verify_num), int(M)), 1), int(cc))
+    return {"work_scores": state["work_scores"]}, {"batch_size": int(state["work_scores"].shape[0]),
+                                                  "node_count": n0, "node_top_k": K, "verify_num": verify_num,
+                                                  "row_stride": M + K}
+
+
+def verify_mask_inputs(vs: VerifySet, *, seq_lens: torch.Tensor, req_pool_indices: torch.Tensor,
+                       req_to_token: torch.Tensor, tree_cache_locs: torch.Tensor,
+                       write_bool_mask: bool = False) -> tuple[dict, dict]:
+    """(tensors, params) of the K4 verify call (§8.2 step 2): ``T = Q`` tree tokens at ``tree_cache_locs [B, Q]``."""
+    B, Q = vs.candidates.shape
+    t = {"seq_lens": seq_lens, "req_pool_indices": req_pool_indices, "req_to_token": req_to_token,
+         "tree_cache_locs": tree_cache_locs, "tree_parent": vs.tree_parent}
+    return t, {"S_max": int(req_to_token.shape[1]), "B": B, "T": Q, "Q": Q, "write_bool_mask": bool(write_bool_mask)}
+
+
+def k6_call(vs: VerifySet, k5: dict, *, target_predict: torch.Tensor, coins: torch.Tensor, final_coins: torch.Tensor,
+            S: int, V: int, threshold_single: float, threshold_acc: float) -> tuple[dict, dict]:
+    """K6 on the verify set and K5's outputs over the target's logits (§8.2 step 4);
+    ``target_predict`` is K5's ``argmax_ids`` as ``[B, Q]`` (or a trace-driven replacement)."""
+    B, Q = vs.candidates.shape
+    t = {"candidates": vs.candidates, "retrive_index": vs.retrive_index,
+         "retrive_next_token": vs.retrive_next_token, "retrive_next_sibling": vs.retrive_next_sibling,
+         "target_probs": k5["probas"].view(B, Q, V), "target_predict": target_predict,
+         "is_greedy": k5["is_greedy"], "coins": coins, "final_coins": final_coins}
+    return t, {"threshold_single": threshold_single, "threshold_acc": threshold_acc, "B": B, "Q": Q, "S": S, "V": V}
+
+
+def k7_call(vs: VerifySet, k6: dict, *, finish_pos: torch.Tensor, seq_lens: torch.Tensor,
+            req_pool_indices: torch.Tensor, req_to_token: torch.Tensor, out_cache_loc: torch.Tensor,
+            hidden_states: torch.Tensor, S: int) -> tuple[dict, dict]:
+    """K7 on K6's outputs (§8.2 step 7): the host's ``finish_pos``, the tree's slots ``out_cache_loc
+    [B*Q]`` and the target's hidden states ``[B*Q, H]``."""
+    B, Q = vs.candidates.shape
+    t = {"accept_index": k6["accept_index"], "accept_length": k6["accept_length"], "predicts": k6["predicts"],
+         "finish_pos": finish_pos, "seq_lens": seq_lens, "req_pool_indices": req_pool_indices,
+         "req_to_token": req_to_token, "out_cache_loc": out_cache_loc, "hidden_states": hidden_states,
+         "verify_node_ids": vs.node_ids}
+    return t, {"B": B, "Q": Q, "S": S, "H": int(hidden_states.shape[-1]), "S_max": int(req_to_token.shape[1])}
+
+
 __all__ = ["ROOT_CC", "ROOT_IC", "SENTINELS", "Frontier", "VerifySet", "draft_mask_inputs", "draft_tree_parent",
-           "external_topk", "frontier_handoff", "init_draft_state", "select_verify_set", "sort_key",
-           "verify_size"]
+           "external_topk", "frontier_handoff", "init_draft_state", "k1_call", "k2_call", "k3_call", "k6_call",
+           "k7_call", "select_verify_set", "sort_key", "verify_mask_inputs", "verify_size"]

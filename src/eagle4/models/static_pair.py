@@ -66,9 +66,13 @@ class StaticDraft:
         self.m, self.target, self.dtype, self.device = model, target, target.dtype, target.device
         self.a = type("A", (), {"kv_heads": c.num_key_value_heads, "head_dim": c.head_dim,
                                 "layers": c.num_hidden_layers})()
-        self.lm_head = model.lm_head.weight.T  # [H, V]: the engine reads its width
         self.hot_token_id = torch.arange(c.vocab_size, device=self.device, dtype=torch.int64)
         self.uses_hot_vocab = False
+
+    @property
+    def lm_head(self) -> torch.Tensor:
+        """[H, V] (V: the hot vocabulary where the head was restricted): the engine reads its width."""
+        return self.m.lm_head.weight.T
 
     def new_cache(self, B: int, S_max: int):
         return new_stacked_cache(self.a.layers, B, self.a.kv_heads, S_max, self.a.head_dim, self.device, self.dtype)
@@ -78,7 +82,8 @@ class StaticDraft:
         x = self.m.fc(torch.cat([self.m.embed_tokens(tokens), hidden.to(self.m.fc.weight.dtype)], dim=-1))
         for i, layer in enumerate(self.m.layers):
             x = _layer(layer, x, pos, cache[i], write_pos, mask)
-        return x, self.m.logits(x).reshape(-1, self.m.config.vocab_size)
+        logits = self.m.logits(x)
+        return x, logits.reshape(-1, logits.shape[-1])
 
 
 def load_static_pair(contract, device) -> tuple[StaticTarget, StaticDraft]:

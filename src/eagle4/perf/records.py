@@ -42,7 +42,7 @@ KERNEL_NCU = "cuda_kernel_ncu_raw.csv"
 KERNEL_MANIFEST = "h100_env_manifest.txt"
 KERNEL_LOG = "kernel_bench_log.txt"
 E2E_LOG = "e2e_bench_log.txt"
-E2E_PREFIXES = ("h100_baseline", "h100_e2e")  # bench_h100_e2e.sh: the host-loop engine's files, the device engine's
+E2E_PREFIXES = ("h100_baseline", "h100_e2e")  # bench_h100_e2e.sh: the static-batch run mode's files, the serving modes'
 
 # lines of the kernel manifest (scripts/bench_h100_kernels.sh writes it)
 GIT_COMMIT = r"^git_commit: ([0-9a-f]{40})$"

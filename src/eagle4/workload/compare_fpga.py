@@ -186,17 +186,17 @@ def _profile_shares(profile: list[dict], point: str) -> dict[str, float]:
 def csim_parity(contract, *, n_prompts: int = 2, tokens: int = 12) -> dict:
     """Correctness leg: csim kernels vs ref kernels on the contract's workload (small case)."""
     from eagle4.backends import get_backend
-    from eagle4.workload.engine import LocalEngine
+    from eagle4.workload.engine import DeviceEngine
 
     be = get_backend("csim")
     ok, why = be.available()
     if not ok:
         return {"status": "unavailable", "detail": why}
     prompts = [p["text"] for p in contract.load_prompts()][:n_prompts]
-    ref = LocalEngine.from_contract(contract, "ref")
+    ref = DeviceEngine(contract, "ref")
     ids = ref.encode_prompts(prompts, contract.prompts.prompt_tokens)
     a = ref.generate(ids, tokens, contract.decode.temperatures, seed=1)
-    cs = LocalEngine.from_contract(contract, "csim+ref")
+    cs = DeviceEngine(contract, "csim+ref")
     try:
         b = cs.generate(ids, tokens, contract.decode.temperatures, seed=1)
     except Exception as e:  # a csim failure is a correctness failure, reported with its message

@@ -1,50 +1,60 @@
-"""Local speculative-decoding engine: the whole draft/verify loop of KERNELS.md §8 with the seven
-P0 kernels run through any backend (``eagle4.backends.get_backend``).
+"""The speculative-decoding engine: the draft/verify loop of KERNELS.md §8 with the seven kernels
+through a backend, every piece of state on the device (CPU or CUDA) at static shapes.
 
-The kernels do the tree bookkeeping (K1, K2), the width signal (K3), the attention metadata
-(K4: its ``kv_indices``/``packed_mask`` is the attention the model forward runs, unpacked by
-:func:`eagle4.models.llama.meta_from_tree_mask`), the softmax (K5), rejection sampling (K6) and
-the compaction and KV commit into the paged cache addressed through ``req_to_token`` (K7). The
-host does what §8 leaves to the host: tree init, frontier hand-off, the draft top-K, verify-set
-selection, finish detection, slot allocation and the model forwards.
+All state lives on the device (caches, ``req_to_token``, the draft tree, the root of the next step,
+the trace cursor). One speculative step is two static-shape functions:
 
-Batching is static: every request of a call starts together (one prefill), and finished
-requests leave the batch through K7's compaction (``unfinished_index``).
+* draft step (KERNELS.md §8.1): tree init, root expansion, then per draft layer: frontier hand-off,
+  K4 (draft use), the draft forward on the frontier, K5 + the external top-K, K1, K2, K3;
+* verify step (§8.2): verify-set selection, K4 (verify), the target forward over the tree with K4's
+  mask, K5, K6, K7, KV compaction and the draft extend on the accepted tokens.
+
+The host glue between the kernels (tree init, external top-K, frontier hand-off, verify-set
+selection) is ``eagle4.kernels.tree_glue``, the same functions ``eagle4.cases.chain`` records.
+
+Models: a ``load = "dummy"`` pair (``eagle4.models.dummy``, deployment shape, acceptance from a
+trace) or a trained ``load = "local"`` pair (``eagle4.models.static_pair``, acceptance from the
+models; the CPU default contract).
+
+On CUDA with a graph-safe backend each step is captured once per shape (batch, prompt and output
+length) as a CUDA graph and replayed; the only device-to-host copy of a step is ``out [B, 2 + S]``
+(tokens committed, trace length, the committed ids, for streaming). Elsewhere the same functions run
+eagerly. Backends without a device-tensor interface (csim, xrt, dump) are called through
+``eagle4.backends.host_call`` (host copies per kernel call).
+
+Kernels are called through the backend's device-tensor interface (``Backend.call``). Output buffers
+are allocated by the first (eager, warm-up) call of each site and passed back on every later call,
+so capture and replay allocate nothing that outlives them.
+
+Layout: request row ``b`` owns positions ``0..S_max-1`` of every cache (``req_to_token[b, p] =
+b*S_max + p``); tree tokens sit right after the prefix, so K4's column ``c`` is cache position ``c``.
+K7 writes the accepted slots into ``req_to_token``; the KV compaction then moves the accepted rows to
+their committed positions and ``req_to_token`` is restored to the identity.
+
+Acceptance by trace (``acceptance.source = "trace"``): dummy drafts are meaningless, so K6's
+``target_predict`` is set along one root path of the verify tree so that the greedy walk accepts
+exactly ``min(trace length, tree depth)`` tokens (``eagle4.workload.accept_trace``); every other
+input of K6/K7 is what the models produced.
+Batching is static: rows of requests that finished keep running as padding until the batch ends
+(their tokens are not counted). ``decode.width_policy`` must be "fixed" (a K3-driven width changes
+the shapes every step, which a captured graph cannot).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import torch
-from pydantic import Field
 
 from eagle4.backends import Backend, get_backend
-from eagle4.contract import Decode
+from eagle4.backends.host_call import FallbackBackend, HostCall, has_device_interface
 from eagle4.kernels import tree_glue
-from eagle4.models.eagle import load_draft
-from eagle4.models.llama import causal_meta, load_target, meta_from_tree_mask
-from eagle4.models.tokenizer import load_tokenizer
+from eagle4.models.dummy import compact_kv, load_dummy_pair
 from eagle4.workload.serving_metrics import TokenTimes
-
-F32 = np.float32
-I64 = np.int64
-I32 = np.int32
-
-
-class DecodeParams(Decode):
-    """The contract's ``[decode]`` (:class:`eagle4.contract.Decode`, same fields, bounds and checks) as
-    the engine takes it: temperatures are given to each ``generate`` call, so here they may be left out."""
-
-    temperatures: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
-
-    @classmethod
-    def from_contract(cls, c) -> DecodeParams:
-        return cls.model_validate(c.decode.model_dump())
 
 
 @dataclass
@@ -62,7 +72,7 @@ class RequestResult(TokenTimes):  # ttft, e2e, itl()
 
 
 class Profile:
-    """Wall time per labelled region (kernels by key, model forwards, host glue)."""
+    """Wall time per labelled region (kernels by key, model forwards, host glue) of eager steps."""
 
     def __init__(self, sync=None):
         self.total = defaultdict(float)
@@ -71,20 +81,16 @@ class Profile:
         self.steps = 0
         self.step_time = 0.0
 
+    @contextlib.contextmanager
     def timed(self, label):
-        prof = self
-
-        class _T:
-            def __enter__(self):
-                prof.sync()
-                self.t = time.perf_counter()
-
-            def __exit__(self, *exc):
-                prof.sync()
-                prof.total[label] += time.perf_counter() - self.t
-                prof.calls[label] += 1
-
-        return _T()
+        self.sync()
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.sync()
+            self.total[label] += time.perf_counter() - t
+            self.calls[label] += 1
 
     def table(self) -> list[dict]:
         tot = self.step_time or sum(self.total.values()) or 1.0
@@ -94,418 +100,577 @@ class Profile:
         return sorted(rows, key=lambda r: -r["seconds"])
 
 
-class SlotPool:
-    def __init__(self, n: int):
-        self.free = list(range(n - 1, 0, -1))  # slot 0 stays unused (padding reads it)
-
-    def alloc(self, n: int) -> np.ndarray:
-        if n > len(self.free):
-            raise RuntimeError(f"KV cache exhausted: need {n} slots, {len(self.free)} free")
-        out = [self.free.pop() for _ in range(n)]
-        return np.asarray(out, I64)
-
-    def release(self, slots) -> None:
-        self.free.extend(int(s) for s in np.asarray(slots).ravel() if s >= 0)
+def make_backend(name: str, device: str, options: dict | None = None) -> Backend:
+    """A backend by name for the engine on ``device``: ``ref`` on that device, ``cuda`` without its
+    host-side validation (graph-safe), ``X+ref``: X where it supports a kernel, ref elsewhere."""
+    if name.endswith("+ref"):
+        return FallbackBackend(make_backend(name[:-4], device, options), get_backend("ref"))
+    if options is not None:
+        return get_backend(name, **options)
+    return get_backend(name, **({"device": device} if name == "ref" else ({"validate": False} if name == "cuda" else {})))
 
 
-class FallbackBackend(Backend):
-    """``primary`` for the kernels it supports, ``fallback`` (normally ref) for the rest; ``used``
-    records which backend ran each kernel so results can say so."""
-
-    def __init__(self, primary: Backend, fallback: Backend):
-        self.primary, self.fallback = primary, fallback
-        self.name = f"{primary.name}+{fallback.name}"
-        self.provenance = primary.provenance
-        self.used: dict[str, str] = {}
-
-    def available(self):
-        return self.primary.available()
-
-    def run(self, kernel, inputs, params):
-        b = self.primary if self.primary.supports(kernel) else self.fallback
-        self.used[kernel] = b.name
-        return b.run(kernel, inputs, params)
-
-    def device_info(self):
-        return self.primary.device_info()
+KERNEL_REGION = {"draft_tree_score": "K1_draft_tree_score", "update_draft_state": "K2_update_draft_state",
+                 "work_deltas": "K3_work_deltas", "logits_to_probas": "K5_logits_to_probas",
+                 "reject_sample": "K6_reject_sample", "update_verify": "K7_update_verify"}
 
 
-class LocalEngine:
-    def __init__(self, target_dir, draft_dir, params: DecodeParams, backend: str | Backend = "ref", *,
-                 device: str = "cpu", dtype: str = "float32", backend_options: dict | None = None):
-        self.params = params
+@dataclass(frozen=True)
+class Shape:
+    B: int
+    K: int
+    W: int
+    D: int
+    Vn: int
+    N: int
+    M: int
+    I: int
+    P: int  # prompt tokens
+    O: int  # output tokens
+
+    @property
+    def S(self) -> int:
+        return self.D + 1
+
+    @property
+    def S_max(self) -> int:
+        # prompt + output + the widest tree (verify Q or the draft's T) + accept row + slack, rounded
+        # to 16 (the memory-efficient attention kernel wants an aligned mask row)
+        n = self.P + self.O + max(self.Vn, (self.D - 1) * self.W) + self.S + 8
+        return (n + 15) // 16 * 16
+
+
+class DeviceEngine:
+    """The one engine (module docstring). ``backend``: a name (``make_backend``) or a Backend;
+    ``graphs``: CUDA graphs (default: on CUDA with a graph-safe backend); ``trace``: an accept-length
+    trace instead of the contract's (trace-driven acceptance only); ``fused``: the compiled layer parts
+    (default: on CUDA); ``tp``: a :class:`~eagle4.models.tensor_parallel.TensorParallel` (default: the
+    contract's ``[model] tp``, joining the launcher's process group when it is > 1)."""
+
+    def __init__(self, contract, backend: str | Backend = "ref", *, device: str = "cpu", graphs: bool | None = None,
+                 trace=None, backend_options: dict | None = None, fused: bool | None = None, tp=None):
+        from eagle4.models.tensor_parallel import for_contract
+        from eagle4.workload.accept_trace import load_accept_trace
+
+        self.contract = contract
         self.device = torch.device(device)
-        tdtype = getattr(torch, dtype)
-        self.target = load_target(target_dir, dtype=tdtype, device=self.device)
-        self.draft = load_draft(draft_dir, self.target, dtype=tdtype, device=self.device)
-        self.tokenizer = load_tokenizer(target_dir)
-        if isinstance(backend, str) and backend.endswith("+ref"):
-            backend = FallbackBackend(get_backend(backend[:-4], **(backend_options or {})), get_backend("ref"))
-        self.backend = get_backend(backend, **(backend_options or {})) if isinstance(backend, str) else backend
+        self._graphs_wanted = graphs
+        self.backend = make_backend(backend, device, backend_options) if isinstance(backend, str) else backend
         self.backend.require()
-        self.V = self.target.config.vocab_size
-        self.H = self.target.config.hidden_size
-        if self.draft.config.hidden_size != self.H:
-            raise ValueError(f"draft hidden_size {self.draft.config.hidden_size} != target hidden_size {self.H}")
-        sync = torch.cuda.synchronize if self.device.type == "cuda" else None
-        self.profile = Profile(sync)
-        self.paths = (str(target_dir), str(draft_dir))
+        self.target_model = self.draft_model = None  # the nn.Modules of a trained pair (approximations edit them)
+        self.tp = for_contract(contract, self.device) if tp is None else tp
+        if contract.model.load == "dummy":
+            self.target, self.draft = load_dummy_pair(contract.model, self.device, tp=self.tp)
+            self.tokenizer = None
+            self.max_model_len = None
+            self.paths = (f"dummy:{contract.contract.name}",) * 2
+        else:
+            from eagle4.models.static_pair import load_static_pair
+            from eagle4.models.tokenizer import load_tokenizer
 
-    @classmethod
-    def from_contract(cls, contract, backend="ref", *, device="cpu", backend_options=None) -> LocalEngine:
-        return cls(contract.resolve(contract.model.target), contract.resolve(contract.model.draft),
-                   DecodeParams.from_contract(contract), backend, device=device, dtype=contract.model.dtype,
-                   backend_options=backend_options)
+            self.target, self.draft = load_static_pair(contract, self.device)
+            self.target_model, self.draft_model = self.target.m, self.draft.m
+            self.tokenizer = load_tokenizer(contract.resolve(contract.model.target))
+            self.max_model_len = self.target_model.config.max_position_embeddings
+            self.paths = (str(contract.resolve(contract.model.target)), str(contract.resolve(contract.model.draft)))
+        self.by_trace = contract.acceptance.source == "trace"
+        self.trace = (trace if trace is not None else load_accept_trace(contract)) if self.by_trace else None
+        d = contract.decode
+        if d.width_policy != "fixed":
+            raise ValueError(f"{contract.source_path}: decode.width_policy = {d.width_policy!r}: the engine runs "
+                             "static shapes (a K3-driven width changes them every step); use 'fixed'")
+        self._check_temperatures(d.temperatures)
+        self.params = d
+        self._d = d
+        self.sampling = any(t > 0 for t in d.temperatures)
+        # the step's model forwards through the compiled layer parts (eagle4.models.dummy.part): on
+        # CUDA by default, eager and compiled alike (so eager == graph replay holds); prefill stays eager
+        can = getattr(self.target, "fusable", False)
+        self.fused = (self.device.type == "cuda" and can) if fused is None else bool(fused)
+        if self.fused and not can:
+            raise ValueError(f"{type(self.target).__name__} has no compiled layer parts (fused=True)")
+        self.shape: Shape | None = None
+        # sampling coins: the default generator on CUDA (graph-safe), a seeded one on the CPU
+        self.gen = None if self.device.type == "cuda" else torch.Generator("cpu")
+        # wall time per region in eager steps; graph replays are timed as whole steps only (WP2 on
+        # graphs: eagle4.workload.step_profile)
+        self.profile = Profile(torch.cuda.synchronize if self.device.type == "cuda" else None)
+        self._capturing = False
+        # set to a list to collect (start, after draft, after verify) CUDA events of every replayed step
+        self.split_events: list | None = None
 
-    # -- kernels ----------------------------------------------------------------------------
-    def k(self, key: str, label: str, inputs: dict, params: dict) -> dict:
-        with self.profile.timed(label):
-            return self.backend.run(key, inputs, params)
+    @property
+    def backend(self) -> Backend:
+        return self._backend
 
-    def _t(self, a, dtype=None):
-        t = torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
-        return t if dtype is None else t.to(dtype)
+    @backend.setter
+    def backend(self, b: Backend) -> None:
+        """A backend may be swapped (a wrapper such as the hot-vocabulary one); one without a
+        device-tensor interface is called through host copies (eagle4.backends.host_call)."""
+        self._backend = b
+        self._caller = b if has_device_interface(b) else HostCall(b, self.device)
+        want = self.device.type == "cuda" and self._caller.graph_safe
+        g = getattr(self, "_graphs_wanted", None)
+        if g and not want:
+            raise ValueError(f"CUDA graphs need a CUDA device and a graph-safe backend (got {self.device}, {b.name})")
+        self.graphs = want if g is None else bool(g)
+        self.shape = None  # buffers and graphs are the old backend's
 
-    def _np(self, t: torch.Tensor, dtype=None) -> np.ndarray:
-        a = t.detach().to("cpu").numpy()
-        return a if dtype is None else a.astype(dtype, copy=False)
+    def _check_temperatures(self, temps) -> None:
+        if self.by_trace and any(t > 0 for t in temps):
+            raise ValueError("trace-driven acceptance verifies greedily: decode.temperatures must be 0")
 
-    # -- setup ------------------------------------------------------------------------------
-    def _setup(self, B: int, max_prompt: int, max_new: int):
-        p = self.params
-        self.S_max = max_prompt + max_new + p.S + 2
-        tree_slots = B * (max(p.max_verify_num, 1) + (p.tree_depth + 1) * p.max_tree_width + 4)
-        n_slots = B * self.S_max + tree_slots + 1
-        self.slots = SlotPool(n_slots)
-        self.tcache = self.target.new_cache(n_slots)
-        self.dcache = self.draft.new_cache(n_slots)
-        self.req_to_token = np.full((B, self.S_max), -1, I32)
+    @staticmethod
+    def split_times(events: list) -> tuple[list[float], list[float]]:
+        """Seconds of the draft graph and of the verify graph per step, from ``split_events``
+        (call after a synchronize)."""
+        return ([a.elapsed_time(b) * 1e-3 for a, b, _ in events], [b.elapsed_time(c) * 1e-3 for _, b, c in events])
 
-    # -- public -----------------------------------------------------------------------------
+    # -- setup per operating point ---------------------------------------------------------------
+    def setup(self, B: int, P: int | None = None, O: int | None = None) -> None:
+        """Buffers (and, later, graphs) for ``B`` rows of at most ``P`` prompt and ``O`` output tokens
+        (default: the contract's)."""
+        d, c = self._d, self.contract
+        sh = Shape(B, d.node_top_k, min(d.max_tree_width, d.node_top_k), d.tree_depth, d.verify_num,
+                   d.max_node_count, d.max_verify_num, d.max_input_size, P or c.prompts.prompt_tokens,
+                   O or c.prompts.output_tokens)
+        self.shape = sh
+        dev, H = self.device, self.target.a.hidden
+        S_max = sh.S_max
+        rope = getattr(self.target, "rope", None)
+        if rope is not None and S_max + max(sh.Vn, sh.M, (sh.D - 1) * sh.W) > rope.cos.shape[0]:
+            raise ValueError(f"S_max {S_max} + the tree exceeds the RoPE table ({rope.cos.shape[0]} rows)")
+        self.tcache = self.target.new_cache(B, S_max)
+        self.dcache = self.draft.new_cache(B, S_max)
+        ar = torch.arange(S_max, device=dev, dtype=torch.int32)
+        self.base = torch.arange(B, device=dev, dtype=torch.int64) * S_max
+        self.identity = (self.base.to(torch.int32).unsqueeze(1) + ar).contiguous()
+        self.req_to_token = self.identity.clone()
+        self.pools = torch.arange(B, device=dev, dtype=torch.int64)
+        self.seq_lens = torch.zeros(B, device=dev, dtype=torch.int64)
+        self.root_tok = torch.zeros(B, device=dev, dtype=torch.int64)
+        self.root_g = torch.zeros(B, H, device=dev, dtype=self.target.dtype)
+        self.root_logits = torch.zeros(B, self.draft.lm_head.shape[1], device=dev, dtype=self.target.dtype)
+        temps = self._d.temperatures
+        self.temps_req = torch.tensor([temps[i % len(temps)] for i in range(B)], device=dev, dtype=torch.float32)
+        self.trace_dev = torch.as_tensor(self.trace.lengths if self.by_trace else [0], device=dev, dtype=torch.int64)
+        self.cursor = torch.zeros(B, device=dev, dtype=torch.int64)
+        self.out = torch.zeros(B, 2 + sh.S, device=dev, dtype=torch.int32)  # [committed, trace len, ids...]
+        self.out_host = torch.zeros(B, 2 + sh.S, dtype=torch.int32, pin_memory=dev.type == "cuda")
+        self.temps = torch.zeros(B, device=dev, dtype=torch.float32)
+        # rows whose request finished are parked: their prefix stops growing (static batch padding)
+        self.active = torch.ones(B, device=dev, dtype=torch.bool)
+        self.active_host = torch.ones(B, dtype=torch.bool, pin_memory=dev.type == "cuda")
+        self.finish = torch.full((B,), -1, device=dev, dtype=torch.int32)
+        cc_final = 1 + sh.K + (sh.D - 1) * sh.W * sh.K
+        self.Q = tree_glue.verify_size(cc_final, sh.N, sh.Vn, sh.M)
+        self.coins = torch.zeros(B, self.Q, device=dev, dtype=torch.float32)
+        self.final_coins = torch.zeros(B, device=dev, dtype=torch.float32)
+        self.ones_w1 = torch.ones(B, 1, device=dev, dtype=torch.float32)
+        self.zeros_w1 = torch.zeros(B, 1, device=dev, dtype=torch.int64)
+        self.no_mask = torch.zeros(B, 1, 0, device=dev, dtype=torch.bool)
+        self._bufs: dict[str, dict] = {}
+        self._k4_prealloc(sh)
+        self._draft_graph = self._verify_graph = None
+
+    def _k4_prealloc(self, sh: Shape) -> None:
+        """K4's data-dependent buffers at their caps for the largest prefix (its allocator reads the
+        lengths, which a graph must not)."""
+        dev = self.device
+        for label, T, Q in [(f"K4_draft_{d}", (d - 1) * sh.W, sh.W) for d in range(2, sh.D + 1)] + \
+                [("K4_verify", self.Q, self.Q)]:
+            kv = sh.S_max + T
+            self._bufs[label] = {
+                "qo_indptr": torch.zeros(sh.B + 1, device=dev, dtype=torch.int32),
+                "kv_indptr": torch.zeros(sh.B + 1, device=dev, dtype=torch.int32),
+                "kv_indices": torch.zeros(sh.B * kv, device=dev, dtype=torch.int32),
+                "positions": torch.zeros(sh.B, Q, device=dev, dtype=torch.int64),
+                "mask_indptr_bits": torch.zeros(sh.B + 1, device=dev, dtype=torch.int32),
+                "mask_indptr_bytes": torch.zeros(sh.B + 1, device=dev, dtype=torch.int32),
+                "packed_mask": torch.zeros(sh.B * ((Q * kv + 7) // 8), device=dev, dtype=torch.uint8),
+                "mask_bool": torch.zeros(0, device=dev, dtype=torch.bool)}  # not written (write_bool_mask off)
+
+    # -- kernels ----------------------------------------------------------------------------------
+    def _region(self, label: str):
+        return contextlib.nullcontext() if self._capturing else self.profile.timed(label)
+
+    def _k(self, label: str, key: str, tensors: dict, params: dict) -> dict:
+        saved = self._bufs.get(label)
+        region = KERNEL_REGION[key] if key != "tree_mask" else (
+            "K4_tree_mask_verify" if label == "K4_verify" else "K4_tree_mask_draft")
+        with self._region(region):
+            out = self._caller.call(key, {**tensors, **(saved or {})}, params)
+        if saved is None:  # first call (eager): keep the pure outputs for every later call
+            self._bufs[label] = {k: v for k, v in out.items() if k not in tensors}
+        return out
+
+    def _topk(self, label: str, logits: torch.Tensor, rows_per_req: int):
+        B, K = self.shape.B, self.shape.K
+        o = self._k(f"K5_{label}", "logits_to_probas", {"logits": logits, "temperatures": torch.ones_like(self.temps)},
+                    {"rows_per_req": rows_per_req, "write_probas": True})
+        with self._region("host_draft_topk"):
+            pr, tok = tree_glue.external_topk(o["probas"], K)
+        return pr.reshape(B, rows_per_req * K).contiguous(), tok.reshape(B, rows_per_req * K).contiguous()
+
+    def _dense_mask(self, k4: dict, Q: int) -> torch.Tensor:
+        """K4's packed mask as a dense [B, Q, S_max] boolean mask over cache positions."""
+        B, S_max = self.shape.B, self.shape.S_max
+        dev = self.device
+        kvlen = (k4["kv_indptr"][1:] - k4["kv_indptr"][:-1]).to(torch.int64)
+        base = k4["mask_indptr_bytes"][:-1].to(torch.int64) * 8
+        c = torch.arange(S_max, device=dev)
+        q = torch.arange(Q, device=dev)
+        bit = base.view(B, 1, 1) + q.view(1, Q, 1) * kvlen.view(B, 1, 1) + c.view(1, 1, S_max)
+        pm = k4["packed_mask"]
+        byte = pm[(bit >> 3).clamp(max=pm.numel() - 1)].to(torch.int64)
+        return (((byte >> (bit & 7)) & 1) == 1) & (c.view(1, 1, S_max) < kvlen.view(B, 1, 1))
+
+    # -- prefill (eager; per wave) ---------------------------------------------------------------
+    def prefill(self, prompts: torch.Tensor, cursors: torch.Tensor, lens: torch.Tensor | None = None,
+                chunk: int = 4) -> torch.Tensor:
+        """prompts [B, P] int64 on the device (row b's first ``lens[b]`` tokens; default all P);
+        cursors [B]: trace offsets of the rows' requests. Returns the first tokens [B] (device)."""
+        sh = self.shape
+        B, P, dev = sh.B, prompts.shape[1], self.device
+        lens = torch.full((B,), P, device=dev, dtype=torch.int64) if lens is None else lens.to(dev)
+        pos = torch.arange(P, device=dev).unsqueeze(0)
+        cols = torch.arange(sh.S_max, device=dev).view(1, 1, -1)
+        first = torch.empty(B, device=dev, dtype=torch.int64)
+        self.temps.copy_(self.temps_req)
+        for b0 in range(0, B, chunk):
+            b1 = min(B, b0 + chunk)
+            n, ln = b1 - b0, lens[b0:b1]
+            p = pos.expand(n, P)
+            mask = (cols <= pos.view(1, P, 1)) & (cols < ln.view(n, 1, 1))
+            tc = self.tcache[:, :, b0:b1]  # [layers, 2, rows, nkv, S, hd]
+            with self._region("target_prefill"):
+                hid, logits = self.target.forward(prompts[b0:b1], p, tc, p, mask, logits_rows=(ln - 1).view(n, 1))
+            first[b0:b1] = self._sample_first(logits, b0, b1)
+            shifted = torch.cat([prompts[b0:b1, 1:], prompts[b0:b1, :1]], 1)
+            shifted.scatter_(1, (ln - 1).view(n, 1), first[b0:b1, None])
+            dc = self.dcache[:, :, b0:b1]
+            with self._region("draft_prefill"):
+                g, dlog = self.draft.forward(shifted, hid, p, dc, p, mask)
+            ar = torch.arange(n, device=dev)
+            self.root_g[b0:b1] = g[ar, ln - 1]
+            self.root_logits[b0:b1] = dlog.view(n, P, -1)[ar, ln - 1]
+        self.root_tok.copy_(first)
+        self.seq_lens.copy_(lens)
+        self.req_to_token.copy_(self.identity)
+        self.cursor.copy_(cursors)
+        self.active.fill_(True)
+        return first
+
+    def _sample_first(self, logits, b0, b1):
+        """First token after the prefill: K5 (temperatures, softmax) then a multinomial draw where sampled."""
+        t = self.temps[b0:b1]
+        k5 = self._caller.call("logits_to_probas", {"logits": logits, "temperatures": t},
+                               {"rows_per_req": 1, "write_probas": self.sampling})
+        if not self.sampling:
+            return k5["argmax_ids"]
+        draw = torch.multinomial(torch.nan_to_num(k5["probas"], nan=0.0), 1, generator=self.gen).view(-1)
+        return torch.where(t > 1e-6, draw, k5["argmax_ids"])
+
+    # -- §8.1 draft step -----------------------------------------------------------------------------
+    def draft_step(self) -> None:
+        sh = self.shape
+        B, K, W, D, N, M, I, Vn, H = sh.B, sh.K, sh.W, sh.D, sh.N, sh.M, sh.I, sh.Vn, self.target.a.hidden
+        dev = self.device
+        st = tree_glue.init_draft_state(self.root_tok, N=N, M=M, K=K, I=I)
+        cc, Ic = tree_glue.ROOT_CC, tree_glue.ROOT_IC
+        probas, tokens = self._topk("root", self.root_logits, 1)
+        hidden = self.root_g
+        last_scores, topk_prev, in_mask = self.ones_w1, self.zeros_w1, self.no_mask
+        Wc, widths, parents = 1, [], []
+        frontier = None
+        for d in range(1, D + 1):
+            if d >= 2:
+                widths.append(Wc)
+                T = sum(widths)
+                t = torch.arange(T, device=dev)
+                locs = self.base.view(B, 1) + self.seq_lens.view(B, 1) + t.view(1, T)
+                k4 = self._k(f"K4_draft_{d}", "tree_mask", *tree_glue.draft_mask_inputs(
+                    widths=widths, parents=parents, seq_lens=self.seq_lens, req_pool_indices=self.pools,
+                    req_to_token=self.req_to_token, tree_cache_locs=locs, write_bool_mask=False))
+                mask = self._dense_mask(k4, Wc)
+                wpos = self.seq_lens.view(B, 1) + (T - Wc) + torch.arange(Wc, device=dev).view(1, Wc)
+                with self._region("draft_layer"):
+                    g, dlog = self.draft.forward(frontier.tokens, frontier.hidden.view(B, Wc, H), k4["positions"],
+                                                 self.dcache, wpos, mask, fused=self.fused)
+                probas, tokens = self._topk(f"d{d}", dlog, Wc)
+                hidden = g.reshape(B * Wc, H)
+            k1 = self._k(f"K1_{d}", "draft_tree_score", *tree_glue.k1_call(
+                probas=probas, tokens=tokens, last_layer_scores=last_scores, hidden=hidden.contiguous(), K=K, W=Wc,
+                cc=cc, hot_token_id=self.draft.hot_token_id, use_hot_token_id=self.draft.uses_hot_vocab))
+            parents.append(k1["parent_indices_in_layer"])
+            k2 = self._k(f"K2_{d}", "update_draft_state", *tree_glue.k2_call(
+                k1, st, topk_indexs=topk_prev, input_tree_mask=in_mask, K=K, W=Wc, Ic=Ic, cc=cc, verify_num=Vn,
+                depth=d, N=N, M=M, I=I))
+            self._k(f"K3_{d}", "work_deltas", *tree_glue.k3_call(st, K=K, cc=cc, verify_num=Vn, M=M))
+            cc += Wc * K
+            if d == D:
+                break
+            frontier = tree_glue.frontier_handoff(
+                output_tokens=k2["output_tokens"], output_scores=k2["output_scores"],
+                output_hidden_states=k1["output_hidden_states"], cache_topk_indices=k1["cache_topk_indices"],
+                output_tree_mask=k2["output_tree_mask"], Ic=Ic, W_next=W)
+            last_scores, topk_prev, in_mask = frontier.last_layer_scores, frontier.topk_indexs, frontier.input_tree_mask
+            Wc, Ic = frontier.W, frontier.Ic
+        self.tree = {**st, "cc": cc}
+
+    # -- trace-driven acceptance -----------------------------------------------------------------
+    def _drive(self, predict, cand, parent, depth):
+        """``target_predict`` such that K6's greedy walk accepts min(trace, tree depth) tokens along
+        the root path to the first node of that depth. Returns (predict, trace lengths [B])."""
+        B, Q = cand.shape
+        a = self.trace_dev[self.cursor % self.trace_dev.numel()]
+        tgt = torch.minimum(a, depth.max(1).values)
+        t = torch.arange(Q, device=self.device).view(1, Q)
+        end = torch.where(depth == tgt.view(B, 1), t, t + Q).argmin(1)
+        pred = predict.clone()
+        cur = end
+        for _ in range(self.shape.D):
+            p = parent.gather(1, cur.view(B, 1)).view(B)
+            ok = p >= 0
+            pc = p.clamp(min=0).view(B, 1)
+            pred.scatter_(1, pc, torch.where(ok.view(B, 1), cand.gather(1, cur.view(B, 1)), pred.gather(1, pc)))
+            cur = torch.where(ok, p, cur)
+        kid = torch.where(parent == end.view(B, 1), cand, torch.full_like(cand, -1)).max(1).values
+        pred.scatter_(1, end.view(B, 1), ((kid + 1) % self.target.a.vocab).view(B, 1))
+        return pred, a
+
+    # -- §8.2 verify step ----------------------------------------------------------------------------
+    def verify_step(self) -> None:
+        sh = self.shape
+        B, S, H, V, dev = sh.B, sh.S, self.target.a.hidden, self.target.a.vocab, self.device
+        tr = self.tree
+        with self._region("host_verify_select"):
+            vs = tree_glue.select_verify_set(cumu_tokens=tr["cumu_tokens"], cumu_scores=tr["cumu_scores"],
+                                             prev_indexs=tr["prev_indexs"], cc=tr["cc"], verify_num=sh.Vn, M=sh.M,
+                                             check=False)
+        Q = vs.Q
+        L = self.seq_lens
+        tq = torch.arange(Q, device=dev).view(1, Q)
+        locs = self.base.view(B, 1) + L.view(B, 1) + tq
+        k4 = self._k("K4_verify", "tree_mask", *tree_glue.verify_mask_inputs(
+            vs, seq_lens=L, req_pool_indices=self.pools, req_to_token=self.req_to_token, tree_cache_locs=locs))
+        mask = self._dense_mask(k4, Q)
+        with self._region("target_verify"):
+            hid, logits = self.target.forward(vs.candidates, k4["positions"], self.tcache, L.view(B, 1) + tq, mask,
+                                              fused=self.fused)
+        k5 = self._k("K5_verify", "logits_to_probas", {"logits": logits, "temperatures": self.temps},
+                     {"rows_per_req": Q, "write_probas": self.sampling})
+        if self.by_trace:
+            pred, a_trace = self._drive(k5["argmax_ids"].view(B, Q), vs.candidates, vs.tree_parent,
+                                        k4["positions"] - L.view(B, 1))
+        else:
+            pred, a_trace = k5["argmax_ids"].view(B, Q), None
+        if self.sampling:
+            self.coins.uniform_(generator=self.gen)
+            self.final_coins.uniform_(generator=self.gen)
+        k6 = self._k("K6", "reject_sample", *tree_glue.k6_call(
+            vs, k5, target_predict=pred, coins=self.coins, final_coins=self.final_coins, S=S, V=V,
+            threshold_single=self._d.threshold_single, threshold_acc=self._d.threshold_acc))
+        k7 = self._k("K7", "update_verify", *tree_glue.k7_call(
+            vs, k6, finish_pos=self.finish, seq_lens=L, req_pool_indices=self.pools, req_to_token=self.req_to_token,
+            out_cache_loc=locs.reshape(-1).contiguous(), hidden_states=hid.reshape(B * Q, H), S=S))
+        # KV compaction: K7 pointed req_to_token[b, L+i] at the accepted tree slot; move those rows to
+        # their committed positions and restore the identity layout
+        si = torch.arange(S, device=dev).view(1, S)
+        dst = (L.view(B, 1) + si).clamp(max=sh.S_max - 1)
+        src = (self.req_to_token.gather(1, dst).to(torch.int64) - self.base.view(B, 1)).clamp(0, sh.S_max - 1)
+        bi = self.pools.view(B, 1).expand(B, S)
+        with self._region("kv_compaction"):
+            compact_kv(self.tcache, bi, dst, src)
+        self.req_to_token.copy_(self.identity)
+        # draft extend on the accepted tokens (§8.2 step 8), padded to S per row
+        ind = k7["next_indptr"].to(torch.int64)
+        n = ind[1:] - ind[:-1]
+        flat = torch.minimum(ind[:-1].view(B, 1) + si, (ind[1:] - 1).view(B, 1))
+        toks = k7["next_verified_id"].to(torch.int64)[flat]
+        hidn = k7["next_hidden"][flat]
+        pos = L.view(B, 1) + si
+        emask = torch.arange(sh.S_max, device=dev).view(1, 1, -1) <= pos.view(B, S, 1)
+        with self._region("draft_extend"):
+            g, dlog = self.draft.forward(toks, hidn, pos, self.dcache, pos.clamp(max=sh.S_max - 1), emask,
+                                         fused=self.fused)
+        last = (n - 1).clamp(min=0)
+        self.root_g.copy_(g[self.pools, last])
+        self.root_logits.copy_(dlog.view(B, S, -1)[self.pools, last])
+        self.root_tok.copy_(k7["next_root_token"])
+        self.seq_lens.copy_(torch.where(self.active, k7["next_seq_lens"], L))
+        self.cursor.add_(1)
+        self.out[:, 0] = n.to(torch.int32)
+        self.out[:, 1] = (a_trace if a_trace is not None else k6["accept_length"]).to(torch.int32)
+        self.out[:, 2:] = torch.where(si < n.view(B, 1), toks, torch.full_like(toks, -1)).to(torch.int32)
+
+    # -- graphs ----------------------------------------------------------------------------------
+    def capture(self, warmup: int = 2) -> None:
+        """Eager warm-up steps (allocate every output buffer), then one CUDA graph per step."""
+        snap = self._snapshot()
+        s = torch.cuda.Stream(self.device)
+        s.wait_stream(torch.cuda.current_stream(self.device))
+        self._capturing = True  # no region timing (its syncs) on the side stream either
+        with torch.cuda.stream(s):
+            for _ in range(warmup):
+                self.draft_step()
+                self.verify_step()
+        self._capturing = False
+        torch.cuda.current_stream(self.device).wait_stream(s)
+        torch.cuda.synchronize(self.device)
+        self._restore(snap)
+        self._draft_graph, self._verify_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        self._capturing = True
+        try:
+            with torch.cuda.graph(self._draft_graph):
+                self.draft_step()
+            with torch.cuda.graph(self._verify_graph):
+                self.verify_step()
+        finally:
+            self._capturing = False
+        torch.cuda.synchronize(self.device)
+        self._restore(snap)  # capture does not run the work, but keep the state exactly as before
+
+    def _snapshot(self):
+        return {k: getattr(self, k).clone() for k in ("seq_lens", "root_tok", "root_g", "root_logits", "cursor",
+                                                      "active")}
+
+    def _restore(self, snap):
+        for k, v in snap.items():
+            getattr(self, k).copy_(v)
+        self.req_to_token.copy_(self.identity)
+
+    def park(self, finished) -> None:
+        """Rows of finished requests stop growing (a small host-to-device copy, before the step)."""
+        self.active_host.copy_(~torch.as_tensor(finished, dtype=torch.bool))
+        self.active.copy_(self.active_host, non_blocking=True)
+
+    def step(self):
+        """One speculative step; returns the host copy of ``out`` ([B, 2 + S] int32: tokens committed,
+        trace length, committed ids) -- the step's one device-to-host copy."""
+        t0 = time.perf_counter()
+        if self._draft_graph is not None:
+            ev = self.split_events
+            if ev is not None:  # draft and verify timed apart: CUDA events around each graph, no sync
+                e = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+                e[0].record()
+            self._draft_graph.replay()
+            if ev is not None:
+                e[1].record()
+            self._verify_graph.replay()
+            if ev is not None:
+                e[2].record()
+                ev.append(e)
+        else:
+            self.draft_step()
+            self.verify_step()
+        self.out_host.copy_(self.out, non_blocking=True)
+        if self.device.type == "cuda":
+            torch.cuda.current_stream(self.device).synchronize()
+        self.profile.steps += 1
+        self.profile.step_time += time.perf_counter() - t0
+        return self.out_host
+
+    # -- requests -----------------------------------------------------------------------------------
     def encode_prompts(self, texts: list[str], prompt_tokens: int) -> list[list[int]]:
+        if self.tokenizer is None:
+            raise ValueError("a dummy-loaded pair has no tokenizer: prompts are token ids drawn from the seed")
         return [self.tokenizer.encode(t)[:prompt_tokens] for t in texts]
+
+    def prepare(self, B: int, P: int, O: int, temperatures=None) -> None:
+        """Set up for ``B`` rows of ``P`` prompt and ``O`` output tokens at ``temperatures`` (cycled
+        over the rows; default the contract's), keeping the current buffers and graphs when they fit."""
+        temps = list(temperatures) if temperatures else list(self._d.temperatures)
+        self._check_temperatures(temps)
+        sampling = any(t > 0 for t in temps)
+        sh = self.shape
+        if sh is None or sh.B != B or sh.P < P or sh.O < O or sampling != self.sampling:
+            self.sampling = sampling  # K5 writes probabilities only when a row samples
+            c = self.contract.prompts
+            self.setup(B, max(P, c.prompt_tokens if sh is None else sh.P), max(O, c.output_tokens if sh is None else sh.O))
+        self.temps_req.copy_(torch.tensor([temps[i % len(temps)] for i in range(B)], dtype=torch.float32))
 
     def generate(self, prompts: list[list[int]], max_new_tokens: int, temperatures: list[float] | None = None,
                  seed: int = 0, on_step=None) -> list[RequestResult]:
-        """Speculative decoding of a static batch. ``on_step(t, {request: [new tokens]})`` is called
-        after the prefill and after every verify step."""
+        """Speculative decoding of a static batch; ``temperatures`` cycle over the requests (default:
+        the contract's). ``on_step(t, {request: [new tokens]})`` is called after the prefill and after
+        every verify step. The rows of finished requests are parked until the batch is done."""
         B = len(prompts)
-        temps = np.asarray([(temperatures or [0.0])[i % len(temperatures or [0.0])] for i in range(B)], F32)
-        gen = torch.Generator("cpu").manual_seed(int(seed))
-        self._setup(B, max(len(x) for x in prompts), max_new_tokens)
+        self.prepare(B, max(len(x) for x in prompts), max_new_tokens, temperatures)
+        if self.gen is not None:
+            self.gen.manual_seed(int(seed))
+        elif self.device.type == "cuda":
+            torch.cuda.manual_seed(int(seed))  # the sampling coins' generator (graph-safe): runs are reproducible
+        dev = self.device
+        ids = torch.zeros(B, max(len(x) for x in prompts), dtype=torch.int64)
+        for b, x in enumerate(prompts):
+            ids[b, : len(x)] = torch.as_tensor(x)
+        lens = torch.as_tensor([len(x) for x in prompts])
+        eos = self.tokenizer.eos_id if self._d.stop_on_eos and self.tokenizer is not None else None
         res = [RequestResult(list(x)) for x in prompts]
+        done = [False] * B
         t0 = time.perf_counter()
-        prof = self.profile
-        prof.sync()
+        first = self.prefill(ids.to(dev), torch.arange(B, device=dev) * 257, lens).cpu()
+        if self.graphs and self._draft_graph is None:
+            self.capture()  # once per shape: later generations replay the same graphs
 
-        # ---- prefill (target) + first token
-        with prof.timed("target_prefill"):
-            lens = [len(x) for x in prompts]
-            slots = [self.slots.alloc(n) for n in lens]
-            for b in range(B):
-                self.req_to_token[b, : lens[b]] = slots[b]
-            ids = torch.tensor(np.concatenate([np.asarray(x, I64) for x in prompts]), device=self.device)
-            pos = torch.tensor(np.concatenate([np.arange(n) for n in lens]), device=self.device)
-            ws = torch.tensor(np.concatenate(slots), device=self.device)
-            offs = np.concatenate([[0], np.cumsum(lens)[:-1]]).tolist()
-            meta = causal_meta([np.zeros(0, I64)] * B, slots, offs, self.device)
-            h, logits = self.target.forward_cached(ids, pos, ws, meta, self.tcache)
-            last = torch.tensor(np.cumsum(lens) - 1, device=self.device)
-        first = self._sample_rows(logits[last].float(), temps, gen)
-        t_now = time.perf_counter() - t0
-        for b in range(B):
-            res[b].output_ids.append(int(first[b]))
-            res[b].token_times.append(t_now)
+        def commit(b, toks, now):
+            r = res[b]
+            toks = toks[: max_new_tokens - len(r.output_ids)]
+            if eos is not None and eos in toks:
+                toks = toks[: toks.index(eos) + 1]
+                done[b] = True
+            r.output_ids += toks
+            r.token_times += [now] * len(toks)
+            done[b] = done[b] or len(r.output_ids) >= max_new_tokens
+            return toks
+
+        now = time.perf_counter() - t0
+        new = {b: commit(b, [int(first[b])], now) for b in range(B)}
         if on_step:
-            on_step(t_now, {b: [int(first[b])] for b in range(B)})
-
-        # ---- draft prefill (extend over the prompt): inputs (x_{p+1}, h_p)
-        with prof.timed("draft_prefill"):
-            shifted = np.concatenate([np.concatenate([np.asarray(x[1:], I64), [int(first[b])]])
-                                      for b, x in enumerate(prompts)])
-            meta = causal_meta([np.zeros(0, I64)] * B, slots, offs, self.device)
-            g, dlog = self.draft.forward_cached(torch.tensor(shifted, device=self.device), h, pos, ws, meta, self.dcache)
-            root_g, root_logits = g[last], dlog[last]
-
-        active = np.arange(B)                      # request ids of the rows, in row order
-        seq_lens = np.asarray(lens, I64)
-        pools = np.arange(B, dtype=I64)
-        roots = np.asarray(first, I64)
-        done = [max_new_tokens <= 1 or (self.params.stop_on_eos and int(first[b]) == self.tokenizer.eos_id)
-                for b in range(B)]
-        keep = np.asarray([not d for d in done])
-        active, seq_lens, pools, roots = active[keep], seq_lens[keep], pools[keep], roots[keep]
-        root_g, root_logits = root_g[torch.from_numpy(keep).to(self.device)], root_logits[torch.from_numpy(keep).to(self.device)]
-
-        while len(active):
-            step_t0 = time.perf_counter()
-            tree = self._draft_step(seq_lens, pools, roots, root_g, root_logits)
-            out = self._verify_step(tree, seq_lens, pools, temps[active], gen, active, res, max_new_tokens)
-            t_now = time.perf_counter() - t0
-            new_tokens = {}
-            for i, b in enumerate(active):
-                toks = out["committed"][i]
-                res[b].output_ids += toks
-                res[b].token_times += [t_now] * len(toks)
-                res[b].accept_lengths.append(out["accept_untrunc"][i])
-                new_tokens[int(b)] = toks
+            on_step(now, new)
+        while not all(done):
+            self.park(done)
+            out = self.step().numpy()
+            now = time.perf_counter() - t0
+            new = {}
+            for b in range(B):
+                if not done[b]:
+                    res[b].accept_lengths.append(int(out[b, 0]))
+                    new[b] = commit(b, [int(t) for t in out[b, 2: 2 + out[b, 0]]], now)
             if on_step:
-                on_step(t_now, new_tokens)
-            active, seq_lens, pools, roots = out["active"], out["seq_lens"], out["pools"], out["roots"]
-            root_g, root_logits = out["root_g"], out["root_logits"]
-            prof.steps += 1
-            prof.step_time += time.perf_counter() - step_t0
+                on_step(now, new)
         end = time.perf_counter() - t0
         for r in res:
             r.end = end
         return res
 
-    def _sample_rows(self, logits: torch.Tensor, temps: np.ndarray, gen) -> np.ndarray:
-        """First token after the prefill: K5 (temperatures, softmax) then a host multinomial draw."""
-        B = logits.shape[0]
-        greedy_all = bool(np.all(temps < F32(1e-6)))
-        o = self.k("logits_to_probas", "K5_logits_to_probas", {"logits": self._np(logits, F32), "temperatures": temps},
-                   {"rows_per_req": 1, "write_probas": not greedy_all})
-        out = o["argmax_ids"].astype(I64).copy()
-        for b in range(B):
-            if not o["is_greedy"][b]:
-                p = torch.from_numpy(np.nan_to_num(o["probas"][b].astype(np.float64), nan=0.0))
-                out[b] = int(torch.multinomial(p, 1, generator=gen)) if p.sum() > 0 else out[b]
-        return out
-
-    # -- §8.1 draft step ------------------------------------------------------------------------
-    def _policy(self, work_deltas: np.ndarray, B: int) -> int:
-        p = self.params
-        Wmax = min(p.max_tree_width, p.node_top_k)
-        if p.width_policy == "fixed":
-            return Wmax
-        gain = work_deltas[1:]
-        n = int(np.sum(gain > 1e-3 * B))
-        return int(min(max(n, 1), Wmax))
-
-    def _draft_top_k(self, logits: torch.Tensor, rows_per_req: int, B: int):
-        K = self.params.node_top_k
-        o = self.k("logits_to_probas", "K5_logits_to_probas",
-                   {"logits": self._np(logits, F32), "temperatures": np.ones(B, F32)},
-                   {"rows_per_req": rows_per_req, "write_probas": True})
-        with self.profile.timed("host_draft_topk"):
-            pr, tok = tree_glue.external_topk(torch.from_numpy(o["probas"]), K)
-            return (pr.numpy().astype(F32).reshape(B, rows_per_req * K),
-                    tok.numpy().astype(I64).reshape(B, rows_per_req * K))
-
-    def _draft_step(self, seq_lens, pools, roots, root_g, root_logits) -> dict:
-        p = self.params
-        B, K, N, M, I = len(seq_lens), p.node_top_k, p.max_node_count, p.max_verify_num, p.max_input_size
-        Vn = p.verify_num
-        with self.profile.timed("host_tree_init"):  # §8.1 step 0 (D13)
-            st = {k: v.numpy() for k, v in tree_glue.init_draft_state(
-                torch.from_numpy(np.asarray(roots, I64)), N=N, M=M, K=K, I=I).items()}
-            cc, Ic = tree_glue.ROOT_CC, tree_glue.ROOT_IC
-        # root expansion (W = 1)
-        probas, tokens = self._draft_top_k(root_logits, 1, B)
-        hidden = self._np(root_g, F32).reshape(B, self.H)
-        last_scores = np.ones((B, 1), F32)
-        topk_prev = np.zeros((B, 1), I64)
-        in_mask = np.zeros((B, 1, 0), bool)
-        W = 1
-        frontier_tokens = np.zeros((B, 0), I64)  # set by the hand-off before layer 2 reads it
-        fed_locs, widths, parents = [], [], []  # per layer >= 2: slots [B, W], W; K1 parents per layer
-        tree_slots = []
-        Vn_next = Vn
-        for d in range(1, p.tree_depth + 1):
-            if d >= 2:
-                # K4 (draft use) + draft forward on the W frontier tokens
-                with self.profile.timed("host_frontier"):
-                    locs = self.slots.alloc(B * W).reshape(B, W)
-                    tree_slots.append(locs)
-                    fed_locs.append(locs)
-                    widths.append(W)
-                    T = sum(widths)
-                    assert T == Ic - 1, (T, Ic)
-                    tree_parent = tree_glue.draft_tree_parent(widths, parents).numpy()
-                    tree_locs = np.concatenate(fed_locs, axis=1)
-                k4 = self.k("tree_mask", "K4_tree_mask_draft",
-                            {"seq_lens": seq_lens.astype(I64), "req_pool_indices": pools.astype(I64),
-                             "req_to_token": self.req_to_token, "tree_cache_locs": tree_locs.astype(I64),
-                             "tree_parent": tree_parent}, {"S_max": self.S_max, "B": B, "T": T, "Q": W,
-                                                           "write_bool_mask": False})
-                with self.profile.timed("draft_layer"):
-                    meta = meta_from_tree_mask(k4["qo_indptr"], k4["kv_indptr"], k4["kv_indices"],
-                                               k4["mask_indptr_bytes"], k4["packed_mask"], self.device)
-                    g, dlog = self.draft.forward_cached(
-                        self._t(frontier_tokens.reshape(-1)), self._t(hidden.reshape(B * W, self.H)),
-                        self._t(k4["positions"].reshape(-1)), self._t(locs.reshape(-1)), meta, self.dcache)
-                probas, tokens = self._draft_top_k(dlog, W, B)
-                hidden = self._np(g, F32).reshape(B * W, self.H)
-            k1 = self.k("draft_tree_score", "K1_draft_tree_score",
-                        {"topk_probas_sampling": probas, "topk_tokens_sampling": tokens,
-                         "last_layer_scores": last_scores, "input_hidden_states": hidden.reshape(B * W, self.H)},
-                        {"batch_size": B, "node_top_k": K, "tree_width": W, "cumu_count": cc,
-                         "use_hot_token_id": False})
-            toks = k1.get("topk_tokens_sampling", tokens)
-            parents.append(torch.from_numpy(k1["parent_indices_in_layer"]))
-            k2_in = {"topk_probas": k1["curr_layer_scores"], "topk_tokens": toks,
-                     "sorted_scores": k1["sort_layer_scores"], "sorted_indexs": k1["sort_layer_indices"],
-                     "parent_indexs": k1["parent_indices_in_layer"], "topk_indexs": topk_prev,
-                     "input_tree_mask": in_mask, **st}
-            k2 = self.k("update_draft_state", "K2_update_draft_state", k2_in,
-                        {"batch_size": B, "node_top_k": K, "tree_width": W, "input_count": Ic, "cumu_count": cc,
-                         "verify_num": Vn, "curr_depth": d, "max_input_size": I, "max_node_count": N,
-                         "max_verify_num": M})
-            for name in st:
-                st[name] = k2[name]
-            n0 = min(max(min(Vn, M), 1), cc)
-            k3 = self.k("work_deltas", "K3_work_deltas", {"work_scores": st["work_scores"]},
-                        {"batch_size": B, "node_count": n0, "node_top_k": K, "verify_num": Vn,
-                         "row_stride": M + K})
-            cc += W * K
-            W_next = self._policy(k3["work_deltas"], B)
-            Vn_next = Vn
-            if d == p.tree_depth:
-                break
-            # §8.2 frontier hand-off (D20)
-            with self.profile.timed("host_frontier"):
-                t = torch.from_numpy
-                fr = tree_glue.frontier_handoff(
-                    output_tokens=t(k2["output_tokens"]), output_scores=t(k2["output_scores"]),
-                    output_hidden_states=t(k1["output_hidden_states"]), cache_topk_indices=t(k1["cache_topk_indices"]),
-                    output_tree_mask=t(k2["output_tree_mask"]), Ic=Ic, W_next=W_next)
-                frontier_tokens = fr.tokens.numpy()
-                last_scores = fr.last_layer_scores.numpy()
-                hidden = fr.hidden.numpy()
-                topk_prev = fr.topk_indexs.numpy()
-                in_mask = fr.input_tree_mask.numpy()
-                W, Ic = fr.W, fr.Ic
-        for s in tree_slots:
-            self.slots.release(s)
-        return {**st, "cc": cc, "Vn_next": Vn_next}
-
-    # -- §8.2 verify step --------------------------------------------------------------------
-    def _select_verify_set(self, tree: dict, B: int):
-        """§8.2 step 1 via the shared host glue (D14, D16, D18)."""
-        p = self.params
-        vs = tree_glue.select_verify_set(cumu_tokens=torch.from_numpy(tree["cumu_tokens"]),
-                                         cumu_scores=torch.from_numpy(tree["cumu_scores"]),
-                                         prev_indexs=torch.from_numpy(tree["prev_indexs"]), cc=tree["cc"],
-                                         verify_num=tree["Vn_next"], M=p.max_verify_num)
-        return (vs.Q, vs.node_ids.numpy(), vs.candidates.numpy(), vs.tree_parent.numpy(),
-                vs.retrive_next_token.numpy(), vs.retrive_next_sibling.numpy(), vs.retrive_index.numpy())
-
-    def _verify_step(self, tree, seq_lens, pools, temps, gen, active, res, max_new) -> dict:
-        p = self.params
-        B, S, H = len(seq_lens), p.S, self.H
-        with self.profile.timed("host_verify_select"):
-            Q, node_ids, cand, parent, nxt, sib, retr = self._select_verify_set(tree, B)
-            out_cache_loc = self.slots.alloc(B * Q)
-        k4 = self.k("tree_mask", "K4_tree_mask_verify",
-                    {"seq_lens": seq_lens.astype(I64), "req_pool_indices": pools.astype(I64),
-                     "req_to_token": self.req_to_token, "tree_cache_locs": out_cache_loc.reshape(B, Q),
-                     "tree_parent": parent}, {"S_max": self.S_max, "B": B, "T": Q, "Q": Q, "write_bool_mask": False})
-        with self.profile.timed("target_verify"):
-            meta = meta_from_tree_mask(k4["qo_indptr"], k4["kv_indptr"], k4["kv_indices"], k4["mask_indptr_bytes"],
-                                       k4["packed_mask"], self.device)
-            h, logits = self.target.forward_cached(self._t(cand.reshape(-1)), self._t(k4["positions"].reshape(-1)),
-                                                   self._t(out_cache_loc), meta, self.tcache)
-            logits_np = self._np(logits, F32)
-            h_np = self._np(h, F32)
-        greedy_all = bool(np.all(temps < F32(1e-6)))
-        k5 = self.k("logits_to_probas", "K5_logits_to_probas", {"logits": logits_np, "temperatures": temps},
-                    {"rows_per_req": Q, "write_probas": not greedy_all})
-        coins = torch.rand((B, Q), generator=gen, dtype=torch.float32).numpy()
-        final_coins = torch.rand((B,), generator=gen, dtype=torch.float32).numpy()
-        k6 = self.k("reject_sample", "K6_reject_sample",
-                    {"candidates": cand, "retrive_index": retr, "retrive_next_token": nxt,
-                     "retrive_next_sibling": sib, "target_probs": k5["probas"].reshape(B, Q, self.V),
-                     "target_predict": k5["argmax_ids"].reshape(B, Q).astype(I64), "is_greedy": k5["is_greedy"],
-                     "coins": coins, "final_coins": final_coins},
-                    {"threshold_single": p.threshold_single, "threshold_acc": p.threshold_acc, "B": B, "Q": Q,
-                     "S": S, "V": self.V})
-        # host: finish conditions (§8.2 step 6)
-        with self.profile.timed("host_finish"):
-            acc_idx, acc_len, pred = k6["accept_index"], k6["accept_length"], k6["predicts"]
-            finish = np.full(B, -1, I32)
-            for i, b in enumerate(active):
-                have = len(res[b].output_ids)
-                for j in range(int(acc_len[i]) + 1):
-                    tok = int(pred[acc_idx[i, j]])
-                    if have + j + 1 >= max_new or (p.stop_on_eos and tok == self.tokenizer.eos_id):
-                        finish[i] = j
-                        break
-        k7 = self.k("update_verify", "K7_update_verify",
-                    {"accept_index": acc_idx, "accept_length": acc_len, "predicts": pred, "finish_pos": finish,
-                     "seq_lens": seq_lens.astype(I64), "req_pool_indices": pools.astype(I64),
-                     "req_to_token": self.req_to_token, "out_cache_loc": out_cache_loc, "hidden_states": h_np,
-                     "verify_node_ids": node_ids},
-                    {"B": B, "Q": Q, "S": S, "H": H, "S_max": self.S_max})
-        with self.profile.timed("host_commit"):
-            self.req_to_token = k7["req_to_token"]
-            n_acc = int(k7["accept_indptr"][B])
-            self.slots.release(k7["free_slots"][: B * Q - n_acc])
-            ind = k7["accept_indptr"]
-            committed = [k7["verified_id"][ind[i]: ind[i + 1]].astype(int).tolist() for i in range(B)]
-            U = int(k7["unfinished_count"][0])
-            unf = k7["unfinished_index"][:U].astype(I64)
-        out = {"committed": committed, "accept_untrunc": (acc_len.astype(int) + 1).tolist(),
-               "active": np.asarray(active)[unf], "seq_lens": k7["next_seq_lens"][:U].astype(I64),
-               "pools": k7["next_req_pool_indices"][:U].astype(I64),
-               "roots": k7["next_root_token"][:U].astype(I64), "root_g": None, "root_logits": None}
-        if U == 0:
-            return out
-        # draft extend on the accepted tokens (§8.2 step 8): inputs (next_verified_id, next_hidden)
-        with self.profile.timed("draft_extend"):
-            nind = k7["next_indptr"][: U + 1].astype(I64)
-            n_unf = int(nind[U])
-            npos = k7["next_positions"][:n_unf].astype(I64)
-            prefix, new, offs = [], [], []
-            for u in range(U):
-                pool = int(out["pools"][u])
-                L0 = int(seq_lens[unf[u]])
-                rows = npos[nind[u]: nind[u + 1]]
-                prefix.append(self.req_to_token[pool, :L0].astype(I64))
-                new.append(self.req_to_token[pool, rows].astype(I64))
-                offs.append(int(nind[u]))
-            meta = causal_meta(prefix, new, offs, self.device)
-            g, dlog = self.draft.forward_cached(
-                self._t(k7["next_verified_id"][:n_unf].astype(I64)), self._t(k7["next_hidden"][:n_unf]),
-                self._t(npos), self._t(np.concatenate(new)), meta, self.dcache)
-            last = self._t(nind[1:] - 1)
-            out["root_g"], out["root_logits"] = g[last], dlog[last]
-        return out
-
-    # -- baseline ---------------------------------------------------------------------------
+    @torch.no_grad()
     def generate_target_only(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
-        """Greedy decoding of the target alone (one token per step), same model code and cache."""
-        B = len(prompts)
-        self._setup(B, max(len(x) for x in prompts), max_new_tokens)
-        lens = [len(x) for x in prompts]
-        slots = [self.slots.alloc(n) for n in lens]
-        for b in range(B):
-            self.req_to_token[b, : lens[b]] = slots[b]
-        ids = torch.tensor(np.concatenate([np.asarray(x, I64) for x in prompts]), device=self.device)
-        pos = torch.tensor(np.concatenate([np.arange(n) for n in lens]), device=self.device)
-        offs = np.concatenate([[0], np.cumsum(lens)[:-1]]).tolist()
-        meta = causal_meta([np.zeros(0, I64)] * B, slots, offs, self.device)
-        _, logits = self.target.forward_cached(ids, pos, torch.tensor(np.concatenate(slots), device=self.device),
-                                               meta, self.tcache)
-        nxt = logits[torch.tensor(np.cumsum(lens) - 1, device=self.device)].float().argmax(-1).cpu().numpy()
-        outs = [[int(t)] for t in nxt]
-        L = np.asarray(lens)
+        """Greedy decoding of the target alone, one token per forward, on the same model code and
+        cache layout (the losslessness baseline of greedy speculative decoding)."""
+        B, P = len(prompts), max(len(x) for x in prompts)
+        self.prepare(B, P, max_new_tokens, [0.0])
+        dev, S_max = self.device, self.shape.S_max
+        ids = torch.zeros(B, P, dtype=torch.int64)
+        for b, x in enumerate(prompts):
+            ids[b, : len(x)] = torch.as_tensor(x)
+        lens = torch.as_tensor([len(x) for x in prompts], device=dev)
+        cols = torch.arange(S_max, device=dev).view(1, 1, -1)
+        pos = torch.arange(P, device=dev).unsqueeze(0).expand(B, P)
+        mask = (cols <= pos.unsqueeze(-1)) & (cols < lens.view(B, 1, 1))
+        _, logits = self.target.forward(ids.to(dev), pos, self.tcache, pos, mask, logits_rows=(lens - 1).view(B, 1))
+        nxt = logits.float().argmax(-1)
+        outs = [[t] for t in nxt.tolist()]
+        L = lens.clone()
         for _ in range(max_new_tokens - 1):
-            s = self.slots.alloc(B)
-            prefix = [self.req_to_token[b, : L[b]].astype(I64) for b in range(B)]
-            for b in range(B):
-                self.req_to_token[b, L[b]] = s[b]
-            meta = causal_meta(prefix, [s[b: b + 1] for b in range(B)], list(range(B)), self.device)
-            _, logits = self.target.forward_cached(torch.tensor(nxt, device=self.device),
-                                                   torch.tensor(L, device=self.device),
-                                                   torch.tensor(s, device=self.device), meta, self.tcache)
-            nxt = logits.float().argmax(-1).cpu().numpy()
-            L = L + 1
-            for b in range(B):
-                outs[b].append(int(nxt[b]))
+            p = L.view(B, 1)
+            _, logits = self.target.forward(nxt.view(B, 1), p, self.tcache, p, cols <= p.view(B, 1, 1))
+            nxt = logits.float().argmax(-1)
+            L += 1
+            for b, t in enumerate(nxt.tolist()):
+                outs[b].append(t)
         return outs
 
 
-def default_model_dirs() -> tuple[Path, Path]:
-    root = Path(__file__).resolve().parents[3]
-    return root / "models" / "default" / "target", root / "models" / "default" / "draft"
+__all__ = ["DeviceEngine", "Profile", "RequestResult", "Shape", "make_backend"]

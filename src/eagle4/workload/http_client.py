@@ -413,7 +413,7 @@ def stream_one(client: httpx.Client, url: str, kind: str, ids: list[int], max_to
 
 def run_batch(client: httpx.Client, url: str, kind: str, prompts: list[list[int]], max_tokens: int, *, model: str,
               temperatures: list[float], timeouts: Timeouts) -> list[HttpRequestResult]:
-    """``len(prompts)`` concurrent streaming requests (temperatures cycled over them, as the local engine
+    """``len(prompts)`` concurrent streaming requests (temperatures cycled over them, as the engine
     does); returns when all finished or timed out."""
     results: list[HttpRequestResult | None] = [None] * len(prompts)
 

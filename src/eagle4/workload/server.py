@@ -1,4 +1,4 @@
-"""A streaming server around the local engine (FastAPI on uvicorn, the stack vLLM and sglang serve
+"""A streaming server around the engine (FastAPI on uvicorn, the stack vLLM and sglang serve
 through) that speaks the two serving dialects real benchmark clients call, so clients are tested
 against real HTTP, real streaming and real speculative decoding. ``EngineServer(engine,
 dialect="vllm" | "sglang")``.
@@ -534,7 +534,7 @@ class EngineServer:
         self.spec = spec_config_of(engine, advertise)
         root = getattr(engine, "paths", (MODEL_NAME,))[0]
         self.app = build_app(self.worker, engine.tokenizer, dialect, self.spec,
-                             engine.target.config.max_position_embeddings, model_root=str(root),
+                             engine.max_model_len, model_root=str(root),
                              max_body_bytes=max_body_bytes, read_timeout_s=read_timeout_s)
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -577,9 +577,9 @@ class EngineServer:
 
 
 def serve_forever(contract, backend="ref", host="127.0.0.1", port=0, device="cpu", dialect="vllm"):
-    from eagle4.workload.engine import LocalEngine
+    from eagle4.workload.engine import DeviceEngine
 
-    eng = LocalEngine.from_contract(contract, backend, device=device)
+    eng = DeviceEngine(contract, backend, device=device)
     srv = EngineServer(eng, host, port, dialect=dialect).start()
     print(f"serving {MODEL_NAME} on {srv.url} ({dialect} dialect; Ctrl-C stops)", flush=True)
     try:

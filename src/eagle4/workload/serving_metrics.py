@@ -5,7 +5,7 @@
   its ITL is the gap since the request's previous chunk (never the gap divided among its tokens);
 * TPOT: (last token time - first token time) / (output tokens - 1), per finished request;
 * tokens/s of a run: output tokens committed in the measured window / window length;
-* goodput (``goodput``; ``device_runner.summarize`` applies the same rule to CSV rows): finished requests per second (and their tokens per second) meeting the contract's SLO
+* goodput (``goodput``; ``runner.summarize_serving`` applies the same rule to CSV rows): finished requests per second (and their tokens per second) meeting the contract's SLO
   (TTFT <= slo.ttft_ms and TPOT <= slo.tpot_ms);
 * p50/p99 by ``numpy.percentile`` over every sample of a point (all runs pooled), valid only with
   >= measurement.min_samples samples.
@@ -59,7 +59,7 @@ pct = stats.percentile
 
 class TokenTimes:
     """TTFT, end-to-end time and per-token ITL of one request from its ``token_times`` (seconds since
-    the request started, one per output token): one definition for the local engine and the HTTP client."""
+    the request started, one per output token): one definition for the engine and the HTTP client."""
 
     token_times: list[float]
 

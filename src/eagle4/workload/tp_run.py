@@ -8,7 +8,7 @@ Workers (one process per rank; ``torchrun`` or :mod:`eagle4.workload.tp_launch` 
 
 ``check`` runs a fixed generation and saves each rank's committed tokens and kernel outputs (what the
 TP equivalence test compares against TP=1); ``point`` is one measured process of the serving bench
-(:func:`eagle4.workload.device_runner.run_once`, rank 0 writes the result). The bench::
+(:func:`eagle4.workload.runner.run_serving_once`, rank 0 writes the result). The bench::
 
     python -m eagle4.workload.tp_run bench --contract contracts/deployment-70b.toml --tp 4 --out reports/...
 
@@ -88,11 +88,7 @@ def check(contract, *, batch: int, steps: int, seed: int = 0, device: str = "cpu
     import torch
 
     from eagle4.models.tensor_parallel import for_contract
-
-    try:  # the device engine is moving into eagle4.workload.engine
-        from eagle4.workload.engine import DeviceEngine
-    except ImportError:
-        from eagle4.workload.device_engine import DeviceEngine
+    from eagle4.workload.engine import DeviceEngine
 
     dev = _device(device)
     eng = DeviceEngine(contract, backend, device=dev, tp=for_contract(contract, dev))
@@ -148,9 +144,9 @@ def _worker(argv) -> int:
         sys.stdout.write(line + "\n")  # one write: the ranks share torchrun's stdout
         sys.stdout.flush()
         return 0
-    from eagle4.workload.device_runner import run_once
+    from eagle4.workload.runner import run_serving_once
 
-    res = run_once(c, a.point, a.run_index, backend=backend, device=_device(a.device), duration_s=a.duration,
+    res = run_serving_once(c, a.point, a.run_index, backend=backend, device=_device(a.device), duration_s=a.duration,
                    commit=a.commit, core=1 + local, runs_total=a.runs_total)
     if rank == 0:
         from eagle4.report import atomic
@@ -165,7 +161,13 @@ def bench(contract_path, out_dir, *, tp=None, points=None, runs=None, duration_s
     from eagle4.contract import load_contract
     from eagle4.report.atomic import write_text
     from eagle4.vcs import git_commit
-    from eagle4.workload.device_runner import _environment, _write_csv, finished_share, render, summarize
+    from eagle4.workload.runner import (
+        _environment,
+        _write_rows,
+        finished_share,
+        render_serving,
+        summarize_serving,
+    )
     from eagle4.workload.tp_launch import launch
 
     c = with_tp(load_contract(contract_path), tp)
@@ -197,12 +199,12 @@ def bench(contract_path, out_dir, *, tp=None, points=None, runs=None, duration_s
                             "per_position": json.dumps(res["accept"]["per_position"]), "provenance": r["provenance"]})
             log(f"tp={n} {p} run {i}: {r['tokens_per_s']:.1f} tok/s, step {r['step_s_median'] * 1e3:.2f} ms, "
                 f"floor {r['floor_step_s'] * 1e3:.2f} ms")
-        _write_csv(out / f"{prefix}_runs.csv", [{"contract_sha256": c.sha256, **r} for r in all_runs])
-        _write_csv(out / f"{prefix}_raw.csv", [{"contract_sha256": c.sha256, "commit": commit, **r} for r in all_reqs])
-        _write_csv(out / f"{prefix}_accept.csv", [{"contract_sha256": c.sha256, **r} for r in accepts])
-        stats = summarize(c, all_runs, all_reqs)
-        _write_csv(out / f"{prefix}_points.csv", stats)
-        write_text(out / f"{prefix}_summary.md", render(c, stats))
+        _write_rows(out / f"{prefix}_runs.csv", [{"contract_sha256": c.sha256, **r} for r in all_runs])
+        _write_rows(out / f"{prefix}_raw.csv", [{"contract_sha256": c.sha256, "commit": commit, **r} for r in all_reqs])
+        _write_rows(out / f"{prefix}_accept.csv", [{"contract_sha256": c.sha256, **r} for r in accepts])
+        stats = summarize_serving(c, all_runs, all_reqs)
+        _write_rows(out / f"{prefix}_points.csv", stats)
+        write_text(out / f"{prefix}_summary.md", render_serving(c, stats))
     manifest = {"contract": str(contract_path), "contract_sha256": c.sha256, "commit": commit, "tp": n,
                 "launcher": "eagle4.workload.tp_launch (torchrun's environment; NCCL_NVLS_ENABLE=0)",
                 "runs_per_point": runs_n, "duration_override_s": duration_s, "device": all_runs[0]["device"],

@@ -1,4 +1,4 @@
-"""The fused FPGA draft pipeline's approximations, applied to the local engine's draft model, and the
+"""The fused FPGA draft pipeline's approximations, applied to the engine's draft model, and the
 measurement of their effect on the mean acceptance length (gate ``approximation_acceptance_impact``).
 
 The fused design (``hls/fused/draft_pipeline``, contract ``[fpga.fused]``) differs from the exact draft

@@ -1,5 +1,5 @@
 """Which approximations a configuration applies (exact, hot vocabulary, int8 transport, both, the int4 LM
-head alone and with the hot vocabulary and the int8 drafter; the contract's ``[fpga.fused]``), and applying one to a local engine's draft model in place."""
+head alone and with the hot vocabulary and the int8 drafter; the contract's ``[fpga.fused]``), and applying one to the engine's draft model in place."""
 
 from __future__ import annotations
 
@@ -67,16 +67,19 @@ def apply_approximations(engine, config: ApproxConfig, hot: HotVocab | None = No
     """Turn ``engine``'s draft model into ``config``'s approximated form, in place (use a fresh engine
     per configuration). The target model and the engine code are untouched."""
     a = Applied(config)
+    draft = engine.draft_model
+    if draft is None:
+        raise ValueError(f"{config.name}: approximations edit a trained draft; a dummy-loaded pair has none")
     if config.hot_vocab:
         if hot is None:
             raise ValueError(f"{config.name}: the hot-vocabulary approximation needs a hot table")
-        restrict_lm_head(engine.draft, hot.token_ids)
+        restrict_lm_head(draft, hot.token_ids)
         engine.backend = a.backend = HotTokenBackend(engine.backend, hot.token_ids)
         a.hot = hot
     if config.int8_lm_head:
-        a.quant_errs += quantize_lm_head_(engine.draft)
+        a.quant_errs += quantize_lm_head_(draft)
     if config.int4_lm_head:
-        a.quant_errs += quantize_lm_head_int4_(engine.draft)
+        a.quant_errs += quantize_lm_head_int4_(draft)
     if config.int8_drafter:
-        a.quant_errs += quantize_drafter_(engine.draft)
+        a.quant_errs += quantize_drafter_(draft)
     return a

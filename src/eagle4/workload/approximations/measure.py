@@ -57,7 +57,7 @@ def measure(contract, *, configs: list[ApproxConfig] | None = None, n_prompts: i
     not change anything on this model and the gate refuses the measurement."""
     import time
 
-    from eagle4.workload.engine import LocalEngine
+    from eagle4.workload.engine import DeviceEngine
 
     configs = list(configs or CONFIGS)
     if configs[0] != EXACT:
@@ -72,12 +72,11 @@ def measure(contract, *, configs: list[ApproxConfig] | None = None, n_prompts: i
     _, ratio = contract_hot_vocab_size(contract, 1 << 30)
 
     def fresh():
-        return LocalEngine.from_contract(contract, backend, device=device,
-                                         backend_options={"device": device} if backend == "ref" else None)
+        return DeviceEngine(contract, backend, device=device)
 
     eng0 = fresh()
     ids = eng0.encode_prompts([p["text"] for p in prompts], contract.prompts.prompt_tokens)
-    V = eng0.draft.config.vocab_size
+    V = eng0.draft_model.config.vocab_size
     hot = default_hot_vocab(contract, eng0.tokenizer, V, source=hot_source)
     greedy_req = [i for i in range(len(ids)) if temps[i % len(temps)] < 1e-6]
     target_out = (dict(zip(greedy_req, eng0.generate_target_only([ids[i] for i in greedy_req], n_out), strict=True))
