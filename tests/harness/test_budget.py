@@ -296,8 +296,8 @@ def test_unfused_chain_counts_equal_the_hls_kernels():
         assert mine == want, f"{k}: unfused chain {mine} vs hls/{k} kernels {want}"
 
 
-def test_h100_graph_steps_are_the_contracts_rows(tmp_path):
-    """The design report's H100 column: the graph-mode step of the same contract and batch, and the regions the
+def test_gpu_graph_steps_are_the_contracts_rows(tmp_path):
+    """The design report's GPU column: the graph-mode step of the same contract and batch, and the regions the
     fused designs replace (K1-K7 + sort_topk) summed; other contracts' rows and kernel rows are ignored."""
     import csv
 
@@ -310,11 +310,11 @@ def test_h100_graph_steps_are_the_contracts_rows(tmp_path):
             ("a" * 64, "H100", 1, "kernel", "K1", 9.0, 0.02, "measured"),
             ("b" * 64, "H100", 1, "region", "K1", 9.0, 9.0, "measured")]
     (tmp_path / "empty").mkdir()
-    with open(tmp_path / dr.H100_HOTSPOTS, "w", newline="") as fh:
+    with open(tmp_path / "h100_e2e_hotspots.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         w.writerows(rows)
-    got = dr.h100_graph_steps("a" * 64, [tmp_path / "empty", tmp_path])
+    got = dr.gpu_graph_steps("a" * 64, [tmp_path / "empty", tmp_path])
     assert list(got) == [1] and got[1]["step_us"] == pytest.approx(2e4) and got[1]["k_us"] == pytest.approx(300.0)
     assert "H100" in got[1]["provenance"]
-    assert dr.h100_graph_steps("c" * 64, [tmp_path]) == {}
+    assert dr.gpu_graph_steps("c" * 64, [tmp_path]) == {}

@@ -40,8 +40,8 @@ def run_budget(contract, reports_dir="reports", *, root=None, progress=None):
         dirs = [reports, records.baseline_dir(contract)]
     except ContractError:
         dirs = [reports]
-    h100 = design_report.h100_graph_steps(res.trace.contract_sha256, dirs)
-    text = design_report.render(res, rows, storage, pair, h100)
+    gpu = design_report.gpu_graph_steps(res.trace.contract_sha256, dirs)
+    text = design_report.render(res, rows, storage, pair, gpu)
     design_report.write(reports / "fusion_design_v1.md", text)
     return res, rows
 

@@ -16,7 +16,7 @@ def _mib(x: float) -> str:
     return f"{x / 2**20:.3f}"
 
 
-def render(res, rows: list[dict], storage: list, pair, h100: dict[int, dict] | None = None) -> str:
+def render(res, rows: list[dict], storage: list, pair, gpu: dict[int, dict] | None = None) -> str:
     from eagle4.budget import bytes as bb
     from eagle4.budget import onchip
 
@@ -88,28 +88,30 @@ def render(res, rows: list[dict], storage: list, pair, h100: dict[int, dict] | N
         c = float(r["C_total"])
         L.append(f"| {r['stage']} | {r['batch']} | {c:.3g} | {c / f.fclk_public_estimate_mhz:.4g} | "
                  f"{c / f.fclk_target_mhz:.4g} | {r['bound']} | {r['provenance']} |")
-    L += ["", "### Beside the H100 (graph mode, same contract and batch)", ""]
-    if not h100:
-        L += [f"No H100 graph-mode step of this contract (`{t.contract_sha256[:12]}`) in `{H100_HOTSPOTS}`: "
-              "the comparison is made on the contract those rows were measured on (`eagle4 budget --contract "
-              "contracts/deployment-8b.toml --reports reports/deployment-8b`).", ""]
+    L += ["", "### Beside the GPU baseline (graph mode, same contract and batch)", ""]
+    if not gpu:
+        L += [f"No GPU graph-mode step of this contract (`{t.contract_sha256[:12]}`) in a `{GPU_HOTSPOTS}` of "
+              "its baseline record: the comparison is made on the contract those rows were measured on (`eagle4 "
+              "budget --contract contracts/deployment-8b.toml --reports reports/deployment-8b`).", ""]
     else:
-        L += ["FPGA: the fused draft step (LM head included) and verify step of the model above. H100: the "
-              f"measured step of `{H100_HOTSPOTS}` (torch profiler over CUDA-graph replays of one speculative step): "
+        first = next(iter(gpu.values()))
+        L += [f"FPGA: the fused draft step (LM head included) and verify step of the model above. GPU ({first['device']}): "
+              f"the measured step of `{first['file']}` (torch profiler over CUDA-graph replays of one "
+              "speculative step): "
               "the kernels the fused designs replace (regions K1-K7 + `sort_topk`; its draft LM head runs inside its "
               "`gemm` region and is not separable in these rows), and the whole step (target and drafter forwards "
               "included, which the FPGA designs do not run). The ratio is like for like: the FPGA's K1-K7 stages "
-              "(its draft LM head left out, as the H100's is) against the H100's K1-K7 + top-K. What the offload "
+              "(its draft LM head left out, as the GPU's is) against the GPU's K1-K7 + top-K. What the offload "
               "gives the system (the GPU's drafter and verify, PCIe, micro-batch overlap) is "
               "`fpga_system_offload.md` (`eagle4 workload compare-fpga`).", "",
               "| batch | FPGA draft + verify @107.9 MHz (us) | @300 MHz (us) | of which draft LM head @300 MHz (us) | "
-              "H100 K1-K7 + top-K (us) | H100 whole step (us) | FPGA@300 without LM head / H100 K1-K7+top-K | "
-              "H100 provenance |",
+              "GPU K1-K7 + top-K (us) | GPU whole step (us) | FPGA@300 without LM head / GPU K1-K7+top-K | "
+              "GPU provenance |",
               "|---|---|---|---|---|---|---|---|"]
         for b in sorted({int(r["batch"]) for r in fused}):
             mine = {r["stage"]: float(r["C_total"]) for r in fused if int(r["batch"]) == b}
             c = sum(mine.values())
-            hm = h100.get(b)
+            hm = gpu.get(b)
             if hm is None:
                 L.append(f"| {b} | {c / f.fclk_public_estimate_mhz:.4g} | {c / f.fclk_target_mhz:.4g} | "
                          f"{mine.get('draft_lm_head', 0.0) / f.fclk_target_mhz:.4g} | none at this batch | | | |")
@@ -123,8 +125,8 @@ def render(res, rows: list[dict], storage: list, pair, h100: dict[int, dict] | N
     return "\n".join(L) + "\n"
 
 
-H100_HOTSPOTS = "h100_e2e_hotspots.csv"
-H100_REPLACED_REGIONS = ("K1", "K2", "K3", "K4", "K5", "K6", "K7", "sort_topk")
+GPU_HOTSPOTS = "*e2e*_hotspots.csv"  # the e2e bench's WP2 rows (h100_e2e_hotspots.csv, h200_e2e_partial_...)
+GPU_REPLACED_REGIONS = ("K1", "K2", "K3", "K4", "K5", "K6", "K7", "sort_topk")
 LM_HEAD_STAGE = "draft_lm_head"
 
 
@@ -134,28 +136,26 @@ def like_for_like_ratio(stage_cycles: dict[str, float], fclk_mhz: float, gpu_k_u
     return sum(c for s, c in stage_cycles.items() if s != LM_HEAD_STAGE) / fclk_mhz / gpu_k_us
 
 
-def h100_graph_steps(sha: str, reports_dirs) -> dict[int, dict]:
-    """{batch: {step_us, k_us, provenance}} of the H100 graph-mode step rows of this contract (the first of
-    ``reports_dirs`` whose h100_e2e_hotspots.csv has them): the whole step, and the regions the fused
+def gpu_graph_steps(sha: str, reports_dirs) -> dict[int, dict]:
+    """{batch: {step_us, k_us, provenance, device, file}} of the GPU graph-mode step rows of this contract (the
+    first of ``reports_dirs`` whose ``GPU_HOTSPOTS`` file has them): the whole step, and the regions the fused
     designs replace."""
     import csv
 
     for d in reports_dirs:
-        p = Path(d) / H100_HOTSPOTS
-        if not p.is_file():
-            continue
-        out: dict[int, dict] = {}
-        with open(p, newline="") as fh:
-            for r in csv.DictReader(fh):
-                if r.get("contract_sha256") != sha or r.get("kind") != "region":
-                    continue
-                b = int(r["batch"])
-                e = out.setdefault(b, {"step_us": float(r["step_s"]) * 1e6, "k_us": 0.0,
-                                       "provenance": f"{r.get('provenance')} on {r.get('device')}"})
-                if r["name"] in H100_REPLACED_REGIONS:
-                    e["k_us"] += float(r["seconds_per_step"]) * 1e6
-        if out:
-            return out
+        for p in sorted(Path(d).glob(GPU_HOTSPOTS)):
+            out: dict[int, dict] = {}
+            with open(p, newline="") as fh:
+                for r in csv.DictReader(fh):
+                    if r.get("contract_sha256") != sha or r.get("kind") != "region":
+                        continue
+                    b = int(r["batch"])
+                    e = out.setdefault(b, {"step_us": float(r["step_s"]) * 1e6, "k_us": 0.0, "device": r.get("device"),
+                                           "file": p.name, "provenance": f"{r.get('provenance')} on {r.get('device')}"})
+                    if r["name"] in GPU_REPLACED_REGIONS:
+                        e["k_us"] += float(r["seconds_per_step"]) * 1e6
+            if out:
+                return out
     return {}
 
 
