@@ -19,7 +19,9 @@ models; the CPU default contract).
 On CUDA with a graph-safe backend each step is captured once per shape (batch, prompt and output
 length) as a CUDA graph and replayed; the only device-to-host copy of a step is ``out [B, 2 + S]``
 (tokens committed, trace length, the committed ids, for streaming). Elsewhere the same functions run
-eagerly. Backends without a device-tensor interface (csim, xrt, dump) are called through
+eagerly. The dummy models' step forwards run their layer parts through ``torch.compile`` on CUDA
+(``fused``, ``eagle4.models.dummy.part``; prefill stays eager); attention is PyTorch SDPA over each
+request's cache in place, with K4's mask as one additive bias per forward. Backends without a device-tensor interface (csim, xrt, dump) are called through
 ``eagle4.backends.host_call`` (host copies per kernel call).
 
 Kernels are called through the backend's device-tensor interface (``Backend.call``). Output buffers
