@@ -14,9 +14,7 @@ import torch
 from torch import nn
 
 from eagle4.models.llama import (
-    AttnMeta,
     DecoderLayer,
-    KVCache,
     LlamaConfig,
     LlamaModel,
     RMSNorm,
@@ -35,12 +33,6 @@ class EagleDraft(nn.Module):
         self.norm = RMSNorm(H, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(H, cfg.vocab_size, bias=False)
 
-    def new_cache(self, num_slots: int, device=None, dtype=None) -> KVCache:
-        p = next(self.parameters())
-        c = self.config
-        return KVCache(c.num_hidden_layers, num_slots, c.num_key_value_heads, c.head_dim,
-                       dtype or p.dtype, device or p.device)
-
     def logits(self, g):
         return self.lm_head(self.norm(g))
 
@@ -50,13 +42,6 @@ class EagleDraft(nn.Module):
         x = self.fc(torch.cat([self.embed_tokens(ids), feats], dim=-1))
         for layer in self.layers:
             x = layer.forward_train(x, pos)
-        return x, self.logits(x)
-
-    @torch.no_grad()
-    def forward_cached(self, ids, feats, positions, write_slots, meta: AttnMeta, cache: KVCache):
-        x = self.fc(torch.cat([self.embed_tokens(ids), feats.to(self.fc.weight.dtype)], dim=-1))
-        for i, layer in enumerate(self.layers):
-            x = layer.forward_cached(x, positions, write_slots, meta, cache, i)
         return x, self.logits(x)
 
 

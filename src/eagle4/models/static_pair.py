@@ -3,9 +3,9 @@ by ``load_target``/``load_draft``) behind the static-shape interface of ``eagle4
 device engine runs a trained pair with the same code as the deployment shape: contiguous per-request
 caches ``[B, nkv, S_max, hd]``, K/V written at ``write_pos [B, T]``, a dense ``[B, T, S_max]`` mask.
 
-The layers' own projections, RoPE, norms and MLPs are used; only the attention reads the dense
-cache (same arithmetic as ``Attention.forward_cached``: scores in the model dtype, -inf outside the
-mask, softmax)."""
+The layers' own projections, RoPE, norms and MLPs are used; only the attention is done here, over
+the dense cache: scores in the model dtype, -inf outside the mask, softmax (a padding row that sees
+nothing gets zeros)."""
 
 from __future__ import annotations
 
