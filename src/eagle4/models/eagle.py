@@ -18,7 +18,7 @@ from eagle4.models.llama import (
     LlamaConfig,
     LlamaModel,
     RMSNorm,
-    read_safetensors_dir,
+    read_model_dir,
 )
 
 
@@ -47,12 +47,8 @@ class EagleDraft(nn.Module):
 
 def load_draft(model_dir: str | Path, target: LlamaModel | None = None, *, dtype=torch.float32,
                device="cpu") -> EagleDraft:
-    d = Path(model_dir)
-    if not (d / "config.json").exists():
-        raise FileNotFoundError(f"{d}/config.json not found (draft model directory)")
-    cfg = LlamaConfig.from_json(d / "config.json")
+    d, cfg, state = read_model_dir(model_dir, "draft model directory")
     model = EagleDraft(cfg)
-    state = read_safetensors_dir(d)
     state = {k.removeprefix("model."): v for k, v in state.items()}
     if target is not None:
         shared = {"embed_tokens.weight": target.model.embed_tokens.weight,

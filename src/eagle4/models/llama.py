@@ -270,13 +270,18 @@ def read_safetensors_dir(model_dir: str | Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def load_target(model_dir: str | Path, *, dtype=torch.float32, device="cpu") -> LlamaModel:
+def read_model_dir(model_dir: str | Path, what: str) -> tuple[Path, LlamaConfig, dict[str, torch.Tensor]]:
+    """A local model directory's ``config.json`` and weights; ``what`` names the directory in the
+    error when ``config.json`` is missing."""
     d = Path(model_dir)
     if not (d / "config.json").exists():
-        raise FileNotFoundError(f"{d}/config.json not found (target model directory, HF Llama layout)")
-    cfg = LlamaConfig.from_json(d / "config.json")
+        raise FileNotFoundError(f"{d}/config.json not found ({what})")
+    return d, LlamaConfig.from_json(d / "config.json"), read_safetensors_dir(d)
+
+
+def load_target(model_dir: str | Path, *, dtype=torch.float32, device="cpu") -> LlamaModel:
+    d, cfg, state = read_model_dir(model_dir, "target model directory, HF Llama layout")
     model = LlamaModel(cfg)
-    state = read_safetensors_dir(d)
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     missing, unexpected = model.load_state_dict(state, strict=False)
