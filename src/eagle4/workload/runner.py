@@ -48,7 +48,6 @@ from pathlib import Path
 
 import numpy as np
 
-from eagle4 import stats
 from eagle4.report import atomic
 from eagle4.stats import cov_or_nan
 from eagle4.validity import RunRule, summarize_runs
@@ -68,10 +67,6 @@ ACCEPT_FIELDS = ["contract_sha256", "point", "batch", "run_index", "request_inde
                  "tokens_committed", "provenance"]
 PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "kind", "seconds", "calls",
                   "share_of_step", "step_seconds", "steps"]
-
-
-def _pct(x, q) -> float:
-    return stats.percentile(x, q)
 
 
 def make_engine(contract, backend: str, device: str):
@@ -128,7 +123,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
             "batch": point.batch, "run_index": run_index, "seed": seed, "iteration": it, "request_index": i,
             "prompt_id": sel[i].get("id", str(i)), "prompt_tokens": len(r.prompt_ids), "output_tokens": n,
             "ttft_s": r.ttft, "itl_mean_s": float(np.mean(itl)) if itl else float("nan"),
-            "itl_p50_s": _pct(itl, 50), "itl_p99_s": _pct(itl, 99),
+            "itl_p50_s": pct(itl, 50), "itl_p99_s": pct(itl, 99),
             "tpot_s": (r.e2e - r.ttft) / (n - 1) if n > 1 else float("nan"), "e2e_s": r.e2e,
             "tokens_per_s": n / r.e2e if r.e2e > 0 else float("nan"),
             "acceptance_length": r.mean_acceptance, "verify_steps": len(r.accept_lengths),
@@ -195,8 +190,8 @@ def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max
             regions.setdefault(r["region"], []).append(float(r["seconds"]))
         hot = sorted(((k, sum(v) / step_total) for k, v in regions.items()), key=lambda kv: -kv[1])
         out.append({"point": p, "batch": int(ru[0]["batch"]), "runs": len(ru),
-                    "ttft_p50_s": _pct(ttft, 50), "ttft_p99_s": _pct(ttft, 99),
-                    "itl_p50_s": _pct(itl, 50), "itl_p99_s": _pct(itl, 99),
+                    "ttft_p50_s": pct(ttft, 50), "ttft_p99_s": pct(ttft, 99),
+                    "itl_p50_s": pct(itl, 50), "itl_p99_s": pct(itl, 99),
                     "tokens_per_s_mean": float(tps.mean()), "tokens_per_s_median": valid.median,
                     "tokens_per_s_cov": valid.cov, "cov_ok": valid.cov_ok, "valid": valid.valid,
                     "invalid_reasons": valid.reasons,
