@@ -18,6 +18,7 @@ from eagle4.models.llama import (
     LlamaConfig,
     LlamaModel,
     RMSNorm,
+    load_weights,
     read_model_dir,
 )
 
@@ -59,8 +60,4 @@ def load_draft(model_dir: str | Path, target: LlamaModel | None = None, *, dtype
         # EAGLE-1 checkpoints drop the first layer's input_layernorm (the fc output feeds attention directly)
         if f"layers.{i}.input_layernorm.weight" not in state and i == 0:
             layer.input_layernorm = nn.Identity()
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise ValueError(f"{d}: draft weights do not match the EAGLE layout: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")
-    return model.to(device=device, dtype=dtype).eval()
+    return load_weights(model, state, d, "draft weights do not match the EAGLE layout", dtype=dtype, device=device)

@@ -279,15 +279,24 @@ def read_model_dir(model_dir: str | Path, what: str) -> tuple[Path, LlamaConfig,
     return d, LlamaConfig.from_json(d / "config.json"), read_safetensors_dir(d)
 
 
+def load_weights(model: nn.Module, state: dict[str, torch.Tensor], d: Path, what: str, *, dtype, device,
+                 missing_ok: frozenset[str] = frozenset(), unexpected_ok=lambda name: False) -> nn.Module:
+    """``state`` into ``model``, then cast, moved and in eval mode; a weight the model lacks or does
+    not know (other than those ``missing_ok`` / ``unexpected_ok`` allow) is an error naming ``d`` and
+    ``what`` ("weights do not match the Llama layout")."""
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [m for m in missing if m not in missing_ok]
+    unexpected = [u for u in unexpected if not unexpected_ok(u)]
+    if missing or unexpected:
+        raise ValueError(f"{d}: {what}: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    return model.to(device=device, dtype=dtype).eval()
+
+
 def load_target(model_dir: str | Path, *, dtype=torch.float32, device="cpu") -> LlamaModel:
     d, cfg, state = read_model_dir(model_dir, "target model directory, HF Llama layout")
     model = LlamaModel(cfg)
-    if cfg.tie_word_embeddings:
-        state.pop("lm_head.weight", None)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [m for m in missing if not (cfg.tie_word_embeddings and m == "lm_head.weight")]
-    unexpected = [u for u in unexpected if "rotary_emb" not in u]
-    if missing or unexpected:
-        raise ValueError(f"{d}: weights do not match the Llama layout: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")
-    return model.to(device=device, dtype=dtype).eval()
+    tied = frozenset({"lm_head.weight"}) if cfg.tie_word_embeddings else frozenset()
+    for k in tied:
+        state.pop(k, None)
+    return load_weights(model, state, d, "weights do not match the Llama layout", dtype=dtype, device=device,
+                        missing_ok=tied, unexpected_ok=lambda name: "rotary_emb" in name)
