@@ -7,6 +7,7 @@ token for token, on the default prompts (temperature 0)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,7 +15,6 @@ import torch
 
 from eagle4.backends import Backend, get_backend
 from eagle4.contract import Decode, load_contract
-from eagle4.models.llama import meta_from_tree_mask
 from eagle4.models.tokenizer import load_tokenizer
 from eagle4.workload.engine import DeviceEngine
 
@@ -115,21 +115,28 @@ def test_k4_mask_drives_the_attention(contract):
         "breaking K4's mask did not change the output: the attention is not driven by K4"
 
 
-def test_meta_from_tree_mask_unpacks_segments():
-    # two requests; request 1 has a 1-token prefix; queries are the last 2 tree tokens
+def test_dense_mask_decodes_k4_segments():
+    """K4's packed mask, decoded by the engine, is exactly the visibility K4 describes: the prefix,
+    then the query's ancestors and itself in the tree, nothing past the request's KV length.
+    Layout as in the engine: row b owns cache positions b*S_max.., the tree sits right after the
+    prefix. Two requests (prefix 0 and 1 tokens), T=3 tree tokens, the last Q=2 are queries."""
+    S_max, B, T, Q = 6, 2, 3, 2
+    seq_lens = np.array([0, 1], np.int64)
     k4 = get_backend("ref").run("tree_mask", {
-        "seq_lens": np.array([0, 1], np.int64), "req_pool_indices": np.array([0, 1], np.int64),
-        "req_to_token": np.array([[5, 0, 0], [6, 0, 0]], np.int32),
-        "tree_cache_locs": np.array([[10, 11, 12], [20, 21, 22]], np.int64),
+        "seq_lens": seq_lens, "req_pool_indices": np.arange(B, dtype=np.int64),
+        "req_to_token": np.arange(B * S_max, dtype=np.int32).reshape(B, S_max),
+        "tree_cache_locs": np.arange(B)[:, None] * S_max + seq_lens[:, None] + np.arange(T),
         "tree_parent": np.array([[-1, 0, 0], [-1, 0, 1]], np.int64)},
-        {"S_max": 3, "B": 2, "T": 3, "Q": 2, "write_bool_mask": False})
-    m = meta_from_tree_mask(k4["qo_indptr"], k4["kv_indptr"], k4["kv_indices"], k4["mask_indptr_bytes"],
-                            k4["packed_mask"], "cpu")
-    assert m.kv_slots[0, :3].tolist() == [10, 11, 12]
-    assert m.kv_slots[1, :4].tolist() == [6, 20, 21, 22]
-    assert m.mask[0, :2, :3].int().tolist() == [[1, 1, 0], [1, 0, 1]]
-    assert m.mask[1, :2, :4].int().tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]]
-    assert m.q_rows.tolist() == [[0, 1], [2, 3]]
+        {"S_max": S_max, "B": B, "T": T, "Q": Q, "write_bool_mask": False})
+    eng = SimpleNamespace(shape=SimpleNamespace(B=B, S_max=S_max), device="cpu")
+    dense = DeviceEngine._dense_mask(eng, {k: torch.from_numpy(np.asarray(v)) for k, v in k4.items()}, Q)
+    assert dense.shape == (B, Q, S_max)
+    assert dense.int().tolist() == [
+        [[1, 1, 0, 0, 0, 0],   # node 1 (parent 0): root, itself
+         [1, 0, 1, 0, 0, 0]],  # node 2 (parent 0): root, itself
+        [[1, 1, 1, 0, 0, 0],   # prefix, root, node 1
+         [1, 1, 1, 1, 0, 0]],  # prefix, root, node 1, node 2 (a chain)
+    ]
 
 
 def test_sampling_is_seeded_and_runs(contract, engine):

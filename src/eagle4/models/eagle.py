@@ -14,13 +14,12 @@ import torch
 from torch import nn
 
 from eagle4.models.llama import (
-    AttnMeta,
     DecoderLayer,
-    KVCache,
     LlamaConfig,
     LlamaModel,
     RMSNorm,
-    read_safetensors_dir,
+    load_weights,
+    read_model_dir,
 )
 
 
@@ -35,12 +34,6 @@ class EagleDraft(nn.Module):
         self.norm = RMSNorm(H, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(H, cfg.vocab_size, bias=False)
 
-    def new_cache(self, num_slots: int, device=None, dtype=None) -> KVCache:
-        p = next(self.parameters())
-        c = self.config
-        return KVCache(c.num_hidden_layers, num_slots, c.num_key_value_heads, c.head_dim,
-                       dtype or p.dtype, device or p.device)
-
     def logits(self, g):
         return self.lm_head(self.norm(g))
 
@@ -52,22 +45,11 @@ class EagleDraft(nn.Module):
             x = layer.forward_train(x, pos)
         return x, self.logits(x)
 
-    @torch.no_grad()
-    def forward_cached(self, ids, feats, positions, write_slots, meta: AttnMeta, cache: KVCache):
-        x = self.fc(torch.cat([self.embed_tokens(ids), feats.to(self.fc.weight.dtype)], dim=-1))
-        for i, layer in enumerate(self.layers):
-            x = layer.forward_cached(x, positions, write_slots, meta, cache, i)
-        return x, self.logits(x)
-
 
 def load_draft(model_dir: str | Path, target: LlamaModel | None = None, *, dtype=torch.float32,
                device="cpu") -> EagleDraft:
-    d = Path(model_dir)
-    if not (d / "config.json").exists():
-        raise FileNotFoundError(f"{d}/config.json not found (draft model directory)")
-    cfg = LlamaConfig.from_json(d / "config.json")
+    d, cfg, state = read_model_dir(model_dir, "draft model directory")
     model = EagleDraft(cfg)
-    state = read_safetensors_dir(d)
     state = {k.removeprefix("model."): v for k, v in state.items()}
     if target is not None:
         shared = {"embed_tokens.weight": target.model.embed_tokens.weight,
@@ -78,8 +60,4 @@ def load_draft(model_dir: str | Path, target: LlamaModel | None = None, *, dtype
         # EAGLE-1 checkpoints drop the first layer's input_layernorm (the fc output feeds attention directly)
         if f"layers.{i}.input_layernorm.weight" not in state and i == 0:
             layer.input_layernorm = nn.Identity()
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise ValueError(f"{d}: draft weights do not match the EAGLE layout: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")
-    return model.to(device=device, dtype=dtype).eval()
+    return load_weights(model, state, d, "draft weights do not match the EAGLE layout", dtype=dtype, device=device)

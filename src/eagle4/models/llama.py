@@ -1,11 +1,10 @@
-"""A plain Llama decoder (RMSNorm, RoPE, SwiGLU, GQA) with a slot-addressed (paged, page size 1)
-KV cache. Weight names and ``config.json`` keys follow Hugging Face's ``LlamaForCausalLM`` so a
-real local checkpoint loads unchanged (single ``model.safetensors`` or a sharded index).
+"""A plain Llama decoder (RMSNorm, RoPE, SwiGLU, GQA). Weight names and ``config.json`` keys follow
+Hugging Face's ``LlamaForCausalLM`` so a real local checkpoint loads unchanged (single
+``model.safetensors`` or a sharded index).
 
-Attention is driven by :class:`AttnMeta`: for each request, the list of KV slots it reads and a
-bool mask ``[queries, kv]``. The engine builds it from K4's ``kv_indptr/kv_indices/packed_mask``
-(:func:`meta_from_tree_mask`) for draft and verify steps, and from a causal rule for prefill and
-draft extend (:func:`causal_meta`).
+The model's own forward is ``forward_train`` (plain causal attention, used to train the embedded
+pair); the engine runs the layers through ``eagle4.models.static_pair``, which reads a dense
+per-request cache under K4's mask.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -95,83 +93,6 @@ def apply_rope(x, cos, sin):
     return x * cos.unsqueeze(-2) + rot * sin.unsqueeze(-2)
 
 
-@dataclass
-class AttnMeta:
-    """Dense per-request attention description.
-
-    q_rows  [B, Qm]  rows of the flat token batch (``-1`` = padding);
-    kv_slots [B, Lm] KV-cache slots read by each request (padding: slot 0, masked out);
-    mask    [B, Qm, Lm] bool, True = visible.
-    """
-
-    q_rows: torch.Tensor
-    kv_slots: torch.Tensor
-    mask: torch.Tensor
-
-
-def _pad_stack(rows: list[np.ndarray], fill, dtype) -> np.ndarray:
-    m = max((len(r) for r in rows), default=0)
-    out = np.full((len(rows), max(m, 1)), fill, dtype=dtype)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = r
-    return out
-
-
-def causal_meta(prefix_slots: list[np.ndarray], new_slots: list[np.ndarray], row_offsets: list[int],
-                device) -> AttnMeta:
-    """Prefill / extend: request b has prefix KV ``prefix_slots[b]`` and ``len(new_slots[b])`` new
-    tokens (flat rows ``row_offsets[b]...``) that see the prefix and causally each other."""
-    B = len(new_slots)
-    kv = [np.concatenate([np.asarray(p, np.int64), np.asarray(n, np.int64)]) for p, n in zip(prefix_slots, new_slots, strict=False)]
-    kv_pad = _pad_stack(kv, 0, np.int64)
-    qn = [len(n) for n in new_slots]
-    q_rows = _pad_stack([np.arange(o, o + n) for o, n in zip(row_offsets, qn, strict=False)], -1, np.int64)
-    Qm, Lm = q_rows.shape[1], kv_pad.shape[1]
-    mask = np.zeros((B, Qm, Lm), dtype=bool)
-    for b in range(B):
-        L = len(prefix_slots[b])
-        n = qn[b]
-        cols = np.arange(Lm)
-        mask[b, :n] = cols[None, :] < (L + 1 + np.arange(n))[:, None]
-    t = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
-    return AttnMeta(t(q_rows), t(kv_pad), t(mask))
-
-
-def meta_from_tree_mask(qo_indptr, kv_indptr, kv_indices, mask_indptr_bytes, packed_mask, device) -> AttnMeta:
-    """Build dense metadata from K4's flashinfer-style outputs (numpy arrays): the attention the
-    model runs is exactly the one K4 describes (kv slots from ``kv_indices``, visibility from the
-    little-endian ``packed_mask`` segments)."""
-    qo = np.asarray(qo_indptr, np.int64)
-    kvp = np.asarray(kv_indptr, np.int64)
-    mb = np.asarray(mask_indptr_bytes, np.int64)
-    B = len(qo) - 1
-    qn = np.diff(qo)
-    kn = np.diff(kvp)
-    Qm, Lm = max(int(qn.max(initial=0)), 1), max(int(kn.max(initial=0)), 1)
-    q_rows = np.full((B, Qm), -1, np.int64)
-    kv_slots = np.zeros((B, Lm), np.int64)
-    mask = np.zeros((B, Qm, Lm), bool)
-    kvi = np.asarray(kv_indices)
-    pm = np.asarray(packed_mask, np.uint8)
-    for b in range(B):
-        q, L = int(qn[b]), int(kn[b])
-        q_rows[b, :q] = np.arange(qo[b], qo[b + 1])
-        kv_slots[b, :L] = kvi[kvp[b]: kvp[b + 1]]
-        bits = np.unpackbits(pm[mb[b]: mb[b + 1]], bitorder="little")[: q * L]
-        mask[b, :q, :L] = bits.reshape(q, L).astype(bool)
-    t = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
-    return AttnMeta(t(q_rows), t(kv_slots), t(mask))
-
-
-class KVCache:
-    """Per-layer K/V pools indexed by slot id (page size 1)."""
-
-    def __init__(self, n_layers: int, num_slots: int, n_kv: int, head_dim: int, dtype, device):
-        self.k = torch.zeros(n_layers, num_slots, n_kv, head_dim, dtype=dtype, device=device)
-        self.v = torch.zeros_like(self.k)
-        self.num_slots = num_slots
-
-
 class Attention(nn.Module):
     def __init__(self, cfg: LlamaConfig):
         super().__init__()
@@ -183,14 +104,13 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.nh * self.hd, H, bias=False)
         self.theta = cfg.rope_theta
 
-    def _qkv(self, x, positions, rope=None):
-        """q, k (rotated) and v; ``rope``: the (cos, sin) of ``positions`` when the caller computed
-        them once for every layer (the same function: ``rope_cos_sin``)."""
+    def _qkv(self, x, positions):
+        """q, k (rotated) and v."""
         shp = x.shape[:-1]
         q = self.q_proj(x).view(*shp, self.nh, self.hd)
         k = self.k_proj(x).view(*shp, self.nkv, self.hd)
         v = self.v_proj(x).view(*shp, self.nkv, self.hd)
-        cos, sin = rope if rope is not None else rope_cos_sin(positions, self.hd, self.theta, x.dtype)
+        cos, sin = rope_cos_sin(positions, self.hd, self.theta, x.dtype)
         return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
 
     def forward_train(self, x, positions):
@@ -202,28 +122,6 @@ class Attention(nn.Module):
         v = v.repeat_interleave(rep, dim=1)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.o_proj(o.transpose(1, 2).reshape(*x.shape[:-1], self.nh * self.hd))
-
-    def forward_cached(self, x, positions, write_slots, meta: AttnMeta, cache: KVCache, layer: int, rope=None):
-        """x [n, H] flat tokens; K/V written at ``write_slots`` first, then attention per ``meta``."""
-        q, k, v = self._qkv(x, positions, rope)
-        cache.k[layer, write_slots] = k
-        cache.v[layer, write_slots] = v
-        B, Qm = meta.q_rows.shape
-        valid = meta.q_rows >= 0
-        qg = q[meta.q_rows.clamp(min=0)]                      # [B, Qm, nh, hd]
-        kg = cache.k[layer][meta.kv_slots]                    # [B, Lm, nkv, hd]
-        vg = cache.v[layer][meta.kv_slots]
-        rep = self.nh // self.nkv
-        qg = qg.view(B, Qm, self.nkv, rep, self.hd)
-        s = torch.einsum("bqgrd,blgd->bgrql", qg, kg) / math.sqrt(self.hd)
-        m = meta.mask[:, None, None, :, :]
-        s = s.masked_fill(~m, float("-inf"))
-        p = torch.softmax(s, dim=-1)
-        p = torch.nan_to_num(p, nan=0.0)                      # padding query rows see nothing
-        o = torch.einsum("bgrql,blgd->bqgrd", p, vg).reshape(B, Qm, self.nh * self.hd)
-        out = torch.zeros(x.shape[0], self.nh * self.hd, dtype=x.dtype, device=x.device)
-        out[meta.q_rows[valid]] = o[valid]
-        return self.o_proj(out)
 
 
 class MLP(nn.Module):
@@ -249,11 +147,6 @@ class DecoderLayer(nn.Module):
         x = x + self.self_attn.forward_train(self.input_layernorm(x), positions)
         return x + self.mlp(self.post_attention_layernorm(x))
 
-    def forward_cached(self, x, positions, write_slots, meta, cache, layer, rope=None):
-        x = x + self.self_attn.forward_cached(self.input_layernorm(x), positions, write_slots, meta, cache, layer,
-                                              rope)
-        return x + self.mlp(self.post_attention_layernorm(x))
-
 
 class _Inner(nn.Module):
     def __init__(self, cfg: LlamaConfig):
@@ -274,12 +167,6 @@ class LlamaModel(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
 
-    def new_cache(self, num_slots: int, device=None, dtype=None) -> KVCache:
-        p = next(self.parameters())
-        c = self.config
-        return KVCache(c.num_hidden_layers, num_slots, c.num_key_value_heads, c.head_dim,
-                       dtype or p.dtype, device or p.device)
-
     def logits(self, hidden):
         return self.lm_head(self.model.norm(hidden))
 
@@ -289,16 +176,6 @@ class LlamaModel(nn.Module):
         x = self.model.embed_tokens(ids)
         for layer in self.model.layers:
             x = layer.forward_train(x, pos)
-        return x, self.logits(x)
-
-    @torch.no_grad()
-    def forward_cached(self, ids, positions, write_slots, meta: AttnMeta, cache: KVCache):
-        """ids/positions/write_slots [n] -> (feature [n, H], logits [n, V])."""
-        x = self.model.embed_tokens(ids)
-        c = self.config
-        rope = rope_cos_sin(positions, c.head_dim, c.rope_theta, x.dtype)  # once per forward, not per layer
-        for i, layer in enumerate(self.model.layers):
-            x = layer.forward_cached(x, positions, write_slots, meta, cache, i, rope)
         return x, self.logits(x)
 
 
@@ -393,19 +270,33 @@ def read_safetensors_dir(model_dir: str | Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def load_target(model_dir: str | Path, *, dtype=torch.float32, device="cpu") -> LlamaModel:
+def read_model_dir(model_dir: str | Path, what: str) -> tuple[Path, LlamaConfig, dict[str, torch.Tensor]]:
+    """A local model directory's ``config.json`` and weights; ``what`` names the directory in the
+    error when ``config.json`` is missing."""
     d = Path(model_dir)
     if not (d / "config.json").exists():
-        raise FileNotFoundError(f"{d}/config.json not found (target model directory, HF Llama layout)")
-    cfg = LlamaConfig.from_json(d / "config.json")
-    model = LlamaModel(cfg)
-    state = read_safetensors_dir(d)
-    if cfg.tie_word_embeddings:
-        state.pop("lm_head.weight", None)
+        raise FileNotFoundError(f"{d}/config.json not found ({what})")
+    return d, LlamaConfig.from_json(d / "config.json"), read_safetensors_dir(d)
+
+
+def load_weights(model: nn.Module, state: dict[str, torch.Tensor], d: Path, what: str, *, dtype, device,
+                 missing_ok: frozenset[str] = frozenset(), unexpected_ok=lambda name: False) -> nn.Module:
+    """``state`` into ``model``, then cast, moved and in eval mode; a weight the model lacks or does
+    not know (other than those ``missing_ok`` / ``unexpected_ok`` allow) is an error naming ``d`` and
+    ``what`` ("weights do not match the Llama layout")."""
     missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [m for m in missing if not (cfg.tie_word_embeddings and m == "lm_head.weight")]
-    unexpected = [u for u in unexpected if "rotary_emb" not in u]
+    missing = [m for m in missing if m not in missing_ok]
+    unexpected = [u for u in unexpected if not unexpected_ok(u)]
     if missing or unexpected:
-        raise ValueError(f"{d}: weights do not match the Llama layout: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")
+        raise ValueError(f"{d}: {what}: missing {missing[:5]}, unexpected {unexpected[:5]}")
     return model.to(device=device, dtype=dtype).eval()
+
+
+def load_target(model_dir: str | Path, *, dtype=torch.float32, device="cpu") -> LlamaModel:
+    d, cfg, state = read_model_dir(model_dir, "target model directory, HF Llama layout")
+    model = LlamaModel(cfg)
+    tied = frozenset({"lm_head.weight"}) if cfg.tie_word_embeddings else frozenset()
+    for k in tied:
+        state.pop(k, None)
+    return load_weights(model, state, d, "weights do not match the Llama layout", dtype=dtype, device=device,
+                        missing_ok=tied, unexpected_ok=lambda name: "rotary_emb" in name)

@@ -3,9 +3,9 @@ by ``load_target``/``load_draft``) behind the static-shape interface of ``eagle4
 device engine runs a trained pair with the same code as the deployment shape: contiguous per-request
 caches ``[B, nkv, S_max, hd]``, K/V written at ``write_pos [B, T]``, a dense ``[B, T, S_max]`` mask.
 
-The layers' own projections, RoPE, norms and MLPs are used; only the attention reads the dense
-cache (same arithmetic as ``Attention.forward_cached``: scores in the model dtype, -inf outside the
-mask, softmax)."""
+The layers' own projections, RoPE, norms and MLPs are used; only the attention is done here, over
+the dense cache: scores in the model dtype, -inf outside the mask, softmax (a padding row that sees
+nothing gets zeros)."""
 
 from __future__ import annotations
 
@@ -38,16 +38,21 @@ def _layer(layer, x, pos, kv, write_pos, mask):
     return x + layer.mlp(layer.post_attention_layernorm(x))
 
 
-class StaticTarget:
+class _DenseCache:
+    """``new_cache`` of both models: one stacked dense cache per layer (``self.a``: layers, kv_heads,
+    head_dim; ``self.device``, ``self.dtype``)."""
+
+    def new_cache(self, B: int, S_max: int):
+        return new_stacked_cache(self.a.layers, B, self.a.kv_heads, S_max, self.a.head_dim, self.device, self.dtype)
+
+
+class StaticTarget(_DenseCache):
     def __init__(self, model):
         c = model.config
         self.m, self.dtype = model, next(model.parameters()).dtype
         self.device = next(model.parameters()).device
         self.a = type("A", (), {"hidden": c.hidden_size, "vocab": c.vocab_size, "kv_heads": c.num_key_value_heads,
                                 "head_dim": c.head_dim, "layers": c.num_hidden_layers})()
-
-    def new_cache(self, B: int, S_max: int):
-        return new_stacked_cache(self.a.layers, B, self.a.kv_heads, S_max, self.a.head_dim, self.device, self.dtype)
 
     @torch.no_grad()
     def forward(self, tokens, pos, cache, write_pos, mask, *, logits_rows=None, fused=False):
@@ -60,7 +65,7 @@ class StaticTarget:
         return feat, self.m.logits(x).reshape(-1, self.a.vocab)
 
 
-class StaticDraft:
+class StaticDraft(_DenseCache):
     def __init__(self, model, target: StaticTarget):
         c = model.config
         self.m, self.target, self.dtype, self.device = model, target, target.dtype, target.device
@@ -73,9 +78,6 @@ class StaticDraft:
     def lm_head(self) -> torch.Tensor:
         """[H, V] (V: the hot vocabulary where the head was restricted): the engine reads its width."""
         return self.m.lm_head.weight.T
-
-    def new_cache(self, B: int, S_max: int):
-        return new_stacked_cache(self.a.layers, B, self.a.kv_heads, S_max, self.a.head_dim, self.device, self.dtype)
 
     @torch.no_grad()
     def forward(self, tokens, hidden, pos, cache, write_pos, mask, *, fused=False):

@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle4.contract.tree_sizes import TreeSizes
 from eagle4.perf import bytes_model as bm
 
 REPO = Path(__file__).resolve().parents[3]
@@ -28,19 +29,12 @@ ACCEPTED = 3  # a_b of the byte model's example: 4 committed tokens per request 
 
 
 @dataclass(frozen=True)
-class BenchShape:
-    """The contract's sizes the kernel points are built from."""
+class BenchShape(TreeSizes):
+    """The contract's sizes the kernel points are built from: the tree sizes and these."""
 
     contract_path: str
     contract_hash: str
     batches: tuple[int, ...]
-    K: int
-    W: int
-    D: int
-    Vn: int
-    N: int
-    M: int
-    I: int  # noqa: E741 (KERNELS.md's name)
     V: int
     V_hot: int
     H: int
@@ -48,10 +42,6 @@ class BenchShape:
     L: int
     cov_max: float
     runs: int
-
-    @property
-    def S(self) -> int:
-        return self.D + 1
 
 
 def _config(path: Path) -> dict:
@@ -85,12 +75,10 @@ def shape_from_contract(path: str | Path | None = None, root: str | Path | None 
     d, m = c.decode, c.model
     V, H, Vh = model_sizes(c)
     dtype = m.dtype if m.dtype in ("float16", "bfloat16", "float32") else "float32"
-    return BenchShape(contract_path=str(path), contract_hash=c.sha256,
-                      batches=tuple(sorted({p.batch for p in c.operating_points})), K=d.node_top_k,
-                      W=d.max_tree_width, D=d.tree_depth, Vn=d.verify_num, N=d.max_node_count, M=d.max_verify_num,
-                      I=d.max_input_size, V=V, V_hot=Vh, H=H, dtype=dtype,
-                      L=c.prompts.prompt_tokens + c.prompts.output_tokens // 2, cov_max=c.runs.cov_max,
-                      runs=c.runs.runs)
+    return BenchShape.from_decode(d, contract_path=str(path), contract_hash=c.sha256,
+                                  batches=tuple(sorted({p.batch for p in c.operating_points})), V=V, V_hot=Vh, H=H,
+                                  dtype=dtype, L=c.prompts.prompt_tokens + c.prompts.output_tokens // 2,
+                                  cov_max=c.runs.cov_max, runs=c.runs.runs)
 
 
 @dataclass

@@ -54,6 +54,7 @@ import torch
 
 from eagle4.backends import Backend, get_backend
 from eagle4.backends.host_call import FallbackBackend, HostCall, has_device_interface
+from eagle4.contract.tree_sizes import TreeSizes
 from eagle4.kernels import tree_glue
 from eagle4.models.dummy import compact_kv, load_dummy_pair
 from eagle4.workload.serving_metrics import TokenTimes
@@ -118,21 +119,13 @@ KERNEL_REGION = {"draft_tree_score": "K1_draft_tree_score", "update_draft_state"
 
 
 @dataclass(frozen=True)
-class Shape:
+class Shape(TreeSizes):
+    """The tree sizes and one operating point's batch, prompt and output length: what the engine's
+    buffers and graphs are built for."""
+
     B: int
-    K: int
-    W: int
-    D: int
-    Vn: int
-    N: int
-    M: int
-    I: int
     P: int  # prompt tokens
     O: int  # output tokens
-
-    @property
-    def S(self) -> int:
-        return self.D + 1
 
     @property
     def S_max(self) -> int:
@@ -233,9 +226,7 @@ class DeviceEngine:
         """Buffers (and, later, graphs) for ``B`` rows of at most ``P`` prompt and ``O`` output tokens
         (default: the contract's)."""
         d, c = self._d, self.contract
-        sh = Shape(B, d.node_top_k, min(d.max_tree_width, d.node_top_k), d.tree_depth, d.verify_num,
-                   d.max_node_count, d.max_verify_num, d.max_input_size, P or c.prompts.prompt_tokens,
-                   O or c.prompts.output_tokens)
+        sh = Shape.from_decode(d, B=B, P=P or c.prompts.prompt_tokens, O=O or c.prompts.output_tokens)
         self.shape = sh
         dev, H = self.device, self.target.a.hidden
         S_max = sh.S_max

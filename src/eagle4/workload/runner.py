@@ -48,7 +48,6 @@ from pathlib import Path
 
 import numpy as np
 
-from eagle4 import stats
 from eagle4.report import atomic
 from eagle4.stats import cov_or_nan
 from eagle4.validity import RunRule, summarize_runs
@@ -68,10 +67,6 @@ ACCEPT_FIELDS = ["contract_sha256", "point", "batch", "run_index", "request_inde
                  "tokens_committed", "provenance"]
 PROFILE_FIELDS = ["contract_sha256", "point", "batch", "run_index", "region", "kind", "seconds", "calls",
                   "share_of_step", "step_seconds", "steps"]
-
-
-def _pct(x, q) -> float:
-    return stats.percentile(x, q)
 
 
 def make_engine(contract, backend: str, device: str):
@@ -128,7 +123,7 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
             "batch": point.batch, "run_index": run_index, "seed": seed, "iteration": it, "request_index": i,
             "prompt_id": sel[i].get("id", str(i)), "prompt_tokens": len(r.prompt_ids), "output_tokens": n,
             "ttft_s": r.ttft, "itl_mean_s": float(np.mean(itl)) if itl else float("nan"),
-            "itl_p50_s": _pct(itl, 50), "itl_p99_s": _pct(itl, 99),
+            "itl_p50_s": pct(itl, 50), "itl_p99_s": pct(itl, 99),
             "tpot_s": (r.e2e - r.ttft) / (n - 1) if n > 1 else float("nan"), "e2e_s": r.e2e,
             "tokens_per_s": n / r.e2e if r.e2e > 0 else float("nan"),
             "acceptance_length": r.mean_acceptance, "verify_steps": len(r.accept_lengths),
@@ -158,8 +153,10 @@ def run_point_once(contract, point_name: str, run_index: int, backend: str = "re
     return {"rows": rows, "run": run, "profile": prof, "accepts": accepts}
 
 
-def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
-    atomic.write_csv(path, fields, rows)
+def _write_csv(path: Path, rows: list[dict], fields: list[str] | None = None) -> None:
+    """Rows through ``atomic.write_csv`` (floats as ``%.9g``, no empty file); ``fields`` default: the
+    rows' keys in first-seen order."""
+    atomic.write_csv(path, fields or list(dict.fromkeys(k for r in rows for k in r)), rows)
 
 
 def read_csv(path) -> list[dict]:
@@ -193,8 +190,8 @@ def summarize(raw: list[dict], runs: list[dict], profile: list[dict], *, cov_max
             regions.setdefault(r["region"], []).append(float(r["seconds"]))
         hot = sorted(((k, sum(v) / step_total) for k, v in regions.items()), key=lambda kv: -kv[1])
         out.append({"point": p, "batch": int(ru[0]["batch"]), "runs": len(ru),
-                    "ttft_p50_s": _pct(ttft, 50), "ttft_p99_s": _pct(ttft, 99),
-                    "itl_p50_s": _pct(itl, 50), "itl_p99_s": _pct(itl, 99),
+                    "ttft_p50_s": pct(ttft, 50), "ttft_p99_s": pct(ttft, 99),
+                    "itl_p50_s": pct(itl, 50), "itl_p99_s": pct(itl, 99),
                     "tokens_per_s_mean": float(tps.mean()), "tokens_per_s_median": valid.median,
                     "tokens_per_s_cov": valid.cov, "cov_ok": valid.cov_ok, "valid": valid.valid,
                     "invalid_reasons": valid.reasons,
@@ -290,10 +287,10 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
     paths = {"raw": out / f"{prefix}_raw.csv", "runs": out / f"{prefix}_runs.csv",
              "profile": out / f"{prefix}_profile.csv", "summary": out / f"{prefix}_summary.md",
              "accepts": out / "acceptance_lengths.csv"}
-    _write_csv(paths["raw"], RAW_FIELDS, raw)
-    _write_csv(paths["runs"], RUN_FIELDS, runrows)
-    _write_csv(paths["profile"], PROFILE_FIELDS, prof)
-    _write_csv(paths["accepts"], ACCEPT_FIELDS, accepts)
+    _write_csv(paths["raw"], raw, RAW_FIELDS)
+    _write_csv(paths["runs"], runrows, RUN_FIELDS)
+    _write_csv(paths["profile"], prof, PROFILE_FIELDS)
+    _write_csv(paths["accepts"], accepts, ACCEPT_FIELDS)
     point_stats = summarize(raw, runrows, prof, rule=RunRule.from_contract(contract))
     atomic.write_text(paths["summary"], render_summary(point_stats, contract_sha=contract.sha256,
                                                        cov_max=contract.runs.cov_max, commit=commit))
@@ -535,14 +532,19 @@ def run_serving_once(contract, point_name: str, run_index: int, *, mode: str | N
     return {"run": run, "requests": rows, "accept": accept}
 
 
-def _write_rows(path: Path, rows: list[dict]) -> None:
-    from eagle4.report.atomic import atomic_open
-
-    with atomic_open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in r.items()})
+def write_serving_files(out: Path, prefix: str, contract, commit: str, runs: list[dict], reqs: list[dict],
+                        accepts: list[dict]) -> list[dict]:
+    """The serving bench's ``<prefix>_runs/raw/accept/points.csv`` and ``_summary.md`` from the rows so
+    far (the bench writes them after every run: an interrupted bench keeps what it measured, --resume
+    continues it). Returns the summary rows."""
+    sha = contract.sha256
+    _write_csv(out / f"{prefix}_runs.csv", [{"contract_sha256": sha, **r} for r in runs])
+    _write_csv(out / f"{prefix}_raw.csv", [{"contract_sha256": sha, "commit": commit, **r} for r in reqs])
+    _write_csv(out / f"{prefix}_accept.csv", [{"contract_sha256": sha, **r} for r in accepts])
+    stats = summarize_serving(contract, runs, reqs)
+    _write_csv(out / f"{prefix}_points.csv", stats)
+    atomic.write_text(out / f"{prefix}_summary.md", render_serving(contract, stats))
+    return stats
 
 
 def _finite_mean(v) -> float:
@@ -713,15 +715,7 @@ def run_serving(c, out_dir, *, mode=None, points=None, runs=None, duration_s=Non
             r = res["run"]
             log(f"{p} run {i}: {r['tokens_per_s']:.1f} tok/s over {r['window_s']:.1f} s, step {r['step_s_median'] * 1e3:.2f} ms, "
                 f"acceptance {r['mean_acceptance_length']:.2f}, {r['joules_per_token']:.3f} J/token")
-            # write after every run: an interrupted bench keeps what it measured, --resume continues it
-            _write_rows(out / f"{prefix}_runs.csv", [{"contract_sha256": c.sha256, **r} for r in all_runs])
-            _write_rows(out / f"{prefix}_raw.csv", [{"contract_sha256": c.sha256, "commit": commit, **r} for r in all_reqs])
-            _write_rows(out / f"{prefix}_accept.csv", [{"contract_sha256": c.sha256, **r} for r in accepts])
-            stats = summarize_serving(c, all_runs, all_reqs)
-            _write_rows(out / f"{prefix}_points.csv", stats)
-            from eagle4.report.atomic import write_text
-
-            write_text(out / f"{prefix}_summary.md", render_serving(c, stats))
+            stats = write_serving_files(out, prefix, c, commit, all_runs, all_reqs, accepts)
     if stats is None:  # every point resumed: nothing ran, the files stay as written
         if not all_runs:
             raise ValueError(f"no operating point to run or resume: {pts}")
@@ -733,9 +727,7 @@ def run_serving(c, out_dir, *, mode=None, points=None, runs=None, duration_s=Non
                 "pinned_cores": sorted({int(r["pinned_core"]) for r in all_runs if r["pinned_core"] not in (None, "")}),
                 "min_finished_requests_per_run": finished_share(c.measurement.min_samples, runs_n),
                 "card": all_runs[0].get("card", ""), **_environment(all_runs)}
-    from eagle4.report.atomic import write_text
-
-    write_text(out / f"{prefix}_manifest.json", json.dumps(manifest, indent=1))
+    atomic.write_text(out / f"{prefix}_manifest.json", json.dumps(manifest, indent=1))
     paths = {k: out / f"{prefix}_{k}.{'md' if k == 'summary' else 'json' if k == 'manifest' else 'csv'}"
              for k in ("raw", "runs", "accept", "points", "summary", "manifest")}
     return {"stats": stats, "paths": paths, "mode": mode}

@@ -163,10 +163,8 @@ def bench(contract_path, out_dir, *, tp=None, points=None, runs=None, duration_s
     from eagle4.vcs import git_commit
     from eagle4.workload.runner import (
         _environment,
-        _write_rows,
         finished_share,
-        render_serving,
-        summarize_serving,
+        write_serving_files,
     )
     from eagle4.workload.tp_launch import launch
 
@@ -199,12 +197,7 @@ def bench(contract_path, out_dir, *, tp=None, points=None, runs=None, duration_s
                             "per_position": json.dumps(res["accept"]["per_position"]), "provenance": r["provenance"]})
             log(f"tp={n} {p} run {i}: {r['tokens_per_s']:.1f} tok/s, step {r['step_s_median'] * 1e3:.2f} ms, "
                 f"floor {r['floor_step_s'] * 1e3:.2f} ms")
-        _write_rows(out / f"{prefix}_runs.csv", [{"contract_sha256": c.sha256, **r} for r in all_runs])
-        _write_rows(out / f"{prefix}_raw.csv", [{"contract_sha256": c.sha256, "commit": commit, **r} for r in all_reqs])
-        _write_rows(out / f"{prefix}_accept.csv", [{"contract_sha256": c.sha256, **r} for r in accepts])
-        stats = summarize_serving(c, all_runs, all_reqs)
-        _write_rows(out / f"{prefix}_points.csv", stats)
-        write_text(out / f"{prefix}_summary.md", render_serving(c, stats))
+        stats = write_serving_files(out, prefix, c, commit, all_runs, all_reqs, accepts)
     manifest = {"contract": str(contract_path), "contract_sha256": c.sha256, "commit": commit, "tp": n,
                 "launcher": "eagle4.workload.tp_launch (torchrun's environment; NCCL_NVLS_ENABLE=0)",
                 "runs_per_point": runs_n, "duration_override_s": duration_s, "device": all_runs[0]["device"],
