@@ -132,7 +132,9 @@ def test_kernel_summary_recomputed_from_raw_at_the_cards_peak(rec, shapes):
 # -- the end-to-end bench --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("rec", "prefix"), E2E, ids=lambda x: _id(x) if isinstance(x, records.Record) else x)
 def test_e2e_rows_are_one_cards_with_the_run_rule_and_cov(rec, prefix):
-    c = load_contract(CONTRACTS[rec.contract], verify_files=False)
+    from eagle4.workload.tp_run import with_tp
+
+    c = with_tp(load_contract(CONTRACTS[rec.contract], verify_files=False), records.prefix_tp(prefix))
     raw = records.read_csv(rec.need(f"{prefix}_raw.csv"))
     runs = records.read_csv(rec.need(f"{prefix}_runs.csv"))
     assert raw and runs
@@ -159,6 +161,21 @@ def test_e2e_rows_are_one_cards_with_the_run_rule_and_cov(rec, prefix):
         text = rec.need(f"{prefix}_summary.md").read_text()
         assert c.sha256 in text and next(iter(commits)) in text, "the summary names another contract or commit"
     assert rec.need(records.E2E_LOG).read_text(errors="replace").strip(), "the bench's log is empty"
+
+
+def test_a_tensor_parallel_record_is_read_under_its_degree(tmp_path):
+    """``tp<N>_e2e_*`` files are an e2e record whose rows carry the hash of the contract at ``[model] tp = N``."""
+    from eagle4.workload.tp_run import with_tp
+
+    d = tmp_path / records.CARDS_DIR / "h200" / "deployment-70b"
+    d.mkdir(parents=True)
+    for name in ("tp2_e2e_raw.csv", "tp4_e2e_raw.csv.gz", "tpx_e2e_raw.csv", "h100_e2e_raw.csv"):
+        (d / name).write_text("")
+    rec = next(r for r in records.all_records(tmp_path) if r.contract == "deployment-70b")
+    assert rec.e2e_prefixes == ["h100_e2e", "tp2_e2e", "tp4_e2e"]
+    assert [records.prefix_tp(p) for p in rec.e2e_prefixes] == [None, 2, 4]
+    c = load_contract(CONTRACTS["deployment-70b"], verify_files=False)
+    assert with_tp(c, 4).sha256 != c.sha256 and with_tp(c, c.model.tp).sha256 == c.sha256
 
 
 def test_a_record_of_another_card_or_contract_is_refused(tmp_path):

@@ -43,6 +43,14 @@ KERNEL_MANIFEST = "h100_env_manifest.txt"
 KERNEL_LOG = "kernel_bench_log.txt"
 E2E_LOG = "e2e_bench_log.txt"
 E2E_PREFIXES = ("h100_baseline", "h100_e2e")  # bench_h100_e2e.sh: the static-batch run mode's files, the serving modes'
+TP_E2E = re.compile(r"^tp(\d+)_e2e$")  # eagle4.workload.tp_run bench: rows of the contract with [model] tp = N
+
+
+def prefix_tp(prefix: str) -> int | None:
+    """The tensor-parallel degree a ``tp<N>_e2e`` record's rows were measured at (their contract hash is the
+    contract's with ``[model] tp = N``); None for the single-process benches' prefixes."""
+    m = TP_E2E.match(prefix)
+    return int(m.group(1)) if m else None
 
 # lines of the kernel manifest (scripts/bench_h100_kernels.sh writes it)
 GIT_COMMIT = r"^git_commit: ([0-9a-f]{40})$"
@@ -76,7 +84,9 @@ class Record:
 
     @property
     def e2e_prefixes(self) -> list[str]:
-        return [p for p in E2E_PREFIXES if self.file(f"{p}_raw.csv") is not None]
+        tp = sorted({n.name.split("_raw.csv")[0] for n in self.path.glob("tp*_e2e_raw.csv*")
+                     if TP_E2E.match(n.name.split("_raw.csv")[0])})
+        return [p for p in E2E_PREFIXES if self.file(f"{p}_raw.csv") is not None] + tp
 
 
 def record_dir(card: Card, contract_name: str, root: Path = REPO) -> Path:
