@@ -171,6 +171,12 @@ def wait_for_build_lock(bdir: Path, stale_s: float | None = None, poll_s: float 
         sleep(min(poll_s, stale_s - age + 0.01))
 
 
+def _ops_only(e: ImportError) -> bool:
+    """The import failed for want of a Python module init (no ``PyInit_<name>``): a source that only
+    registers TORCH_LIBRARY ops, loaded as a plain library instead."""
+    return "PyInit" in str(e) or "module export" in str(e)
+
+
 def _import_built(key: str, path: Path):
     """A library an earlier build of the same key left (copied with its folder to a fresh machine):
     imported directly, without ninja's timestamp check, which a copied folder cannot satisfy."""
@@ -183,8 +189,8 @@ def _import_built(key: str, path: Path):
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod
-    except ImportError as e:  # no PyInit_<name>: a TORCH_LIBRARY-only source
-        if "PyInit" not in str(e) and "module export" not in str(e):
+    except ImportError as e:
+        if not _ops_only(e):
             raise
         torch.ops.load_library(str(path))
         return _TorchOpsModule(str(path))
@@ -213,8 +219,8 @@ def load_extension(src: str | os.PathLike, verbose: bool = False):
             return mod
         try:
             mod = cpp_extension.load(**kw)
-        except ImportError as e:  # no PyInit_<name>: a TORCH_LIBRARY-only source
-            if "PyInit" not in str(e) and "module export" not in str(e):
+        except ImportError as e:
+            if not _ops_only(e):
                 raise
             lib = cpp_extension.load(is_python_module=False, **kw)
             mod = _TorchOpsModule(str(lib))
