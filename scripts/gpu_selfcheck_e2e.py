@@ -60,19 +60,12 @@ def correctness(out: dict) -> bool:
 
 def fused_forward_error(c, out: dict, tol: float = 3e-2) -> bool:
     """The compiled forward (what the timed steps run) against the plain float32 formulas, bf16."""
-    from eagle4.models.dummy import load_dummy_pair, reference_forward
+    from eagle4.models.dummy import check_inputs, load_dummy_pair, reference_forward
 
     tgt, _ = load_dummy_pair(c.model, "cuda")
-    g = torch.Generator("cpu").manual_seed(0)
-    B, T, S = 3, 5, 48
-    tokens = torch.randint(0, c.model.target_arch.vocab_size, (B, T), generator=g).cuda()
-    write = (torch.randint(4, S - T, (B,), generator=g).view(B, 1) + torch.arange(T).view(1, T)).cuda()
-    cols = torch.arange(S, device="cuda").view(1, 1, S)
-    mask = (torch.rand(B, T, S, generator=g) < 0.6).cuda() & (cols <= write.view(B, T, 1))
-    mask |= cols == write.view(B, T, 1)  # every query sees itself
-    cache = tgt.new_cache(B, S).normal_()
-    ref = reference_forward(tgt, tokens, write, cache, write, mask)
-    got = tgt.forward(tokens, write, cache.clone(), write, mask, fused=True)
+    tokens, pos, cache, write, mask = check_inputs(tgt)
+    ref = reference_forward(tgt, tokens, pos, cache, write, mask)
+    got = tgt.forward(tokens, pos, cache.clone(), write, mask, fused=True)
     err = [float((a.float() - r).norm() / r.norm()) for a, r in zip(got, ref, strict=True)]
     out["fused_forward_rel_error"] = {"hidden": err[0], "logits": err[1], "tolerance": tol}
     print("correctness: fused forward vs float32 formulas", err, flush=True)

@@ -10,26 +10,10 @@ import pytest
 import torch
 
 from eagle4.contract import load_contract
-from eagle4.models.dummy import RopeTable, _rope, _rope_rows, load_dummy_pair, reference_forward
+from eagle4.models.dummy import RopeTable, _rope, _rope_rows, check_inputs, load_dummy_pair, reference_forward
 from eagle4.workload.tiny_contract import write_tiny_contract
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _inputs(c, tgt, B=3, T=5, S=48, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    tokens = torch.randint(0, c.model.target_arch.vocab_size, (B, T), generator=g)
-    L = torch.randint(4, S - T, (B,), generator=g)
-    write = L.view(B, 1) + torch.arange(T).view(1, T)
-    pos = write.clone()
-    mask = torch.rand(B, T, S, generator=g) < 0.6
-    mask &= torch.arange(S).view(1, 1, S) <= write.view(B, T, 1)
-    mask[torch.arange(B).view(B, 1), torch.arange(T).view(1, T), write] = True  # every query sees itself
-    cache = tgt.new_cache(B, S)
-    for k, v in cache:
-        k.copy_(torch.randn(k.shape, generator=g))
-        v.copy_(torch.randn(v.shape, generator=g))
-    return tokens, pos, cache, write, mask
 
 
 @pytest.mark.parametrize("dtype,tol,fused", [("float32", 1e-5, False), ("bfloat16", 3e-2, False),
@@ -38,7 +22,7 @@ def test_forward_matches_the_reference_formulas(tmp_path, dtype, tol, fused):
     """Eager and compiled (``fused``: the parts through torch.compile, as on CUDA) alike."""
     c = load_contract(write_tiny_contract(tmp_path, ROOT / "contracts" / "deployment-8b.toml", dtype))
     tgt, _ = load_dummy_pair(c.model, "cpu")
-    tokens, pos, cache, write, mask = _inputs(c, tgt)
+    tokens, pos, cache, write, mask = check_inputs(tgt)
     ref_hid, ref_logits = reference_forward(tgt, tokens, pos, cache, write, mask)
     hid, logits = tgt.forward(tokens, pos, cache, write, mask, fused=fused)
     for got, ref in ((hid, ref_hid), (logits, ref_logits)):

@@ -288,6 +288,26 @@ class DummyDraft:
         return h, logits.reshape(-1, logits.shape[-1])
 
 
+def check_inputs(target: DummyTarget, B: int = 3, T: int = 5, S: int = 48, seed: int = 0):
+    """Random inputs of one cached forward for comparing it with :func:`reference_forward` (drawn on the
+    CPU from ``seed``, placed on the target's device): (tokens, pos, cache, write_pos, mask), T new tokens
+    per request written after a random prefix, a random mask over the prefix in which every query sees
+    itself."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, target.a.vocab, (B, T), generator=g)
+    L = torch.randint(4, S - T, (B,), generator=g)
+    write = L.view(B, 1) + torch.arange(T).view(1, T)
+    mask = torch.rand(B, T, S, generator=g) < 0.6
+    mask &= torch.arange(S).view(1, 1, S) <= write.view(B, T, 1)
+    mask[torch.arange(B).view(B, 1), torch.arange(T).view(1, T), write] = True
+    cache = target.new_cache(B, S)
+    for k, v in cache:
+        k.copy_(torch.randn(k.shape, generator=g))
+        v.copy_(torch.randn(v.shape, generator=g))
+    dev = target.device
+    return tokens.to(dev), write.clone().to(dev), cache, write.to(dev), mask.to(dev)
+
+
 def reference_forward(target: DummyTarget, tokens, pos, cache, write_pos, mask):
     """The target forward by the plain formulas, in float32 on float32 copies of ``cache``: per-layer
     RoPE from the positions (:func:`_rope`), K/V repeated per query head, explicit masked softmax.
@@ -329,5 +349,5 @@ def load_dummy_pair(model_section, device, dtype=None, tp: TensorParallel = SING
     return tgt, DummyDraft(arch, tgt, hot_vocab=d.hot_vocab_size, seed=model_section.seed, device=device, dtype=dtype)
 
 
-__all__ = ["Arch", "DummyDraft", "DummyTarget", "RopeTable", "compact_kv", "load_dummy_pair", "new_stacked_cache", "part",
+__all__ = ["Arch", "DummyDraft", "DummyTarget", "RopeTable", "check_inputs", "compact_kv", "load_dummy_pair", "new_stacked_cache", "part",
            "reference_forward"]
