@@ -84,8 +84,8 @@ class Record:
 
     @property
     def e2e_prefixes(self) -> list[str]:
-        tp = sorted({n.name.split("_raw.csv")[0] for n in self.path.glob("tp*_e2e_raw.csv*")
-                     if TP_E2E.match(n.name.split("_raw.csv")[0])})
+        tp = sorted({p for p in (n.name.partition("_raw.csv")[0] for n in self.path.glob("tp*_e2e_raw.csv*"))
+                     if TP_E2E.match(p)})
         return [p for p in E2E_PREFIXES if self.file(f"{p}_raw.csv") is not None] + tp
 
 
