@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from eagle4.models.kv_cache import new_stacked_cache
 from eagle4.models.tensor_parallel import SINGLE, BlockGen, TensorParallel
 
 DRAFT_LOGIT_STD = 8.0
@@ -190,20 +191,6 @@ class _Mlp:
         return part("_swiglu", fused)(h, self.wgu, self.wd)
 
 
-def new_stacked_cache(layers: int, B: int, kv_heads: int, S_max: int, head_dim: int, device, dtype):
-    """Every layer's K and V in one tensor ``[layers, 2, B, kv_heads, S_max, head_dim]``
-    (``cache[i][0]``/``cache[i][1]`` are layer i's K/V): a KV compaction is one indexed copy for all
-    layers."""
-    return torch.zeros(layers, 2, B, kv_heads, S_max, head_dim, device=device, dtype=dtype)
-
-
-def compact_kv(cache: torch.Tensor, rows: torch.Tensor, dst: torch.Tensor, src: torch.Tensor) -> None:
-    """Move positions ``src -> dst`` (``[B, n]``) of request rows ``rows`` (``[B, n]``) in every layer
-    of a stacked cache, in place (one gather and one scatter)."""
-    c = cache.flatten(0, 1)  # [layers*2, B, nkv, S, hd]
-    c[:, rows, :, dst] = c[:, rows, :, src]
-
-
 class DummyTarget:
     fusable = True  # forward(fused=True) runs the compiled layer parts
 
@@ -349,5 +336,5 @@ def load_dummy_pair(model_section, device, dtype=None, tp: TensorParallel = SING
     return tgt, DummyDraft(arch, tgt, hot_vocab=d.hot_vocab_size, seed=model_section.seed, device=device, dtype=dtype)
 
 
-__all__ = ["Arch", "DummyDraft", "DummyTarget", "RopeTable", "check_inputs", "compact_kv", "load_dummy_pair", "new_stacked_cache", "part",
+__all__ = ["Arch", "DummyDraft", "DummyTarget", "RopeTable", "check_inputs", "load_dummy_pair", "part",
            "reference_forward"]

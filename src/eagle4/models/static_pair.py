@@ -13,8 +13,8 @@ import math
 
 import torch
 
-from eagle4.models.dummy import new_stacked_cache
 from eagle4.models.eagle import load_draft
+from eagle4.models.kv_cache import new_stacked_cache
 from eagle4.models.llama import load_target
 
 

@@ -56,7 +56,8 @@ from eagle4.backends import Backend, get_backend
 from eagle4.backends.host_call import FallbackBackend, HostCall, has_device_interface
 from eagle4.contract.tree_sizes import TreeSizes
 from eagle4.kernels import tree_glue
-from eagle4.models.dummy import compact_kv, load_dummy_pair
+from eagle4.models.dummy import load_dummy_pair
+from eagle4.models.kv_cache import compact_kv
 from eagle4.workload.serving_metrics import TokenTimes
 
 
