@@ -28,6 +28,8 @@ from eagle4.workload.engine import DeviceEngine  # noqa: E402
 from eagle4.workload.step_profile import profile_steps, step_hbm_bytes, top_coverage  # noqa: E402
 from eagle4.workload.tiny_contract import write_tiny_contract  # noqa: E402
 
+TOP_KERNELS = 24  # per-kernel rows kept per batch in the hotspots CSV
+
 
 def run_steps(eng, B, prompts, n):
     eng.setup(B)
@@ -111,7 +113,8 @@ def timing(out: dict, batches, steps=20):
              "committed_per_row": float(np.mean(toks)) / B, "trace_mean_plus1": float(np.mean(trace)) + 1,
              "kernel_s_per_step": prof["kernel_s_per_step"], "step_over_kernels": st / prof["kernel_s_per_step"],
              "hbm_bytes": hbm, "roofline_s": hbm["total"] / card_of(out["device"]).hbm_bps, "regions": ranked, "top3": cov3,
-             "top_kernels": sorted(prof["per_kernel"].items(), key=lambda kv: -kv[1])[:12],
+             "top_kernels": sorted(prof["per_kernel"].items(), key=lambda kv: -kv[1])[:TOP_KERNELS],
+             "launches_per_region": prof["launches_per_region"],
              "mem_gb": torch.cuda.max_memory_allocated() / 1e9}
         out["points"].append(p)
         print(json.dumps({k: v for k, v in p.items() if k not in ("top_kernels", "hbm_bytes")}), flush=True)
@@ -143,15 +146,17 @@ def write_hotspots(out: dict, out_dir: Path) -> None:
          "Roofline: the bytes one step must read (weights once per forward, KV prefix) / the HBM peak of",
          f"{card_of(out['device']).describe()}",
          "(eagle4.workload.step_profile.step_hbm_bytes: a model, not ncu counters; eagle4.perf.card).", "",
-         f"| batch | step (ms) | kernels (ms) | step/kernels | roofline (ms) | top-{m.hotspot_top_n} regions | coverage | >= {m.hotspot_coverage_min:.0%} |",
-         "|---|---|---|---|---|---|---|---|"]
+         f"| batch | step (ms) | kernels (ms) | step/kernels | roofline (ms) | top-{m.hotspot_top_n} regions | coverage | >= {m.hotspot_coverage_min:.0%} | glue kernels / step |",
+         "|---|---|---|---|---|---|---|---|---|"]
     for p in out["points"]:
         top = ", ".join(f"{n} {s:.1%}" for n, s in p["regions"][:m.hotspot_top_n])
         L.append(f"| {p['B']} | {p['step_s_median'] * 1e3:.2f} | {p['kernel_s_per_step'] * 1e3:.2f} | "
                  f"{p['step_over_kernels']:.3f} | {p['roofline_s'] * 1e3:.2f} | {top} | {p['top3']:.1%} | "
-                 f"{'yes' if p['top3'] >= m.hotspot_coverage_min else 'NO'} |")
-    L += ["", "Per-kernel rows (top 12 per batch) are in h100_e2e_hotspots.csv. `torch_glue` = norms, RoPE,",
-          "gathers, masks and copies of the step (PyTorch elementwise kernels)."]
+                 f"{'yes' if p['top3'] >= m.hotspot_coverage_min else 'NO'} | "
+                 f"{p['launches_per_region'].get('torch_glue', 0):.0f} |")
+    L += ["", f"Per-kernel rows (top {TOP_KERNELS} per batch) are in h100_e2e_hotspots.csv. `torch_glue` = norms,",
+          "RoPE, gathers, masks, copies and the tree glue of the step (PyTorch and Inductor kernels outside",
+          "the GEMMs, attention, the top-K and the seven kernels)."]
     (out_dir / "h100_e2e_hotspots.md").write_text("\n".join(L) + "\n")
 
 

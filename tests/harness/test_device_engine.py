@@ -48,6 +48,41 @@ def test_engine_reproduces_the_trace_and_keeps_state_on_the_device(tiny):
     assert int(eng.cursor[0]) == 3 and trace.max() <= tiny.decode.tree_depth
 
 
+def test_compiled_step_code_commits_what_the_eager_code_commits(tiny):
+    """``fused``: the layer parts (the K/V cache write inside the QKV + RoPE part) and the glue between
+    the kernels through torch.compile, as on CUDA, in float32 on the CPU: the same committed tokens,
+    lengths and trace cursor as the eager code, caches within float32 rounding. B = 5 makes the
+    prefill write a row block that is not contiguous (rows 4:5 of the chunks of 4)."""
+    from eagle4.workload.engine import DeviceEngine
+
+    B, P = 5, tiny.prompts.prompt_tokens
+    prompts = torch.randint(0, 512, (B, P), generator=torch.Generator().manual_seed(1))
+    runs = []
+    for fused in (False, True):
+        eng = DeviceEngine(tiny, "ref", device="cpu", fused=fused)
+        eng.setup(B)
+        eng.prefill(prompts, torch.arange(B) * 7)
+        outs = [eng.step().clone() for _ in range(3)]
+        runs.append((outs, eng.seq_lens.clone(), eng.cursor.clone(), eng.tcache.clone(), eng.dcache.clone()))
+    (eager, *e), (comp, *c) = runs
+    assert all(torch.equal(a, b) for a, b in zip(eager, comp, strict=True))
+    assert torch.equal(e[0], c[0]) and torch.equal(e[1], c[1])
+    for a, b in zip(e[2:], c[2:], strict=True):
+        assert torch.allclose(a, b, rtol=0, atol=1e-5)
+
+
+def test_a_row_block_of_the_cache_is_written_back():
+    from eagle4.models.kv_cache import new_stacked_cache, row_block
+
+    cache = new_stacked_cache(2, 6, 2, 8, 4, "cpu", torch.float32)
+    with row_block(cache, 0, 6) as whole:
+        assert whole.data_ptr() == cache.data_ptr()  # contiguous: the slice itself
+    with row_block(cache, 4, 6) as block:
+        assert block.is_contiguous()
+        block.view(-1, 4)[3] = 1.0  # through the flat view a forward writes by
+    assert float(cache.sum()) == 4.0 and float(cache[0, 0, 4, 0, 3].sum()) == 4.0
+
+
 def test_parked_rows_stop_growing(tiny):
     from eagle4.workload.engine import DeviceEngine
 

@@ -7,7 +7,6 @@ token for token, on the default prompts (temperature 0)."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ import torch
 
 from eagle4.backends import Backend, get_backend
 from eagle4.contract import Decode, load_contract
+from eagle4.kernels import tree_glue
 from eagle4.models.tokenizer import load_tokenizer
 from eagle4.workload.engine import DeviceEngine
 
@@ -128,8 +128,8 @@ def test_dense_mask_decodes_k4_segments():
         "tree_cache_locs": np.arange(B)[:, None] * S_max + seq_lens[:, None] + np.arange(T),
         "tree_parent": np.array([[-1, 0, 0], [-1, 0, 1]], np.int64)},
         {"S_max": S_max, "B": B, "T": T, "Q": Q, "write_bool_mask": False})
-    eng = SimpleNamespace(shape=SimpleNamespace(B=B, S_max=S_max), device="cpu")
-    dense = DeviceEngine._dense_mask(eng, {k: torch.from_numpy(np.asarray(v)) for k, v in k4.items()}, Q)
+    k4 = {k: torch.from_numpy(np.asarray(v)) for k, v in k4.items()}
+    dense = tree_glue.dense_tree_mask(k4["kv_indptr"], k4["mask_indptr_bytes"], k4["packed_mask"], Q, S_max)
     assert dense.shape == (B, Q, S_max)
     assert dense.int().tolist() == [
         [[1, 1, 0, 0, 0, 0],   # node 1 (parent 0): root, itself

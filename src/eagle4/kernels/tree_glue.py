@@ -4,6 +4,7 @@
 * ``external_topk``: the draft-side top-K after K5, (prob desc, index asc) (D24);
 * ``frontier_handoff``: the next layer's K1/K2 inputs from this layer's outputs (§8.1 step 2, D20);
 * ``draft_tree_parent`` / ``draft_mask_inputs``: K4's draft-use inputs (§8.1 step 3);
+* ``dense_tree_mask``: K4's packed mask as the dense attention mask of the forward after it;
 * ``select_verify_set``: verify-set selection and the sglang-style retrive links (§8.2 step 1,
   D14, D16, D18);
 * ``k1_call`` .. ``k7_call``, ``verify_mask_inputs``: (tensors, params) of each kernel call from the
@@ -168,6 +169,22 @@ def draft_mask_inputs(*, widths: list[int], parents: list[torch.Tensor], seq_len
     return tensors, params
 
 
+def dense_tree_mask(kv_indptr: torch.Tensor, mask_indptr_bytes: torch.Tensor, packed_mask: torch.Tensor, Q: int,
+                    S_max: int) -> torch.Tensor:
+    """K4's packed mask as a dense ``[B, Q, S_max]`` boolean mask over cache positions (column ``c`` =
+    cache position ``c``; columns at or past a request's KV length are False): the attention mask of
+    the forward that follows K4."""
+    B = kv_indptr.shape[0] - 1
+    dev = packed_mask.device
+    kvlen = (kv_indptr[1:] - kv_indptr[:-1]).to(torch.int64)
+    base = mask_indptr_bytes[:-1].to(torch.int64) * 8
+    c = torch.arange(S_max, device=dev)
+    q = torch.arange(Q, device=dev)
+    bit = base.view(B, 1, 1) + q.view(1, Q, 1) * kvlen.view(B, 1, 1) + c.view(1, 1, S_max)
+    byte = packed_mask[(bit >> 3).clamp(max=packed_mask.numel() - 1)].to(torch.int64)
+    return (((byte >> (bit & 7)) & 1) == 1) & (c.view(1, 1, S_max) < kvlen.view(B, 1, 1))
+
+
 @dataclass
 class VerifySet:
     """The verify tree of §8.2 step 1 (all ``[B, Q]`` int64)."""
@@ -301,6 +318,7 @@ def k7_call(vs: VerifySet, k6: dict, *, finish_pos: torch.Tensor, seq_lens: torc
     return t, {"B": B, "Q": Q, "S": S, "H": int(hidden_states.shape[-1]), "S_max": int(req_to_token.shape[1])}
 
 
-__all__ = ["ROOT_CC", "ROOT_IC", "SENTINELS", "Frontier", "VerifySet", "draft_mask_inputs", "draft_tree_parent",
+__all__ = ["ROOT_CC", "ROOT_IC", "SENTINELS", "Frontier", "VerifySet", "dense_tree_mask", "draft_mask_inputs",
+           "draft_tree_parent",
            "external_topk", "frontier_handoff", "init_draft_state", "k1_call", "k2_call", "k3_call", "k6_call",
            "k7_call", "select_verify_set", "sort_key", "verify_mask_inputs", "verify_size"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from eagle4.compiled import compiled
 from eagle4.models.kv_cache import new_stacked_cache
 from eagle4.models.tensor_parallel import SINGLE, BlockGen, TensorParallel
 
@@ -81,11 +82,6 @@ class RopeTable:
         self.cos = torch.cat([ang.cos(), ang.cos()], -1)
         self.sin = torch.cat([-ang.sin(), ang.sin()], -1)
 
-    def rows(self, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin_signed [B, T, 1, d] for ``pos [B, T]`` (no bounds check: a check is a host sync;
-        the engine's positions stay below its ``S_max``, which it checks against the table once)."""
-        return self.cos[pos].unsqueeze(2), self.sin[pos].unsqueeze(2)
-
 
 def _rope_rows(x, cos, sin_signed):
     xf = x.float()
@@ -106,6 +102,25 @@ def attn_bias(mask, grp: int, dtype):
     return torch.zeros(m.shape, device=m.device, dtype=dtype).masked_fill_(~m, float("-inf"))
 
 
+def kv_index(write_pos, nkv: int, S: int):
+    """Row of every (token, K or V, KV head) of ``write_pos [B, T]`` in a layer cache
+    ``[2, B, nkv, S, hd]`` viewed as ``[2*B*nkv*S, hd]``: ``[B, T, 2, nkv]``, the index of the one
+    scatter that writes a forward's K and V (:func:`_qkv_rope`)."""
+    B, T = write_pos.shape
+    dev = write_pos.device
+    b = torch.arange(B, device=dev).view(B, 1, 1, 1)
+    c = torch.arange(2, device=dev).view(1, 1, 2, 1)
+    h = torch.arange(nkv, device=dev).view(1, 1, 1, nkv)
+    return ((c * B + b) * nkv + h) * S + write_pos.view(B, T, 1, 1)
+
+
+def _prep(pos, mask, write_pos, cos_table, sin_table, grp: int, nkv: int, dtype):
+    """Per-forward attention inputs shared by every layer: the RoPE rows (cos, sign-folded sin
+    ``[B, T, 1, d]``), the additive mask bias and the cache rows of the K/V write (:func:`kv_index`)."""
+    return (cos_table[pos].unsqueeze(2), sin_table[pos].unsqueeze(2), attn_bias(mask, grp, dtype),
+            kv_index(write_pos, nkv, mask.shape[-1]))
+
+
 def _add_rms(x, delta, w, eps: float):
     """``x + delta`` (the residual add; ``delta`` None: none) and its RMSNorm, in one pass."""
     if delta is not None:
@@ -113,17 +128,17 @@ def _add_rms(x, delta, w, eps: float):
     return x, _rms(x, w, eps)
 
 
-def _qkv_rope(h, wqkv, cos, sin, nh: int, nkv: int):
-    """Fused q/k/v projection, RoPE on q and k together; q grouped by KV head along the query axis
-    ([B, nkv, grp*T, hd]: GQA without copying K/V); k and v side by side ([B, T, 2, nkv, hd]: one
-    cache write for both)."""
+def _qkv_rope(h, wqkv, cos, sin, kv_flat, kv_rows, nh: int, nkv: int):
+    """Fused q/k/v projection, RoPE on q and k together, K and V written into the layer cache
+    ``kv_flat`` (``[2*B*nkv*S, hd]``, a view of it) at ``kv_rows`` (:func:`kv_index`) by one scatter;
+    returns q grouped by KV head along the query axis (``[B, nkv, grp*T, hd]``: GQA without copying
+    K/V). Compiled, the RoPE, the layout and the scatter are one kernel writing the cache in place."""
     B, T, _ = h.shape
     hd = wqkv.shape[1] // (nh + 2 * nkv)
     qkv = (h @ wqkv).view(B, T, nh + 2 * nkv, hd)
     qk = _rope_rows(qkv[:, :, : nh + nkv], cos, sin)
-    kv = torch.cat([qk[:, :, nh:], qkv[:, :, nh + nkv:]], 2).view(B, T, 2, nkv, hd)
-    qg = qk[:, :, :nh].reshape(B, T, nkv, nh // nkv, hd).permute(0, 2, 3, 1, 4).reshape(B, nkv, nh // nkv * T, hd)
-    return qg, kv
+    kv_flat.index_put_((kv_rows,), torch.cat([qk[:, :, nh:], qkv[:, :, nh + nkv:]], 2).view(B, T, 2, nkv, hd))
+    return qk[:, :, :nh].reshape(B, T, nkv, nh // nkv, hd).permute(0, 2, 3, 1, 4).reshape(B, nkv, nh // nkv * T, hd)
 
 
 def _o_proj(o, wo, T: int):
@@ -143,23 +158,15 @@ def _swiglu(h, wgu, wd):
     return (F.silu(gt) * up) @ wd
 
 
-_PARTS = {f.__name__: f for f in (_add_rms, _qkv_rope, _o_proj, _draft_in, _swiglu)}
-_COMPILED: dict = {}
+_PARTS = {f.__name__: f for f in (_add_rms, _qkv_rope, _o_proj, _draft_in, _swiglu, _prep)}
 
 
 def part(name: str, fused: bool):
-    """The layer part ``name``, eager or (``fused``) through ``torch.compile``: inductor fuses each
-    part's norms, RoPE, layout copies and activations into a few kernels around the library GEMMs,
-    as production engines do; the eager form is the same function (the numerics reference)."""
-    if not fused:
-        return _PARTS[name]
-    if name not in _COMPILED:
-        import torch._dynamo
-
-        # one compiled graph per distinct shape (verify, draft frontier, extend) of each part
-        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-        _COMPILED[name] = torch.compile(_PARTS[name], dynamic=False, fullgraph=True)
-    return _COMPILED[name]
+    """The layer part ``name``, eager or (``fused``) through ``torch.compile``
+    (:func:`eagle4.compiled.compiled`): Inductor fuses each part's norms, RoPE, layout copies, cache
+    write and activations into a few kernels around the library GEMMs; the eager form is the same
+    function (the numerics reference)."""
+    return compiled(_PARTS[name], fused)
 
 
 class _Attention:
@@ -172,12 +179,13 @@ class _Attention:
         self.wqkv = g.qkv(f"{name}.wqkv", layer, in_dim, a.heads, a.kv_heads, hd)
         self.wo = g.o(f"{name}.wo", layer, a.heads, a.kv_heads, hd, a.hidden)
 
-    def __call__(self, h, rope, cache_kv, rows, write_pos, bias, fused=False):
-        """h: the normalized input; rope: (cos, sin_signed) rows of ``RopeTable``; cache_kv: the
-        layer's ``[2, B, nkv, S, hd]``; ``cache_kv[:, rows, :, write_pos]`` receives this K/V; bias:
-        ``attn_bias`` of the mask. Returns the output projection (before the residual add)."""
-        qg, kv = part("_qkv_rope", fused)(h, self.wqkv, *rope, self.nh, self.nkv)
-        cache_kv.permute(1, 3, 0, 2, 4)[rows, write_pos] = kv  # through the [B, S, 2, nkv, hd] view
+    def __call__(self, h, attn_in, cache_kv, fused=False):
+        """h: the normalized input; attn_in: :func:`_prep`'s (cos, sin_signed, bias, kv_rows) of the
+        forward; cache_kv: the layer's contiguous ``[2, B, nkv, S, hd]``, which receives this K/V.
+        Returns the output projection (before the residual add)."""
+        cos, sin, bias, kv_rows = attn_in
+        qg = part("_qkv_rope", fused)(h, self.wqkv, cos, sin, cache_kv.view(-1, cache_kv.shape[-1]), kv_rows,
+                                      self.nh, self.nkv)
         o = F.scaled_dot_product_attention(qg, cache_kv[0], cache_kv[1], attn_mask=bias)
         return part("_o_proj", fused)(o, self.wo, h.shape[1])
 
@@ -207,12 +215,10 @@ class DummyTarget:
         self.fc = g.full("fc", len(self.fc_layers) * arch.hidden, arch.hidden)
         self.rope = RopeTable(arch.head_dim, arch.rope_theta, self.device)
 
-    def prep(self, pos, mask):
-        """Per-forward attention inputs shared by every layer: RoPE rows, the additive mask and the
-        request row of every token (the cache write's index)."""
-        B, T = pos.shape
-        rows = torch.arange(B, device=pos.device).unsqueeze(1).expand(B, T)
-        return self.rope.rows(pos), attn_bias(mask, self.a.heads // self.a.kv_heads, self.dtype), rows
+    def prep(self, pos, mask, write_pos, nkv: int, fused=False):
+        """:func:`_prep` of a forward (``nkv``: the KV heads of the cache it writes)."""
+        return part("_prep", fused)(pos, mask, write_pos, self.rope.cos, self.rope.sin, self.a.heads // self.a.kv_heads,
+                                    nkv, self.dtype)
 
     def new_cache(self, B: int, S_max: int):
         a = self.a
@@ -224,12 +230,12 @@ class DummyTarget:
         logits [R, V] of ``logits_rows`` (a [B, r] index into T, default all rows) flattened).
         ``fused``: the compiled layer parts (:func:`part`)."""
         x = self.embed[tokens]
-        rope, bias, rows = self.prep(pos, mask)
+        attn_in = self.prep(pos, mask, write_pos, self.layers[0][1].nkv, fused)
         add_rms, eps = part("_add_rms", fused), self.a.eps
         caught, delta = [], None
         for i, (n1, attn, n2, mlp) in enumerate(self.layers):
             x, h = add_rms(x, delta, n1, eps)
-            x, h = add_rms(x, self.tp.all_reduce(attn(h, rope, cache[i], rows, write_pos, bias, fused)), n2, eps)
+            x, h = add_rms(x, self.tp.all_reduce(attn(h, attn_in, cache[i], fused)), n2, eps)
             delta = self.tp.all_reduce(mlp(h, fused))  # the residual add is in the next add_rms
             if i in self.fc_layers:
                 caught.append(x + delta)
@@ -268,8 +274,8 @@ class DummyDraft:
         """tokens [B, T] (target ids), hidden [B, T, H]; returns (hidden out [B, T, H], hot logits [B*T, Vh])."""
         add_rms, eps = part("_add_rms", fused), self.a.eps
         x = part("_draft_in", fused)(self.target.embed[tokens], hidden, self.n_emb, self.n_hid, eps)
-        rope, bias, rows = self.target.prep(pos, mask)
-        h, hn = add_rms(hidden, self.attn(x, rope, cache[0], rows, write_pos, bias, fused), self.n_post, eps)
+        attn_in = self.target.prep(pos, mask, write_pos, self.attn.nkv, fused)
+        h, hn = add_rms(hidden, self.attn(x, attn_in, cache[0], fused), self.n_post, eps)
         h, hn = add_rms(h, self.mlp(hn, fused), self.norm, eps)
         logits = hn @ self.lm_head
         return h, logits.reshape(-1, logits.shape[-1])

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 
@@ -21,4 +23,17 @@ def compact_kv(cache: torch.Tensor, rows: torch.Tensor, dst: torch.Tensor, src: 
     c[:, rows, :, dst] = c[:, rows, :, src]
 
 
-__all__ = ["compact_kv", "new_stacked_cache"]
+@contextlib.contextmanager
+def row_block(cache: torch.Tensor, b0: int, b1: int):
+    """Request rows ``b0:b1`` of a stacked cache as a contiguous cache (a forward writes K/V through a
+    flat view of each layer): the slice itself when it is contiguous, else a copy written back on exit."""
+    rows = cache[:, :, b0:b1]
+    if rows.is_contiguous():
+        yield rows
+        return
+    block = rows.contiguous()
+    yield block
+    rows.copy_(block)
+
+
+__all__ = ["compact_kv", "new_stacked_cache", "row_block"]

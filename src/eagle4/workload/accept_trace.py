@@ -8,6 +8,7 @@ import csv
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from eagle4.contract import ContractError, sha256_file
 
@@ -49,4 +50,29 @@ def load_accept_trace(contract) -> AcceptTrace:
     return AcceptTrace(a.trace, got, lengths, a.measured_on)
 
 
-__all__ = ["AcceptTrace", "load_accept_trace"]
+
+def drive_predict(predict: torch.Tensor, cand: torch.Tensor, parent: torch.Tensor, depth: torch.Tensor,
+                  lengths: torch.Tensor, cursor: torch.Tensor, D: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """K6's ``target_predict [B, Q]`` such that its greedy walk accepts ``min(trace length, tree
+    depth)`` tokens along the root path to the first node of that depth (``cand``/``parent``/``depth``:
+    the verify tree's tokens, local parents and depths; ``lengths``: the trace on the device;
+    ``cursor [B]``: each row's trace position). Returns (predict, the rows' trace lengths [B])."""
+    B, Q = cand.shape
+    a = lengths[cursor % lengths.numel()]
+    tgt = torch.minimum(a, depth.max(1).values)
+    t = torch.arange(Q, device=cand.device).view(1, Q)
+    end = torch.where(depth == tgt.view(B, 1), t, t + Q).argmin(1)
+    pred = predict.clone()
+    cur = end
+    for _ in range(D):
+        p = parent.gather(1, cur.view(B, 1)).view(B)
+        ok = p >= 0
+        pc = p.clamp(min=0).view(B, 1)
+        pred.scatter_(1, pc, torch.where(ok.view(B, 1), cand.gather(1, cur.view(B, 1)), pred.gather(1, pc)))
+        cur = torch.where(ok, p, cur)
+    kid = torch.where(parent == end.view(B, 1), cand, torch.full_like(cand, -1)).max(1).values
+    pred.scatter_(1, end.view(B, 1), ((kid + 1) % vocab).view(B, 1))
+    return pred, a
+
+
+__all__ = ["AcceptTrace", "drive_predict", "load_accept_trace"]

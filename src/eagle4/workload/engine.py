@@ -19,10 +19,12 @@ models; the CPU default contract).
 On CUDA with a graph-safe backend each step is captured once per shape (batch, prompt and output
 length) as a CUDA graph and replayed; the only device-to-host copy of a step is ``out [B, 2 + S]``
 (tokens committed, trace length, the committed ids, for streaming). Elsewhere the same functions run
-eagerly. The dummy models' step forwards run their layer parts through ``torch.compile`` on CUDA
-(``fused``, ``eagle4.models.dummy.part``; prefill stays eager); attention is PyTorch SDPA over each
-request's cache in place, with K4's mask as one additive bias per forward. Backends without a device-tensor interface (csim, xrt, dump) are called through
-``eagle4.backends.host_call`` (host copies per kernel call).
+eagerly. On CUDA (``fused``) the step's torch code runs through ``torch.compile``
+(``eagle4.compiled``): the dummy models' layer parts (``eagle4.models.dummy.part``, the K/V cache
+write inside the QKV + RoPE part) and the glue between the kernels (``eagle4.kernels.tree_glue``,
+the trace drive); prefill stays eager. Attention is PyTorch SDPA over each request's cache in place,
+with K4's mask as one additive bias per forward. Backends without a device-tensor interface (csim,
+xrt, dump) are called through ``eagle4.backends.host_call`` (host copies per kernel call).
 
 Kernels are called through the backend's device-tensor interface (``Backend.call``). Output buffers
 are allocated by the first (eager, warm-up) call of each site and passed back on every later call,
@@ -45,6 +47,7 @@ the shapes every step, which a captured graph cannot).
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -54,10 +57,12 @@ import torch
 
 from eagle4.backends import Backend, get_backend
 from eagle4.backends.host_call import FallbackBackend, HostCall, has_device_interface
+from eagle4.compiled import compiled
 from eagle4.contract.tree_sizes import TreeSizes
 from eagle4.kernels import tree_glue
 from eagle4.models.dummy import load_dummy_pair
-from eagle4.models.kv_cache import compact_kv
+from eagle4.models.kv_cache import compact_kv, row_block
+from eagle4.workload.accept_trace import drive_predict, load_accept_trace
 from eagle4.workload.serving_metrics import TokenTimes
 
 
@@ -139,14 +144,14 @@ class Shape(TreeSizes):
 class DeviceEngine:
     """The one engine (module docstring). ``backend``: a name (``make_backend``) or a Backend;
     ``graphs``: CUDA graphs (default: on CUDA with a graph-safe backend); ``trace``: an accept-length
-    trace instead of the contract's (trace-driven acceptance only); ``fused``: the compiled layer parts
-    (default: on CUDA); ``tp``: a :class:`~eagle4.models.tensor_parallel.TensorParallel` (default: the
-    contract's ``[model] tp``, joining the launcher's process group when it is > 1)."""
+    trace instead of the contract's (trace-driven acceptance only); ``fused``: the step's torch code
+    through torch.compile (default: on CUDA); ``tp``: a
+    :class:`~eagle4.models.tensor_parallel.TensorParallel` (default: the contract's ``[model] tp``,
+    joining the launcher's process group when it is > 1)."""
 
     def __init__(self, contract, backend: str | Backend = "ref", *, device: str = "cpu", graphs: bool | None = None,
                  trace=None, backend_options: dict | None = None, fused: bool | None = None, tp=None):
         from eagle4.models.tensor_parallel import for_contract
-        from eagle4.workload.accept_trace import load_accept_trace
 
         self.contract = contract
         self.device = torch.device(device)
@@ -179,12 +184,14 @@ class DeviceEngine:
         self.params = d
         self._d = d
         self.sampling = any(t > 0 for t in d.temperatures)
-        # the step's model forwards through the compiled layer parts (eagle4.models.dummy.part): on
-        # CUDA by default, eager and compiled alike (so eager == graph replay holds); prefill stays eager
+        # the step's model forwards (eagle4.models.dummy.part) and the glue between the kernels through
+        # torch.compile: on CUDA by default, eager steps and graph replays alike (so eager == graph
+        # replay holds); prefill stays eager
         can = getattr(self.target, "fusable", False)
         self.fused = (self.device.type == "cuda" and can) if fused is None else bool(fused)
         if self.fused and not can:
             raise ValueError(f"{type(self.target).__name__} has no compiled layer parts (fused=True)")
+        self._c = functools.partial(compiled, on=self.fused)
         self.shape: Shape | None = None
         # sampling coins: the default generator on CUDA (graph-safe), a seeded one on the CPU
         self.gen = None if self.device.type == "cuda" else torch.Generator("cpu")
@@ -303,21 +310,12 @@ class DeviceEngine:
         o = self._k(f"K5_{label}", "logits_to_probas", {"logits": logits, "temperatures": torch.ones_like(self.temps)},
                     {"rows_per_req": rows_per_req, "write_probas": True})
         with self._region("host_draft_topk"):
-            pr, tok = tree_glue.external_topk(o["probas"], K)
+            pr, tok = self._c(tree_glue.external_topk)(o["probas"], K)
         return pr.reshape(B, rows_per_req * K).contiguous(), tok.reshape(B, rows_per_req * K).contiguous()
 
-    def _dense_mask(self, k4: dict, Q: int) -> torch.Tensor:
-        """K4's packed mask as a dense [B, Q, S_max] boolean mask over cache positions."""
-        B, S_max = self.shape.B, self.shape.S_max
-        dev = self.device
-        kvlen = (k4["kv_indptr"][1:] - k4["kv_indptr"][:-1]).to(torch.int64)
-        base = k4["mask_indptr_bytes"][:-1].to(torch.int64) * 8
-        c = torch.arange(S_max, device=dev)
-        q = torch.arange(Q, device=dev)
-        bit = base.view(B, 1, 1) + q.view(1, Q, 1) * kvlen.view(B, 1, 1) + c.view(1, 1, S_max)
-        pm = k4["packed_mask"]
-        byte = pm[(bit >> 3).clamp(max=pm.numel() - 1)].to(torch.int64)
-        return (((byte >> (bit & 7)) & 1) == 1) & (c.view(1, 1, S_max) < kvlen.view(B, 1, 1))
+    def _mask(self, k4: dict, Q: int) -> torch.Tensor:
+        return self._c(tree_glue.dense_tree_mask)(k4["kv_indptr"], k4["mask_indptr_bytes"], k4["packed_mask"], Q,
+                                                  self.shape.S_max)
 
     # -- prefill (eager; per wave) ---------------------------------------------------------------
     def prefill(self, prompts: torch.Tensor, cursors: torch.Tensor, lens: torch.Tensor | None = None,
@@ -336,14 +334,12 @@ class DeviceEngine:
             n, ln = b1 - b0, lens[b0:b1]
             p = pos.expand(n, P)
             mask = (cols <= pos.view(1, P, 1)) & (cols < ln.view(n, 1, 1))
-            tc = self.tcache[:, :, b0:b1]  # [layers, 2, rows, nkv, S, hd]
-            with self._region("target_prefill"):
+            with self._region("target_prefill"), row_block(self.tcache, b0, b1) as tc:  # [layers, 2, n, nkv, S, hd]
                 hid, logits = self.target.forward(prompts[b0:b1], p, tc, p, mask, logits_rows=(ln - 1).view(n, 1))
             first[b0:b1] = self._sample_first(logits, b0, b1)
             shifted = torch.cat([prompts[b0:b1, 1:], prompts[b0:b1, :1]], 1)
             shifted.scatter_(1, (ln - 1).view(n, 1), first[b0:b1, None])
-            dc = self.dcache[:, :, b0:b1]
-            with self._region("draft_prefill"):
+            with self._region("draft_prefill"), row_block(self.dcache, b0, b1) as dc:
                 g, dlog = self.draft.forward(shifted, hid, p, dc, p, mask)
             ar = torch.arange(n, device=dev)
             self.root_g[b0:b1] = g[ar, ln - 1]
@@ -370,7 +366,7 @@ class DeviceEngine:
         sh = self.shape
         B, K, W, D, N, M, I, Vn, H = sh.B, sh.K, sh.W, sh.D, sh.N, sh.M, sh.I, sh.Vn, self.target.a.hidden
         dev = self.device
-        st = tree_glue.init_draft_state(self.root_tok, N=N, M=M, K=K, I=I)
+        st = self._c(tree_glue.init_draft_state)(self.root_tok, N=N, M=M, K=K, I=I)
         cc, Ic = tree_glue.ROOT_CC, tree_glue.ROOT_IC
         probas, tokens = self._topk("root", self.root_logits, 1)
         hidden = self.root_g
@@ -383,10 +379,10 @@ class DeviceEngine:
                 T = sum(widths)
                 t = torch.arange(T, device=dev)
                 locs = self.base.view(B, 1) + self.seq_lens.view(B, 1) + t.view(1, T)
-                k4 = self._k(f"K4_draft_{d}", "tree_mask", *tree_glue.draft_mask_inputs(
+                k4 = self._k(f"K4_draft_{d}", "tree_mask", *self._c(tree_glue.draft_mask_inputs)(
                     widths=widths, parents=parents, seq_lens=self.seq_lens, req_pool_indices=self.pools,
                     req_to_token=self.req_to_token, tree_cache_locs=locs, write_bool_mask=False))
-                mask = self._dense_mask(k4, Wc)
+                mask = self._mask(k4, Wc)
                 wpos = self.seq_lens.view(B, 1) + (T - Wc) + torch.arange(Wc, device=dev).view(1, Wc)
                 with self._region("draft_layer"):
                     g, dlog = self.draft.forward(frontier.tokens, frontier.hidden.view(B, Wc, H), k4["positions"],
@@ -404,7 +400,7 @@ class DeviceEngine:
             cc += Wc * K
             if d == D:
                 break
-            frontier = tree_glue.frontier_handoff(
+            frontier = self._c(tree_glue.frontier_handoff)(
                 output_tokens=k2["output_tokens"], output_scores=k2["output_scores"],
                 output_hidden_states=k1["output_hidden_states"], cache_topk_indices=k1["cache_topk_indices"],
                 output_tree_mask=k2["output_tree_mask"], Ic=Ic, W_next=W)
@@ -412,34 +408,13 @@ class DeviceEngine:
             Wc, Ic = frontier.W, frontier.Ic
         self.tree = {**st, "cc": cc}
 
-    # -- trace-driven acceptance -----------------------------------------------------------------
-    def _drive(self, predict, cand, parent, depth):
-        """``target_predict`` such that K6's greedy walk accepts min(trace, tree depth) tokens along
-        the root path to the first node of that depth. Returns (predict, trace lengths [B])."""
-        B, Q = cand.shape
-        a = self.trace_dev[self.cursor % self.trace_dev.numel()]
-        tgt = torch.minimum(a, depth.max(1).values)
-        t = torch.arange(Q, device=self.device).view(1, Q)
-        end = torch.where(depth == tgt.view(B, 1), t, t + Q).argmin(1)
-        pred = predict.clone()
-        cur = end
-        for _ in range(self.shape.D):
-            p = parent.gather(1, cur.view(B, 1)).view(B)
-            ok = p >= 0
-            pc = p.clamp(min=0).view(B, 1)
-            pred.scatter_(1, pc, torch.where(ok.view(B, 1), cand.gather(1, cur.view(B, 1)), pred.gather(1, pc)))
-            cur = torch.where(ok, p, cur)
-        kid = torch.where(parent == end.view(B, 1), cand, torch.full_like(cand, -1)).max(1).values
-        pred.scatter_(1, end.view(B, 1), ((kid + 1) % self.target.a.vocab).view(B, 1))
-        return pred, a
-
     # -- §8.2 verify step ----------------------------------------------------------------------------
     def verify_step(self) -> None:
         sh = self.shape
         B, S, H, V, dev = sh.B, sh.S, self.target.a.hidden, self.target.a.vocab, self.device
         tr = self.tree
         with self._region("host_verify_select"):
-            vs = tree_glue.select_verify_set(cumu_tokens=tr["cumu_tokens"], cumu_scores=tr["cumu_scores"],
+            vs = self._c(tree_glue.select_verify_set)(cumu_tokens=tr["cumu_tokens"], cumu_scores=tr["cumu_scores"],
                                              prev_indexs=tr["prev_indexs"], cc=tr["cc"], verify_num=sh.Vn, M=sh.M,
                                              check=False)
         Q = vs.Q
@@ -448,15 +423,16 @@ class DeviceEngine:
         locs = self.base.view(B, 1) + L.view(B, 1) + tq
         k4 = self._k("K4_verify", "tree_mask", *tree_glue.verify_mask_inputs(
             vs, seq_lens=L, req_pool_indices=self.pools, req_to_token=self.req_to_token, tree_cache_locs=locs))
-        mask = self._dense_mask(k4, Q)
+        mask = self._mask(k4, Q)
         with self._region("target_verify"):
             hid, logits = self.target.forward(vs.candidates, k4["positions"], self.tcache, L.view(B, 1) + tq, mask,
                                               fused=self.fused)
         k5 = self._k("K5_verify", "logits_to_probas", {"logits": logits, "temperatures": self.temps},
                      {"rows_per_req": Q, "write_probas": self.sampling})
         if self.by_trace:
-            pred, a_trace = self._drive(k5["argmax_ids"].view(B, Q), vs.candidates, vs.tree_parent,
-                                        k4["positions"] - L.view(B, 1))
+            pred, a_trace = self._c(drive_predict)(k5["argmax_ids"].view(B, Q), vs.candidates, vs.tree_parent,
+                                                   k4["positions"] - L.view(B, 1), self.trace_dev, self.cursor,
+                                                   sh.D, V)
         else:
             pred, a_trace = k5["argmax_ids"].view(B, Q), None
         if self.sampling:

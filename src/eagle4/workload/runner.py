@@ -623,7 +623,7 @@ def render_serving(contract, stats: list[dict]) -> str:
          "a point missing any is INVALID (reasons listed)", "",
          "* floor: a plain PyTorch step of the same shapes in the same process (eagle4.workload.floor); roofline = "
          "max(bytes / HBM peak, FLOPs / dense bf16 peak) of the card that ran (declared peaks, eagle4.cards)",
-         f"* engine: CUDA graphs {stats[0].get('graphs', '')}; compiled layer parts (torch.compile) "
+         f"* engine: CUDA graphs {stats[0].get('graphs', '')}; step code through torch.compile (layer parts and glue) "
          f"{stats[0].get('fused', '')}; attention: PyTorch SDPA with K4's mask as an additive bias over each "
          "request's cache in place", "",
          "| point | runs | TTFT p50/p99 (ms) | ITL p50/p99 (ms) | TPOT p50/p99 (ms) | tokens/s | CoV | goodput (req/s) | J/token | acceptance (trace) | step = draft + verify (ms) | floor (ms) | step/floor | roofline bytes/FLOPs (ms) | status |",

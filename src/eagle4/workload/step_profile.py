@@ -26,7 +26,8 @@ def region_of(kernel_name: str) -> str:
 
 
 def profile_steps(engine, steps: int = 10) -> dict:
-    """Profile ``steps`` replays; returns per-kernel and per-region GPU time per step (seconds)."""
+    """Profile ``steps`` replays; returns per-kernel and per-region GPU time per step (seconds) and the
+    kernels launched per step by region."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -36,14 +37,17 @@ def profile_steps(engine, steps: int = 10) -> dict:
             engine.step()
         torch.cuda.synchronize()
     per_kernel: dict[str, float] = defaultdict(float)
+    launches: dict[str, float] = defaultdict(float)
     for ev in prof.events():
         if ev.device_type == torch.autograd.DeviceType.CUDA and getattr(ev, "device_time", 0) > 0:
             per_kernel[ev.name] += ev.device_time * 1e-6 / steps  # us -> s per step
+            launches[region_of(ev.name)] += 1 / steps
     per_region: dict[str, float] = defaultdict(float)
     for k, v in per_kernel.items():
         per_region[region_of(k)] += v
     total = sum(per_kernel.values())
-    return {"kernel_s_per_step": total, "per_kernel": dict(per_kernel), "per_region": dict(per_region)}
+    return {"kernel_s_per_step": total, "per_kernel": dict(per_kernel), "per_region": dict(per_region),
+            "launches_per_region": dict(launches)}
 
 
 def top_coverage(per_region: dict, total: float, n: int) -> tuple[list[tuple[str, float]], float]:
