@@ -126,7 +126,7 @@ def render(res, rows: list[dict], storage: list, pair, gpu: dict[int, dict] | No
 
 
 GPU_HOTSPOTS = "*e2e*_hotspots.csv"  # the e2e bench's WP2 rows (h100_e2e_hotspots.csv, h200_e2e_partial_...)
-GPU_REPLACED_REGIONS = ("K1", "K2", "K3", "K4", "K5", "K6", "K7", "sort_topk")
+GPU_REPLACED_REGIONS = ("K1", "K2", "K3", "K1-K3", "K4", "K5", "K6", "K7", "sort_topk")
 LM_HEAD_STAGE = "draft_lm_head"
 
 

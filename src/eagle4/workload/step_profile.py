@@ -1,7 +1,8 @@
 """WP2 on the device engine: GPU kernel time of one speculative step, by kernel and by region, from
 a torch-profiler trace of CUDA-graph replays (a separate run from the timed ones).
 
-Regions are assigned from the kernel names: our seven ops (``k1_kernel`` .. ``k7_kernel``), GEMMs
+Regions are assigned from the kernel names: our seven ops (``k1_kernel`` .. ``k7_kernel`` and their
+variants such as K5's one-round ``k5s1_kernel``; the fused draft step ``step_kernel`` is K1-K3), GEMMs
 (the model's projections and LM heads), attention, sort (the draft top-K), and the rest (norms,
 RoPE, gathers, copies: the PyTorch glue of the step)."""
 
@@ -10,7 +11,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-REGIONS = [("K{0}", re.compile(r"\bk([1-7])_kernel")),
+REGIONS = [("K{0}", re.compile(r"\bk([1-7])[a-z0-9]*_kernel\b")),
+           ("K1-K3", re.compile(r"\bstep_kernel<")),  # cuda/draft_step.cu: K1 -> K2 -> K3 in one launch
            ("gemm", re.compile(r"gemm|cutlass|nvjet|sm90_xmma|cublas|matmul", re.I)),
            ("attention", re.compile(r"fmha|attention|flash|attn", re.I)),
            ("sort_topk", re.compile(r"sort|radix|topk", re.I)),
