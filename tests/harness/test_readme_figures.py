@@ -63,8 +63,8 @@ CLAIMS = [
      lambda: [_kernel("h200", 1, "ours_over_roofline", ".2f"), _kernel("h200", 1, "median_us", ".2f"),
               _kernel("h200", 128, "ours_over_roofline", ".2f")]),
     (r"b1 (\d+) tok/s, b8 (\d+) tok/s \(5 runs", lambda: [_e2e_default("b1"), _e2e_default("b8")]),
-    (r"b1 (\d+) tok/s at (\S+)x the floor, b8 (\d+) tok/s at (\S+)x the floor, b32 (\d+) tok/s at (\S+)x the floor",
-     lambda: [*_e2e_h200("b1"), *_e2e_h200("b8"), *_e2e_h200("b32")]),
+    (r"b1 (\d+) tok/s at (\S+)x the floor, b8 (\d+) tok/s at (\S+)x the floor, b128 (\d+) tok/s at (\S+)x the floor",
+     lambda: [*_e2e_h200("b1"), *_e2e_h200("b8"), *_e2e_h200("b128")]),
     (r"b1 (\d+) tok/s, b32 (\d+) tok/s; (VALID at every point)",
      lambda: [_e2e_deployment("b1"), _e2e_deployment("b32"), *_all_valid()]),
 ]
