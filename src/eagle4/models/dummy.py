@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from eagle4.compiled import compiled
-from eagle4.models.kv_cache import new_stacked_cache
+from eagle4.models.kv_cache import kv_index, new_stacked_cache
 from eagle4.models.tensor_parallel import SINGLE, BlockGen, TensorParallel
 
 DRAFT_LOGIT_STD = 8.0
@@ -102,21 +102,9 @@ def attn_bias(mask, grp: int, dtype):
     return torch.zeros(m.shape, device=m.device, dtype=dtype).masked_fill_(~m, float("-inf"))
 
 
-def kv_index(write_pos, nkv: int, S: int):
-    """Row of every (token, K or V, KV head) of ``write_pos [B, T]`` in a layer cache
-    ``[2, B, nkv, S, hd]`` viewed as ``[2*B*nkv*S, hd]``: ``[B, T, 2, nkv]``, the index of the one
-    scatter that writes a forward's K and V (:func:`_qkv_rope`)."""
-    B, T = write_pos.shape
-    dev = write_pos.device
-    b = torch.arange(B, device=dev).view(B, 1, 1, 1)
-    c = torch.arange(2, device=dev).view(1, 1, 2, 1)
-    h = torch.arange(nkv, device=dev).view(1, 1, 1, nkv)
-    return ((c * B + b) * nkv + h) * S + write_pos.view(B, T, 1, 1)
-
-
 def _prep(pos, mask, write_pos, cos_table, sin_table, grp: int, nkv: int, dtype):
     """Per-forward attention inputs shared by every layer: the RoPE rows (cos, sign-folded sin
-    ``[B, T, 1, d]``), the additive mask bias and the cache rows of the K/V write (:func:`kv_index`)."""
+    ``[B, T, 1, d]``), the additive mask bias and the cache rows of the K/V write (:func:`~eagle4.models.kv_cache.kv_index`)."""
     return (cos_table[pos].unsqueeze(2), sin_table[pos].unsqueeze(2), attn_bias(mask, grp, dtype),
             kv_index(write_pos, nkv, mask.shape[-1]))
 
@@ -130,7 +118,7 @@ def _add_rms(x, delta, w, eps: float):
 
 def _qkv_rope(h, wqkv, cos, sin, kv_flat, kv_rows, nh: int, nkv: int):
     """Fused q/k/v projection, RoPE on q and k together, K and V written into the layer cache
-    ``kv_flat`` (``[2*B*nkv*S, hd]``, a view of it) at ``kv_rows`` (:func:`kv_index`) by one scatter;
+    ``kv_flat`` (``[2*B*nkv*S, hd]``, a view of it) at ``kv_rows`` (:func:`~eagle4.models.kv_cache.kv_index`) by one scatter;
     returns q grouped by KV head along the query axis (``[B, nkv, grp*T, hd]``: GQA without copying
     K/V). Compiled, the RoPE, the layout and the scatter are one kernel writing the cache in place."""
     B, T, _ = h.shape

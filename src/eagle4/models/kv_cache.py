@@ -16,6 +16,18 @@ def new_stacked_cache(layers: int, B: int, kv_heads: int, S_max: int, head_dim: 
     return torch.zeros(layers, 2, B, kv_heads, S_max, head_dim, device=device, dtype=dtype)
 
 
+def kv_index(write_pos, nkv: int, S: int):
+    """Row of every (token, K or V, KV head) of ``write_pos [B, T]`` in a layer cache
+    ``[2, B, nkv, S, hd]`` viewed as ``[2*B*nkv*S, hd]``: ``[B, T, 2, nkv]``, the index of the one
+    scatter that writes a forward's K and V (``eagle4.models.dummy._qkv_rope``, ``eagle4.models.static_pair``)."""
+    B, T = write_pos.shape
+    dev = write_pos.device
+    b = torch.arange(B, device=dev).view(B, 1, 1, 1)
+    c = torch.arange(2, device=dev).view(1, 1, 2, 1)
+    h = torch.arange(nkv, device=dev).view(1, 1, 1, nkv)
+    return ((c * B + b) * nkv + h) * S + write_pos.view(B, T, 1, 1)
+
+
 def compact_kv(cache: torch.Tensor, rows: torch.Tensor, dst: torch.Tensor, src: torch.Tensor) -> None:
     """Move positions ``src -> dst`` (``[B, n]``) of request rows ``rows`` (``[B, n]``) in every layer
     of a stacked cache, in place (one gather and one scatter)."""
@@ -36,4 +48,4 @@ def row_block(cache: torch.Tensor, b0: int, b1: int):
     rows.copy_(block)
 
 
-__all__ = ["compact_kv", "new_stacked_cache", "row_block"]
+__all__ = ["compact_kv", "kv_index", "new_stacked_cache", "row_block"]

@@ -1,7 +1,7 @@
 """A ``load = "local"`` pair (``eagle4.models.llama`` target + ``eagle4.models.eagle`` draft, as loaded
 by ``load_target``/``load_draft``) behind the static-shape interface of ``eagle4.models.dummy``, so the
-device engine runs a trained pair with the same code as the deployment shape: contiguous per-request
-caches ``[B, nkv, S_max, hd]``, K/V written at ``write_pos [B, T]``, a dense ``[B, T, S_max]`` mask.
+device engine runs a trained pair with the same code as the deployment shape: the stacked cache of
+``eagle4.models.kv_cache``, K/V written at ``write_pos [B, T]``, a dense ``[B, T, S_max]`` mask.
 
 The layers' own projections, RoPE, norms and MLPs are used; only the attention is done here, over
 the dense cache: scores in the model dtype, -inf outside the mask, softmax (a padding row that sees
@@ -14,16 +14,16 @@ import math
 import torch
 
 from eagle4.models.eagle import load_draft
-from eagle4.models.kv_cache import new_stacked_cache
+from eagle4.models.kv_cache import kv_index, new_stacked_cache
 from eagle4.models.llama import load_target
 
 
-def _attend(attn, x, pos, cache_k, cache_v, write_pos, mask):
+def _attend(attn, x, pos, kv, write_pos, mask):
+    """``kv``: the layer's contiguous ``[2, B, nkv, S, hd]``, which receives this K/V."""
     B, T, _ = x.shape
     q, k, v = attn._qkv(x, pos)  # [B, T, heads, hd]
-    bi = torch.arange(B, device=x.device).unsqueeze(1).expand(B, T)
-    cache_k.transpose(1, 2)[bi, write_pos] = k
-    cache_v.transpose(1, 2)[bi, write_pos] = v
+    kv.view(-1, attn.hd).index_put_((kv_index(write_pos, attn.nkv, kv.shape[-2]),), torch.stack([k, v], 2))
+    cache_k, cache_v = kv[0], kv[1]
     rep = attn.nh // attn.nkv
     qg = q.view(B, T, attn.nkv, rep, attn.hd)
     s = torch.einsum("bqgrd,bgld->bgrql", qg, cache_k) / math.sqrt(attn.hd)
@@ -34,7 +34,7 @@ def _attend(attn, x, pos, cache_k, cache_v, write_pos, mask):
 
 
 def _layer(layer, x, pos, kv, write_pos, mask):
-    x = x + _attend(layer.self_attn, layer.input_layernorm(x), pos, kv[0], kv[1], write_pos, mask)
+    x = x + _attend(layer.self_attn, layer.input_layernorm(x), pos, kv, write_pos, mask)
     return x + layer.mlp(layer.post_attention_layernorm(x))
 
 
