@@ -267,6 +267,7 @@ class DeviceEngine:
         self.Q = tree_glue.verify_size(cc_final, sh.N, sh.Vn, sh.M)
         self.coins = torch.zeros(B, self.Q, device=dev, dtype=torch.float32)
         self.final_coins = torch.zeros(B, device=dev, dtype=torch.float32)
+        self.ones_b = torch.ones(B, device=dev, dtype=torch.float32)  # the draft's K5 temperature (1)
         self.ones_w1 = torch.ones(B, 1, device=dev, dtype=torch.float32)
         self.zeros_w1 = torch.zeros(B, 1, device=dev, dtype=torch.int64)
         self.no_mask = torch.zeros(B, 1, 0, device=dev, dtype=torch.bool)
@@ -307,7 +308,7 @@ class DeviceEngine:
 
     def _topk(self, label: str, logits: torch.Tensor, rows_per_req: int):
         B, K = self.shape.B, self.shape.K
-        o = self._k(f"K5_{label}", "logits_to_probas", {"logits": logits, "temperatures": torch.ones_like(self.temps)},
+        o = self._k(f"K5_{label}", "logits_to_probas", {"logits": logits, "temperatures": self.ones_b},
                     {"rows_per_req": rows_per_req, "write_probas": True})
         with self._region("host_draft_topk"):
             pr, tok = self._c(tree_glue.external_topk)(o["probas"], K)
