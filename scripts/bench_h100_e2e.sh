@@ -15,6 +15,8 @@
 #   E2E_RESUME=1  keep the rows already in OUT_DIR (same contract and commit) and run only the points
 #                 they lack: a baseline longer than one device call is measured in parts (E2E_POINTS)
 #   E2E_SELFCHECK=0  skip the self-check + WP2 profile (a part that follows one that ran it)
+#   E2E_DEADLINE  Unix time: start no timed process expected to end after it (a call with a hard limit
+#                 then stops between processes; continue with E2E_RESUME=1)
 #
 # env: E2E_BACKEND   kernel backend: cuda (default; our CUDA kernels), cuda+ref (kernels the cuda backend
 #                    does not support run on the CPU reference; named in the results) or ref (PyTorch
@@ -57,6 +59,7 @@ if [[ "$LOAD" == "dummy" ]]; then
     [[ -n "${E2E_RUNS:-}" ]] && DEXTRA+=(--runs "$E2E_RUNS")
     [[ -n "${E2E_DURATION:-}" ]] && DEXTRA+=(--duration "$E2E_DURATION")
     [[ "${E2E_RESUME:-0}" == "1" ]] && DEXTRA+=(--resume)
+    [[ -n "${E2E_DEADLINE:-}" ]] && DEXTRA+=(--deadline "$E2E_DEADLINE")
     rc=0
     "$PY" -m eagle4.workload.runner --contract "$CONTRACT" --out "$OUT" --prefix h100_e2e --backend "$BACKEND" \
         --device "$DEVICE" ${DEXTRA[@]+"${DEXTRA[@]}"} || rc=$?

@@ -195,3 +195,27 @@ def test_runner_waits_for_its_share_of_finished_requests_and_resumes(tmp_path):
     with pytest.raises(ValueError, match="h100_e2e_runs.csv: row 2: contract_sha256"):
         run_contract(path, "ref", out, points=["b1"], runs=2, device="cpu", prefix="h100_e2e", resume=True,
                      log=lambda *_: None)
+
+
+def test_runner_starts_no_process_past_its_deadline_and_resume_finishes(tmp_path):
+    """A call with a hard time limit ends between processes: the first process runs (nothing to go by),
+    the next is expected to take as long and would end after the deadline, so the runner stops with
+    the first row written; ``resume`` then runs the one left."""
+    import csv
+    import time
+
+    from eagle4.workload.runner import COLD_FACTOR, expected_process_s, run_contract
+
+    assert expected_process_s({}, "b1") == 0.0
+    assert expected_process_s({"b1": [3.0, 5.0]}, "b1") == 5.0
+    assert expected_process_s({"b1": [3.0, 5.0]}, "b8") == COLD_FACTOR * 5.0
+    path = write_tiny_contract(tmp_path / "c", ROOT / "contracts" / "deployment-8b.toml", min_duration_s=0.01,
+                               min_samples=2, cov_max=1.0)
+    out, said = tmp_path / "out", []
+    run_contract(path, "ref", out, points=["b1"], runs=2, device="cpu", prefix="h100_e2e",
+                 deadline=time.time() + 0.5, log=said.append)
+    assert [r["run_index"] for r in csv.DictReader(open(out / "h100_e2e_runs.csv"))] == ["0"]
+    assert any(s.startswith("stopped before b1 run 1: 1 runs left") for s in said), said
+    run_contract(path, "ref", out, points=["b1"], runs=2, device="cpu", prefix="h100_e2e", resume=True,
+                 log=lambda *_: None)
+    assert [r["run_index"] for r in csv.DictReader(open(out / "h100_e2e_runs.csv"))] == ["0", "1"]

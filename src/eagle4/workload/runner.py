@@ -239,13 +239,15 @@ MODES = ("static", "concurrency", "poisson")
 def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports", *, mode: str | None = None,
                  points=None, runs: int | None = None, device: str = "cpu", isolate: bool = True, prefix: str = "e2e",
                  threads: int | None = None, timeout_s: float = 900, min_duration_s: float | None = None,
-                 duration_s: float | None = None, resume: bool = False, log=print) -> dict:
+                 duration_s: float | None = None, resume: bool = False, deadline: float | None = None,
+                 log=print) -> dict:
     """Run the contract's operating points (or ``points``), ``runs`` measured runs each (default: the
     contract's), in ``mode`` (default: the contract's ``batch_profile.mode``); write the CSVs and the
     summary into ``out_dir``; return {"stats", "paths", ...}.
     static: ``min_duration_s`` may only lengthen each run's measured time beyond the contract's minimum.
     serving (concurrency, poisson): ``duration_s`` overrides the window (shorter: INVALID rows);
-    ``resume`` keeps the rows already in ``out_dir`` (same contract and commit)."""
+    ``resume`` keeps the rows already in ``out_dir`` (same contract and commit); ``deadline`` (Unix
+    time) starts no process expected to end after it (``run_serving``)."""
     from eagle4.contract import MIN_RUNS, load_contract
 
     if isinstance(contract, (str, Path)):
@@ -256,7 +258,8 @@ def run_contract(contract, backend: str = "ref", out_dir: str | Path = "reports"
                          "drive a server with `eagle4 workload http` for a phased profile")
     if mode != "static":
         return run_serving(contract, out_dir, mode=mode, points=points, runs=runs, duration_s=duration_s,
-                           backend=backend, device=device, prefix=prefix, timeout_s=timeout_s, resume=resume, log=log)
+                           backend=backend, device=device, prefix=prefix, timeout_s=timeout_s, resume=resume,
+                           deadline=deadline, log=log)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     n_runs = runs or contract.runs.runs
@@ -680,10 +683,12 @@ def _resumed(out: Path, prefix: str, sha: str, commit: str) -> tuple[list[dict],
 
 
 def run_serving(c, out_dir, *, mode=None, points=None, runs=None, duration_s=None, backend="cuda", device="cuda",
-                prefix="e2e", timeout_s=600, resume=False, log=print) -> dict:
+                prefix="e2e", timeout_s=600, resume=False, deadline=None, log=print) -> dict:
     """The serving modes of ``run_contract``: every (point, run) as its own process. ``resume``: keep the
     rows already in ``out_dir`` (same contract and commit) and run only the (point, run) pairs they lack,
-    so a baseline longer than one session's call can be measured in parts into one set of files."""
+    so a baseline longer than one session's call can be measured in parts into one set of files.
+    ``deadline`` (Unix time): start no process that ``expected_process_s`` says would end after it (a
+    call with a hard time limit then ends between processes, its rows written, none cut short)."""
     contract_path = Path(c.source_path)
     if contract_path.is_absolute() and contract_path.is_relative_to(Path.cwd()):
         contract_path = contract_path.relative_to(Path.cwd())  # the manifest names it as the bench script does
@@ -698,24 +703,29 @@ def run_serving(c, out_dir, *, mode=None, points=None, runs=None, duration_s=Non
     if resumed:
         log(f"resumed: runs {sorted(resumed)} from {out}")
     stats = None
-    for p in pts:
-        for i in range(runs_n):
-            if (p, i) in resumed:
-                continue
-            args = ["--mode", mode, "--contract", str(contract_path), "--point", p, "--run-index", str(i),
-                    "--backend", backend, "--device", device, "--runs-total", str(runs_n), "--commit", commit]
-            if duration_s is not None:
-                args += ["--duration", str(duration_s)]
-            res = run_child("eagle4.workload.runner", args, timeout_s=timeout_s, what=f"{p} run {i}")
-            all_runs.append(res["run"])
-            how = res["run"]["provenance"]  # every row says how it was obtained, not only the run's row
-            all_reqs += [{**q, "provenance": how} for q in res["requests"]]
-            accepts.append({**res["accept"], "histogram": json.dumps(res["accept"]["histogram"]),
-                            "per_position": json.dumps(res["accept"]["per_position"]), "provenance": how})
-            r = res["run"]
-            log(f"{p} run {i}: {r['tokens_per_s']:.1f} tok/s over {r['window_s']:.1f} s, step {r['step_s_median'] * 1e3:.2f} ms, "
-                f"acceptance {r['mean_acceptance_length']:.2f}, {r['joules_per_token']:.3f} J/token")
-            stats = write_serving_files(out, prefix, c, commit, all_runs, all_reqs, accepts)
+    took: dict[str, list[float]] = {}  # wall seconds of this invocation's processes, per point
+    left = [(p, i) for p in pts for i in range(runs_n) if (p, i) not in resumed]
+    for n_done, (p, i) in enumerate(left):
+        if deadline is not None and time.time() + expected_process_s(took, p) > deadline:
+            log(f"stopped before {p} run {i}: {len(left) - n_done} runs left would end after the deadline; "
+                "the rows so far are written (continue with --resume)")
+            break
+        t_start = time.time()
+        args = ["--mode", mode, "--contract", str(contract_path), "--point", p, "--run-index", str(i),
+                "--backend", backend, "--device", device, "--runs-total", str(runs_n), "--commit", commit]
+        if duration_s is not None:
+            args += ["--duration", str(duration_s)]
+        res = run_child("eagle4.workload.runner", args, timeout_s=timeout_s, what=f"{p} run {i}")
+        all_runs.append(res["run"])
+        how = res["run"]["provenance"]  # every row says how it was obtained, not only the run's row
+        all_reqs += [{**q, "provenance": how} for q in res["requests"]]
+        accepts.append({**res["accept"], "histogram": json.dumps(res["accept"]["histogram"]),
+                        "per_position": json.dumps(res["accept"]["per_position"]), "provenance": how})
+        r = res["run"]
+        log(f"{p} run {i}: {r['tokens_per_s']:.1f} tok/s over {r['window_s']:.1f} s, step {r['step_s_median'] * 1e3:.2f} ms, "
+            f"acceptance {r['mean_acceptance_length']:.2f}, {r['joules_per_token']:.3f} J/token")
+        stats = write_serving_files(out, prefix, c, commit, all_runs, all_reqs, accepts)
+        took.setdefault(p, []).append(time.time() - t_start)
     if stats is None:  # every point resumed: nothing ran, the files stay as written
         if not all_runs:
             raise ValueError(f"no operating point to run or resume: {pts}")
@@ -731,6 +741,17 @@ def run_serving(c, out_dir, *, mode=None, points=None, runs=None, duration_s=Non
     paths = {k: out / f"{prefix}_{k}.{'md' if k == 'summary' else 'json' if k == 'manifest' else 'csv'}"
              for k in ("raw", "runs", "accept", "points", "summary", "manifest")}
     return {"stats": stats, "paths": paths, "mode": mode}
+
+
+COLD_FACTOR = 2.0  # a point's first process compiles its shapes: on the H200, 104-130 s against 58-77 s warm
+
+
+def expected_process_s(took: dict[str, list[float]], point: str) -> float:
+    """Wall seconds the next process of ``point`` is expected to take: the longest of that point's in
+    this invocation, else ``COLD_FACTOR`` x the longest of any point's, else 0 (nothing to go by)."""
+    if took.get(point):
+        return max(took[point])
+    return COLD_FACTOR * max((max(v) for v in took.values()), default=0.0)
 
 
 def _environment(runs: list[dict]) -> dict:
@@ -820,11 +841,13 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--resume", action="store_true",
                     help="serving: keep the rows already in --out (same contract and commit); run only the points they lack")
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="serving: Unix time; start no process expected to end after it (continue later with --resume)")
     a = ap.parse_args(argv)
     try:
         res = run_contract(a.contract, a.backend, a.out, mode=a.mode, points=a.points.split(",") if a.points else None,
                            runs=a.runs, device=a.device, prefix=a.prefix, duration_s=a.duration,
-                           min_duration_s=a.min_duration, resume=a.resume)
+                           min_duration_s=a.min_duration, resume=a.resume, deadline=a.deadline)
     except ValueError as e:
         print(f"runner: {e}", file=sys.stderr)
         return 2
