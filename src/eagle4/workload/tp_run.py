@@ -12,9 +12,10 @@ TP equivalence test compares against TP=1); ``point`` is one measured process of
 
     python -m eagle4.workload.tp_run bench --contract contracts/deployment-70b.toml --tp 4 --out reports/...
 
-runs every (point, run) as ``tp`` ranks through :func:`~eagle4.workload.tp_launch.launch` (a dead or
-hung rank is a one-line error naming it), writes the device runner's files (prefix ``tp<N>_e2e``) and
-records ``nvidia-smi topo -m`` and the TP degree in the manifest. Fewer visible GPUs than ``tp`` is a
+is the device runner (:func:`eagle4.workload.runner.run_serving`: its files under the prefix ``tp<N>_e2e``,
+``--resume``, ``--deadline``) with every (point, run) started as ``tp`` ranks through
+:func:`~eagle4.workload.tp_launch.launch` (a dead or hung rank is a one-line error naming it); the
+manifest adds ``nvidia-smi topo -m`` and the TP degree. Fewer visible GPUs than ``tp`` is a
 one-line error naming the machine kind needed. ``--tp`` overrides the contract's ``[model] tp`` (the
 rows then carry that contract's hash).
 """
@@ -156,57 +157,33 @@ def _worker(argv) -> int:
 
 
 def bench(contract_path, out_dir, *, tp=None, points=None, runs=None, duration_s=None, device="cuda",
-          backend=None, timeout_s=900.0, log=print) -> list[dict]:
-    """Every (point, run) of the contract as ``tp`` ranks; the device runner's files + the topology."""
+          backend=None, timeout_s=900.0, resume=False, deadline=None, log=print) -> list[dict]:
+    """Every (point, run) of the contract as ``tp`` ranks, through the device runner
+    (:func:`eagle4.workload.runner.run_serving`: its files, ``resume`` and ``deadline``) + the topology."""
     from eagle4.contract import load_contract
-    from eagle4.report.atomic import write_text
-    from eagle4.vcs import git_commit
-    from eagle4.workload.runner import (
-        _environment,
-        finished_share,
-        write_serving_files,
-    )
+    from eagle4.workload.runner import run_serving
     from eagle4.workload.tp_launch import launch
 
     c = with_tp(load_contract(contract_path), tp)
     n = c.model.tp
     if device == "cuda":
         require_gpus(n)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    commit, prefix = git_commit(), f"tp{n}_e2e"
-    pts, runs_n = points or [p.name for p in c.operating_points], runs or c.runs.runs
     src = str(Path(__file__).resolve().parents[2])
     env = {"PYTHONPATH": src + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")}
-    all_runs, all_reqs, accepts = [], [], []
-    for p in pts:
-        for i in range(runs_n):
-            with tempfile.TemporaryDirectory() as td:
-                res_path = Path(td) / "result.json"
-                cmd = [sys.executable, "-m", "eagle4.workload.tp_run", "point", "--contract", str(contract_path),
-                       "--tp", str(n), "--device", device, "--point", p, "--run-index", str(i),
-                       "--runs-total", str(runs_n), "--commit", commit, "--result", str(res_path)]
-                cmd += ["--backend", backend] if backend else []
-                cmd += ["--duration", str(duration_s)] if duration_s is not None else []
-                launch(cmd, n, timeout_s=timeout_s, env=env)
-                res = json.loads(res_path.read_text())
-            r = {**res["run"], "tp": n}
-            all_runs.append(r)
-            all_reqs += [{**q, "provenance": r["provenance"]} for q in res["requests"]]
-            accepts.append({**res["accept"], "histogram": json.dumps(res["accept"]["histogram"]),
-                            "per_position": json.dumps(res["accept"]["per_position"]), "provenance": r["provenance"]})
-            log(f"tp={n} {p} run {i}: {r['tokens_per_s']:.1f} tok/s, step {r['step_s_median'] * 1e3:.2f} ms, "
-                f"floor {r['floor_step_s'] * 1e3:.2f} ms")
-        stats = write_serving_files(out, prefix, c, commit, all_runs, all_reqs, accepts)
-    manifest = {"contract": str(contract_path), "contract_sha256": c.sha256, "commit": commit, "tp": n,
-                "launcher": "eagle4.workload.tp_launch (torchrun's environment; NCCL_NVLS_ENABLE=0)",
-                "runs_per_point": runs_n, "duration_override_s": duration_s, "device": all_runs[0]["device"],
-                "backend": all_runs[0]["backend"], "acceptance": all_runs[0]["acceptance"],
-                "min_finished_requests_per_run": finished_share(c.measurement.min_samples, runs_n),
-                "card": all_runs[0].get("card", ""), "topology": topology(),
-                "energy_note": "NVML power of rank 0's GPU only", **_environment(all_runs)}
-    write_text(out / f"{prefix}_manifest.json", json.dumps(manifest, indent=1))
-    return stats
+
+    def ranks(args: list[str], what: str) -> dict:
+        with tempfile.TemporaryDirectory() as td:
+            res_path = Path(td) / "result.json"
+            launch([sys.executable, "-m", "eagle4.workload.tp_run", "point", "--tp", str(n), *args,
+                    "--result", str(res_path)], n, timeout_s=timeout_s, env=env)
+            return json.loads(res_path.read_text())
+
+    extra = {"tp": n, "launcher": "eagle4.workload.tp_launch (torchrun's environment; NCCL_NVLS_ENABLE=0)",
+             "topology": topology(), "energy_note": "NVML power of rank 0's GPU only"}
+    return run_serving(c, out_dir, points=points, runs=runs, duration_s=duration_s,
+                       backend=backend or ("cuda" if device == "cuda" else "ref"), device=device,
+                       prefix=f"tp{n}_e2e", timeout_s=timeout_s, resume=resume, deadline=deadline, launch=ranks,
+                       extra=extra, log=log)["stats"]
 
 
 def main(argv=None) -> int:
@@ -226,12 +203,15 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--backend", default=None)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per (point, run) before its ranks are killed")
+    ap.add_argument("--resume", action="store_true", help="keep the rows already in --out (same contract and commit)")
+    ap.add_argument("--deadline", type=float, default=None, help="Unix time: start no process expected to end after it")
     a = ap.parse_args(argv)
     from eagle4.workload.tp_launch import TPRunError
 
     try:
         stats = bench(a.contract, a.out, tp=a.tp, points=a.points.split(",") if a.points else None, runs=a.runs,
-                      duration_s=a.duration, device=a.device, backend=a.backend, timeout_s=a.timeout)
+                      duration_s=a.duration, device=a.device, backend=a.backend, timeout_s=a.timeout,
+                      resume=a.resume, deadline=a.deadline)
     except (ValueError, TPRunError) as e:
         print(f"tp_run: {e}", file=sys.stderr)
         return 2
