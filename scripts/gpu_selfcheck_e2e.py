@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from eagle4.contract import load_contract  # noqa: E402
 from eagle4.perf.card import card_of  # noqa: E402
 from eagle4.workload.engine import DeviceEngine  # noqa: E402
+from eagle4.workload.floor import roofline  # noqa: E402
 from eagle4.workload.step_profile import profile_steps, step_hbm_bytes, top_coverage  # noqa: E402
 from eagle4.workload.tiny_contract import write_tiny_contract  # noqa: E402
 
@@ -105,6 +106,7 @@ def timing(out: dict, batches, steps=20):
         prof = profile_steps(eng, 5)
         L = c.prompts.prompt_tokens + 64
         hbm = step_hbm_bytes(c, B, L)
+        rl = roofline(c, B, L, card_of(out["device"]))
         ranked, cov3 = top_coverage(prof["per_region"], prof["kernel_s_per_step"], 3)
         st = float(np.median(times))
         p = {"B": B, "prefill_s": prefill_s, "capture_s": capture_s, "step_s_median": st,
@@ -112,7 +114,8 @@ def timing(out: dict, batches, steps=20):
              "decode_tokens_per_s": float(np.sum(toks) / np.sum(times)),
              "committed_per_row": float(np.mean(toks)) / B, "trace_mean_plus1": float(np.mean(trace)) + 1,
              "kernel_s_per_step": prof["kernel_s_per_step"], "step_over_kernels": st / prof["kernel_s_per_step"],
-             "hbm_bytes": hbm, "roofline_s": hbm["total"] / card_of(out["device"]).hbm_bps, "regions": ranked, "top3": cov3,
+             "hbm_bytes": hbm, "roofline_bytes_s": rl["roofline_bytes_s"], "roofline_flops_s": rl["roofline_flops_s"],
+             "regions": ranked, "top3": cov3,
              "top_kernels": sorted(prof["per_kernel"].items(), key=lambda kv: -kv[1])[:TOP_KERNELS],
              "launches_per_region": prof["launches_per_region"],
              "mem_gb": torch.cuda.max_memory_allocated() / 1e9}
@@ -143,15 +146,16 @@ def write_hotspots(out: dict, out_dir: Path) -> None:
          "Profiled in a run separate from the timed ones (torch profiler over CUDA-graph replays of one",
          "speculative step: draft + verify). Shares are of the step's GPU kernel time; the step time is the",
          f"median wall time of a replay incl. its one D2H copy. Goal at B=1: step <= {m.step_over_kernels_max}x kernel time.",
-         "Roofline: the bytes one step must read (weights once per forward, KV prefix) / the HBM peak of",
-         f"{card_of(out['device']).describe()}",
-         "(eagle4.workload.step_profile.step_hbm_bytes: a model, not ncu counters; eagle4.perf.card).", "",
-         f"| batch | step (ms) | kernels (ms) | step/kernels | roofline (ms) | top-{m.hotspot_top_n} regions | coverage | >= {m.hotspot_coverage_min:.0%} | glue kernels / step |",
+         "Roofline, both bounds (eagle4.workload.floor.roofline: a model, not ncu counters): the bytes one step",
+         "must read (weights once per forward, KV prefix) / the HBM peak, and its FLOPs / the dense bf16 peak of",
+         f"{card_of(out['device']).describe()}, dense bf16 {card_of(out['device']).bf16_dense_flops / 1e12:g} TFLOP/s "
+         "(declared).", "",
+         f"| batch | step (ms) | kernels (ms) | step/kernels | roofline bytes/FLOPs (ms) | top-{m.hotspot_top_n} regions | coverage | >= {m.hotspot_coverage_min:.0%} | glue kernels / step |",
          "|---|---|---|---|---|---|---|---|---|"]
     for p in out["points"]:
         top = ", ".join(f"{n} {s:.1%}" for n, s in p["regions"][:m.hotspot_top_n])
         L.append(f"| {p['B']} | {p['step_s_median'] * 1e3:.2f} | {p['kernel_s_per_step'] * 1e3:.2f} | "
-                 f"{p['step_over_kernels']:.3f} | {p['roofline_s'] * 1e3:.2f} | {top} | {p['top3']:.1%} | "
+                 f"{p['step_over_kernels']:.3f} | {p['roofline_bytes_s'] * 1e3:.2f} / {p['roofline_flops_s'] * 1e3:.2f} | {top} | {p['top3']:.1%} | "
                  f"{'yes' if p['top3'] >= m.hotspot_coverage_min else 'NO'} | "
                  f"{p['launches_per_region'].get('torch_glue', 0):.0f} |")
     L += ["", f"Per-kernel rows (top {TOP_KERNELS} per batch) are in h100_e2e_hotspots.csv. `torch_glue` = norms,",

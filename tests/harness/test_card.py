@@ -155,7 +155,7 @@ def test_the_e2e_bench_and_self_check_take_the_cards_peak():
     e2e = (REPO / "scripts" / "bench_h100_e2e.sh").read_text()
     assert e2e.index("eagle4.perf.card --require-baseline") < e2e.index('"$PY" scripts/gpu_selfcheck_e2e.py')
     selfcheck = (REPO / "scripts" / "gpu_selfcheck_e2e.py").read_text()
-    assert "3.35e12" not in selfcheck and 'card_of(out["device"]).hbm_bps' in selfcheck
+    assert "3.35e12" not in selfcheck and 'roofline(c, B, L, card_of(out["device"]))' in selfcheck
 
 
 def test_summarize_refuses_two_cards_in_one_line_and_writes_nothing(tmp_path, capsys):

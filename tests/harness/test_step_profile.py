@@ -32,3 +32,20 @@ def test_every_kernel_of_our_cuda_sources_is_in_a_kernel_region():
 ])
 def test_library_and_inductor_kernels_keep_their_regions(name, region):
     assert region_of(name) == region
+
+
+def test_the_wp2_table_shows_both_roofline_bounds(tmp_path):
+    """The self-check's hotspot table gives the byte and the FLOP bound of each batch's step (a compute-bound
+    step beside a byte-only roofline says nothing)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("selfcheck", CUDA.parent / "scripts" / "gpu_selfcheck_e2e.py")
+    selfcheck = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(selfcheck)
+    point = {"B": 128, "step_s_median": 0.239, "kernel_s_per_step": 0.238, "step_over_kernels": 1.005,
+             "roofline_bytes_s": 0.00861, "roofline_flops_s": 0.13491, "regions": [("gemm", 0.786)], "top3": 0.964,
+             "top_kernels": [("nvjet_sm90_tst_256x64_64x5_4x1_v_bz_NNT", 0.1)], "launches_per_region": {"torch_glue": 463}}
+    selfcheck.write_hotspots({"device": "NVIDIA H200", "points": [point]}, tmp_path)
+    text = (tmp_path / "h100_e2e_hotspots.md").read_text()
+    assert "| roofline bytes/FLOPs (ms) |" in text and "| 8.61 / 134.91 |" in text, text
+    assert "dense bf16 989.4 TFLOP/s" in text, text
