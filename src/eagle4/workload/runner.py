@@ -752,7 +752,7 @@ def run_serving(c, out_dir, *, mode=None, points=None, runs=None, duration_s=Non
 
 
 RUN_EXTRA = ("tp",)  # the keys of run_serving's ``extra`` that its run rows carry too
-COLD_FACTOR = 2.0  # a point's first process compiles its shapes: on the H200, 104-130 s against 58-77 s warm
+COLD_FACTOR = 2.0  # a point's first process compiles its shapes cold (on the H200 about 1.5x a warm one)
 
 
 def expected_process_s(took: dict[str, list[float]], point: str) -> float:
