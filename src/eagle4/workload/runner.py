@@ -683,20 +683,19 @@ def _resumed(out: Path, prefix: str, sha: str, commit: str) -> tuple[list[dict],
 
 
 def run_serving(c, out_dir, *, mode=None, points=None, runs=None, duration_s=None, backend="cuda", device="cuda",
-                prefix="e2e", timeout_s=600, resume=False, deadline=None, launch=None, extra=None,
-                log=print) -> dict:
+                prefix="e2e", timeout_s=600, resume=False, deadline=None, launch=None,
+                manifest_extra=None, log=print) -> dict:
     """The serving modes of ``run_contract``: every (point, run) as its own process. ``resume``: keep the
     rows already in ``out_dir`` (same contract and commit) and run only the (point, run) pairs they lack,
     so a baseline longer than one session's call can be measured in parts into one set of files.
     ``deadline`` (Unix time): start no process that ``expected_process_s`` says would end after it (a
     call with a hard time limit then ends between processes, its rows written, none cut short).
     ``launch(args, what)`` runs one (point, run) process from the child arguments and returns its result
-    (default: this module's child; ``eagle4.workload.tp_run`` starts one process per rank); ``extra``
-    is added to every run row and to the manifest (a tensor-parallel bench's degree and topology)."""
+    (default: this module's child; ``eagle4.workload.tp_run`` starts one process per rank);
+    ``manifest_extra`` is added to the manifest (a tensor-parallel bench's degree and topology)."""
     if launch is None:
         def launch(args, what):
             return run_child("eagle4.workload.runner", ["--mode", mode, *args], timeout_s=timeout_s, what=what)
-    extra = extra or {}
     contract_path = Path(c.source_path)
     if contract_path.is_absolute() and contract_path.is_relative_to(Path.cwd()):
         contract_path = contract_path.relative_to(Path.cwd())  # the manifest names it as the bench script does
@@ -724,7 +723,7 @@ def run_serving(c, out_dir, *, mode=None, points=None, runs=None, duration_s=Non
         if duration_s is not None:
             args += ["--duration", str(duration_s)]
         res = launch(args, f"{p} run {i}")
-        all_runs.append({**res["run"], **{k: v for k, v in extra.items() if k in RUN_EXTRA}})
+        all_runs.append(res["run"])
         how = res["run"]["provenance"]  # every row says how it was obtained, not only the run's row
         all_reqs += [{**q, "provenance": how} for q in res["requests"]]
         accepts.append({**res["accept"], "histogram": json.dumps(res["accept"]["histogram"]),
@@ -744,14 +743,13 @@ def run_serving(c, out_dir, *, mode=None, points=None, runs=None, duration_s=Non
                 "backend": backend, "device": all_runs[0]["device"], "acceptance": all_runs[0]["acceptance"],
                 "pinned_cores": sorted({int(r["pinned_core"]) for r in all_runs if r["pinned_core"] not in (None, "")}),
                 "min_finished_requests_per_run": finished_share(c.measurement.min_samples, runs_n),
-                "card": all_runs[0].get("card", ""), **extra, **_environment(all_runs)}
+                "card": all_runs[0].get("card", ""), **(manifest_extra or {}), **_environment(all_runs)}
     atomic.write_text(out / f"{prefix}_manifest.json", json.dumps(manifest, indent=1))
     paths = {k: out / f"{prefix}_{k}.{'md' if k == 'summary' else 'json' if k == 'manifest' else 'csv'}"
              for k in ("raw", "runs", "accept", "points", "summary", "manifest")}
     return {"stats": stats, "paths": paths, "mode": mode}
 
 
-RUN_EXTRA = ("tp",)  # the keys of run_serving's ``extra`` that its run rows carry too
 COLD_FACTOR = 2.0  # a point's first process compiles its shapes cold (on the H200 about 1.5x a warm one)
 
 

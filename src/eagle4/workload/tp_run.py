@@ -75,6 +75,11 @@ def topology() -> str:
     return cp.stdout
 
 
+def _backend(name: str | None, device: str) -> str:
+    """The kernel backend of a TP run: ``name``, else cuda on CUDA and ref elsewhere."""
+    return name or ("cuda" if device == "cuda" else "ref")
+
+
 def _rank() -> tuple[int, int]:
     return int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
 
@@ -135,7 +140,7 @@ def _worker(argv) -> int:
         torch.set_num_threads(1)
     init(c.model.tp, _device(a.device))  # join the group first: every later failure is a rank's
     rank, local = _rank()
-    backend = a.backend or ("cuda" if a.device == "cuda" else "ref")
+    backend = _backend(a.backend, a.device)
     if argv[0] == "check":
         rec = check(c, batch=a.batch, steps=a.steps, device=a.device, backend=backend)
         if a.dump:
@@ -149,6 +154,7 @@ def _worker(argv) -> int:
 
     res = run_serving_once(c, a.point, a.run_index, backend=backend, device=_device(a.device), duration_s=a.duration,
                    commit=a.commit, core=1 + local, runs_total=a.runs_total)
+    res["run"]["tp"] = c.model.tp  # the run row says the degree it was measured at
     if rank == 0:
         from eagle4.report import atomic
 
@@ -178,12 +184,11 @@ def bench(contract_path, out_dir, *, tp=None, points=None, runs=None, duration_s
                     "--result", str(res_path)], n, timeout_s=timeout_s, env=env)
             return json.loads(res_path.read_text())
 
-    extra = {"tp": n, "launcher": "eagle4.workload.tp_launch (torchrun's environment; NCCL_NVLS_ENABLE=0)",
+    manifest = {"tp": n, "launcher": "eagle4.workload.tp_launch (torchrun's environment; NCCL_NVLS_ENABLE=0)",
              "topology": topology(), "energy_note": "NVML power of rank 0's GPU only"}
     return run_serving(c, out_dir, points=points, runs=runs, duration_s=duration_s,
-                       backend=backend or ("cuda" if device == "cuda" else "ref"), device=device,
-                       prefix=f"tp{n}_e2e", timeout_s=timeout_s, resume=resume, deadline=deadline, launch=ranks,
-                       extra=extra, log=log)["stats"]
+                       backend=_backend(backend, device), device=device, prefix=f"tp{n}_e2e", timeout_s=timeout_s,
+                       resume=resume, deadline=deadline, launch=ranks, manifest_extra=manifest, log=log)["stats"]
 
 
 def main(argv=None) -> int:
