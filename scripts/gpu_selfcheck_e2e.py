@@ -130,7 +130,7 @@ def write_hotspots(out: dict, out_dir: Path) -> None:
     import csv
 
     c = load_contract(ROOT / "contracts" / "deployment-8b.toml")
-    m = c.measurement
+    m, card = c.measurement, card_of(out["device"])
     with open(out_dir / "h100_e2e_hotspots.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["contract_sha256", "device", "batch", "kind", "name", "seconds_per_step", "share_of_kernel_time",
@@ -148,7 +148,7 @@ def write_hotspots(out: dict, out_dir: Path) -> None:
          f"median wall time of a replay incl. its one D2H copy. Goal at B=1: step <= {m.step_over_kernels_max}x kernel time.",
          "Roofline, both bounds (eagle4.workload.floor.roofline: a model, not ncu counters): the bytes one step",
          "must read (weights once per forward, KV prefix) / the HBM peak, and its FLOPs / the dense bf16 peak of",
-         f"{card_of(out['device']).describe()}, dense bf16 {card_of(out['device']).bf16_dense_flops / 1e12:g} TFLOP/s "
+         f"{card.describe()}, dense bf16 {card.bf16_dense_flops / 1e12:g} TFLOP/s "
          "(declared).", "",
          f"| batch | step (ms) | kernels (ms) | step/kernels | roofline bytes/FLOPs (ms) | top-{m.hotspot_top_n} regions | coverage | >= {m.hotspot_coverage_min:.0%} | glue kernels / step |",
          "|---|---|---|---|---|---|---|---|---|"]
